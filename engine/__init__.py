@@ -1,1 +1,55 @@
-"""Rudder's training engine: an MXNet-Gluon-compatible library on numpy (cupy on GPU)."""
+"""Rudder's training engine: MXNet Gluon's training API on numpy (cupy on GPU).
+
+MXNet code runs with one changed import::
+
+    import engine as mx
+    from engine import nd, autograd, gluon
+
+Submodules are imported on first use, so ``import engine`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import autograd, nd, random
+from . import np as np
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+from .ndarray import NDArray
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "gluon": "engine.gluon",
+    "optimizer": "engine.optimizer",
+    "lr_scheduler": "engine.lr_scheduler",
+    "initializer": "engine.initializer",
+    "init": "engine.initializer",
+    "kvstore": "engine.kvstore",
+    "kv": "engine.kvstore",
+    "metric": "engine.metric",
+    "callback": "engine.callback",
+    "io": "engine.io",
+    "module": "engine.module",
+    "mod": "engine.module",
+    "symbol": "engine.symbol",
+    "sym": "engine.symbol",
+    "model": "engine.model",
+    "npx": "engine.npx",
+    "test_utils": "engine.test_utils",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")
+
+
+__all__ = [
+    "Context", "NDArray", "autograd", "cpu", "cpu_pinned", "current_context", "gpu",
+    "nd", "np", "num_gpus", "random", *_LAZY,
+]

@@ -1,0 +1,243 @@
+"""Reverse-mode automatic differentiation, as ``mxnet.autograd``.
+
+Operations executed inside ``record()`` on arrays that need a gradient remember their
+inputs and a backward rule (see :func:`engine.ndarray.ndarray.apply_op`). ``backward``
+walks that graph in reverse topological order with an explicit stack (no recursion
+limit on deep graphs), sums gradients that reach an array along several paths, and
+writes into each variable's ``.grad`` according to its ``grad_req``.
+
+>>> from engine import nd, autograd
+>>> x = nd.array([1.0, 2.0, 3.0]); x.attach_grad()
+>>> with autograd.record():
+...     y = (x * x).sum()
+>>> y.backward(); x.grad.asnumpy().tolist()
+[2.0, 4.0, 6.0]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .ndarray.ndarray import NDArray
+
+_GRAD_REQS = ("write", "add", "null")
+
+
+class _State(threading.local):
+    recording: bool = False
+    training: bool = False
+
+
+_state = _State()
+
+
+def is_recording() -> bool:
+    return _state.recording
+
+
+def is_training() -> bool:
+    return _state.training
+
+
+def set_recording(is_record: bool) -> bool:
+    previous, _state.recording = _state.recording, bool(is_record)
+    return previous
+
+
+def set_training(train_mode: bool) -> bool:
+    previous, _state.training = _state.training, bool(train_mode)
+    return previous
+
+
+@contextmanager
+def _scope(recording: bool | None, training: bool | None) -> Iterator[None]:
+    old_rec, old_train = _state.recording, _state.training
+    if recording is not None:
+        _state.recording = recording
+    if training is not None:
+        _state.training = training
+    try:
+        yield
+    finally:
+        _state.recording, _state.training = old_rec, old_train
+
+
+def record(train_mode: bool = True) -> Any:
+    """Record operations for differentiation; ``train_mode`` also turns on training behaviour
+    (dropout, batch statistics)."""
+    return _scope(True, train_mode)
+
+
+def pause(train_mode: bool = False) -> Any:
+    """Stop recording inside a ``record()`` block."""
+    return _scope(False, train_mode)
+
+
+def train_mode() -> Any:
+    """Training behaviour without changing whether operations are recorded."""
+    return _scope(None, True)
+
+
+def predict_mode() -> Any:
+    """Inference behaviour without changing whether operations are recorded."""
+    return _scope(None, False)
+
+
+def mark_variables(
+    variables: NDArray | Sequence[NDArray],
+    gradients: NDArray | Sequence[NDArray],
+    grad_reqs: str | Sequence[str] = "write",
+) -> None:
+    """Make arrays differentiable variables whose gradients land in ``gradients``."""
+    from .ndarray.ndarray import NDArray
+
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]  # type: ignore[list-item]
+    assert not isinstance(gradients, NDArray)
+    if len(variables) != len(gradients):
+        raise ValueError(
+            f"mark_variables got {len(variables)} variables but {len(gradients)} gradients"
+        )
+    reqs = [grad_reqs] * len(variables) if isinstance(grad_reqs, str) else list(grad_reqs)
+    for var, grad, req in zip(variables, gradients, reqs, strict=True):
+        if req not in _GRAD_REQS:
+            raise ValueError(f"grad_req must be one of {_GRAD_REQS}, got {req!r}")
+        var._set_variable(grad, req)
+
+
+def _as_list(x: Any) -> list[Any]:
+    from .ndarray.ndarray import NDArray
+
+    if x is None:
+        return []
+    if isinstance(x, NDArray):
+        return [x]
+    return list(x)
+
+
+def _topological_order(heads: list[NDArray]) -> list[NDArray]:
+    """Arrays with a recorded node, inputs before outputs (iterative DFS)."""
+    order: list[NDArray] = []
+    seen: set[int] = set()
+    stack: list[tuple[NDArray, bool]] = [(h, False) for h in heads if h._node is not None]
+    while stack:
+        arr, expanded = stack.pop()
+        if expanded:
+            order.append(arr)
+            continue
+        if id(arr) in seen:
+            continue
+        seen.add(id(arr))
+        stack.append((arr, True))
+        for parent in arr._node.inputs:  # type: ignore[union-attr]
+            if parent._node is not None and id(parent) not in seen:
+                stack.append((parent, False))
+    return order
+
+
+def _run_backward(
+    heads: list[NDArray], head_grads: list[Any], retain_graph: bool
+) -> dict[int, tuple[NDArray, Any]]:
+    """Propagate; returns {id(variable): (variable, summed raw gradient)}."""
+    grads: dict[int, Any] = {}
+    for head, hg in zip(heads, head_grads, strict=True):
+        if head._node is None and head._grad_req == "null":
+            raise ValueError(
+                "cannot differentiate an array that was not computed under autograd.record() "
+                "from arrays that need a gradient (call attach_grad() on the inputs first)"
+            )
+        raw = head.xp.ones_like(head._data) if hg is None else _raw(hg)
+        grads[id(head)] = grads[id(head)] + raw if id(head) in grads else raw
+    leaves: dict[int, tuple[NDArray, Any]] = {}
+    for head in heads:
+        if head._node is None:
+            leaves[id(head)] = (head, grads[id(head)])
+    for arr in reversed(_topological_order(heads)):
+        g = grads.pop(id(arr), None)
+        node = arr._node
+        assert node is not None
+        if node.backward is None:
+            raise RuntimeError(
+                "the graph was already freed by an earlier backward(); pass "
+                "retain_graph=True to the first backward to differentiate it twice"
+            )
+        if g is None:
+            continue
+        input_grads = node.backward(g)
+        if not retain_graph:
+            node.backward = None
+        for parent, pg in zip(node.inputs, input_grads, strict=True):
+            if pg is None or (parent._node is None and parent._grad_req == "null"):
+                continue
+            key = id(parent)
+            if parent._node is None:
+                if key in leaves:
+                    leaves[key] = (parent, leaves[key][1] + pg)
+                else:
+                    leaves[key] = (parent, pg)
+            elif key in grads:
+                grads[key] = grads[key] + pg
+            else:
+                grads[key] = pg
+    return leaves
+
+
+def _raw(x: Any) -> Any:
+    return x._data if hasattr(x, "_data") else x
+
+
+def backward(
+    heads: NDArray | Sequence[NDArray],
+    head_grads: NDArray | Sequence[NDArray | None] | None = None,
+    retain_graph: bool = False,
+    train_mode: bool = True,
+) -> None:
+    """Compute the gradients of ``heads`` and store them in the variables' ``.grad``."""
+    head_list = _as_list(heads)
+    hg = [None] * len(head_list) if head_grads is None else _as_list(head_grads)
+    if len(hg) != len(head_list):
+        raise ValueError(f"got {len(head_list)} heads but {len(hg)} head_grads")
+    with _scope(False, train_mode):
+        leaves = _run_backward(head_list, hg, retain_graph)
+    for var, g in leaves.values():
+        var._accumulate_grad(g)
+
+
+def grad(
+    heads: NDArray | Sequence[NDArray],
+    variables: NDArray | Sequence[NDArray],
+    head_grads: NDArray | Sequence[NDArray | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    train_mode: bool = True,
+) -> list[NDArray]:
+    """Gradients of ``heads`` with respect to ``variables``, returned rather than stored.
+
+    Higher-order gradients (``create_graph=True``) are not supported: backward rules run on
+    raw arrays, which keeps the first-order pass fast.
+    """
+    from .ndarray.ndarray import NDArray
+
+    if create_graph:
+        raise NotImplementedError("autograd.grad(create_graph=True) is not supported by Rudder")
+    head_list = _as_list(heads)
+    var_list = _as_list(variables)
+    hg = [None] * len(head_list) if head_grads is None else _as_list(head_grads)
+    with _scope(False, train_mode):
+        leaves = _run_backward(head_list, hg, bool(retain_graph))
+    out = []
+    for var in var_list:
+        got = leaves.get(id(var))
+        data = var.xp.zeros_like(var._data) if got is None else got[1]
+        out.append(NDArray(data, var.context))
+    return out
+
+
+def get_symbol(x: NDArray) -> Any:  # pragma: no cover - MXNet API kept for discoverability
+    raise NotImplementedError(
+        "Rudder records imperative graphs only; see engine.symbol for symbols"
+    )

@@ -1,0 +1,147 @@
+"""Array creation: ``array``, ``zeros``, ``ones``, ``full``, ``arange``, ``empty`` and friends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy
+
+from ..context import Context, device_of
+from .ndarray import NDArray, _move
+
+DEFAULT_DTYPE = numpy.float32
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if shape is None:
+        return ()
+    if isinstance(shape, (int, numpy.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _alloc(fn: str, shape: Any, ctx: Context | str | None, dtype: Any, *args: Any) -> NDArray:
+    device = device_of(ctx)
+    xp = device.xp
+    dt = numpy.dtype(dtype or DEFAULT_DTYPE)
+    if xp is numpy:
+        data = getattr(xp, fn)(_shape(shape), *args, dtype=dt)
+    else:
+        with xp.cuda.Device(device.device_id):
+            data = getattr(xp, fn)(_shape(shape), *args, dtype=dt)
+    return NDArray(data, device)
+
+
+def array(
+    source_array: Any, ctx: Context | str | None = None, dtype: Any = None
+) -> NDArray:
+    """An NDArray from a list, numpy array or NDArray.
+
+    As in MXNet's ``nd.array``, the dtype is the source NDArray's, else float32 unless
+    ``dtype`` is given.
+    """
+    device = device_of(ctx)
+    if isinstance(source_array, NDArray):
+        data = source_array._data
+        dt = numpy.dtype(dtype) if dtype is not None else data.dtype
+        return NDArray(_move(data, device).astype(dt, copy=False), device)
+    dt = numpy.dtype(dtype) if dtype is not None else DEFAULT_DTYPE
+    host = numpy.asarray(source_array)
+    if host.dtype == object:
+        raise ValueError("cannot make an NDArray from ragged or non-numeric data")
+    return NDArray(_move(host.astype(dt), device), device)
+
+
+def zeros(shape: Any, ctx: Context | str | None = None, dtype: Any = None, **_: Any) -> NDArray:
+    return _alloc("zeros", shape, ctx, dtype)
+
+
+def ones(shape: Any, ctx: Context | str | None = None, dtype: Any = None, **_: Any) -> NDArray:
+    return _alloc("ones", shape, ctx, dtype)
+
+
+def empty(shape: Any, ctx: Context | str | None = None, dtype: Any = None) -> NDArray:
+    return _alloc("zeros", shape, ctx, dtype)  # zeroed: uninitialised memory helps nobody
+
+
+def full(
+    shape: Any, val: float, ctx: Context | str | None = None, dtype: Any = None, **_: Any
+) -> NDArray:
+    out = _alloc("zeros", shape, ctx, dtype)
+    out._data[...] = val
+    return out
+
+
+def arange(
+    start: float,
+    stop: float | None = None,
+    step: float = 1.0,
+    repeat: int = 1,
+    ctx: Context | str | None = None,
+    dtype: Any = None,
+) -> NDArray:
+    device = device_of(ctx)
+    host = numpy.arange(start, stop, step, dtype=numpy.dtype(dtype or DEFAULT_DTYPE))
+    if repeat > 1:
+        host = numpy.repeat(host, repeat)
+    return NDArray(_move(host, device), device)
+
+
+def linspace(
+    start: float, stop: float, num: int, endpoint: bool = True,
+    ctx: Context | str | None = None, dtype: Any = None,
+) -> NDArray:
+    device = device_of(ctx)
+    host = numpy.linspace(start, stop, num, endpoint=endpoint).astype(dtype or DEFAULT_DTYPE)
+    return NDArray(_move(host, device), device)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Context | str | None = None,  # noqa: N803
+        dtype: Any = None) -> NDArray:
+    device = device_of(ctx)
+    host = numpy.eye(N, M or None, k, dtype=numpy.dtype(dtype or DEFAULT_DTYPE))
+    return NDArray(_move(host, device), device)
+
+
+def zeros_like(x: NDArray, **_: Any) -> NDArray:
+    return NDArray(x.xp.zeros_like(x._data), x.context)
+
+
+def ones_like(x: NDArray, **_: Any) -> NDArray:
+    return NDArray(x.xp.ones_like(x._data), x.context)
+
+
+def full_like(x: NDArray, fill_value: float, **_: Any) -> NDArray:
+    return NDArray(x.xp.full_like(x._data, fill_value), x.context)
+
+
+def waitall() -> None:
+    """Wait for all pending device work (numpy computes eagerly, so only cupy waits)."""
+    from .. import backend
+
+    if backend.cupy is not None:
+        backend.cupy.cuda.Device().synchronize()
+
+
+def save(fname: Any, data: NDArray | Sequence[NDArray] | dict[str, NDArray]) -> None:
+    """Save arrays to an ``.npz`` file (a dict keeps its names; a list is saved in order)."""
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        arrays = {str(k): v.asnumpy() for k, v in data.items()}
+        arrays["__rudder_kind__"] = numpy.array("dict")
+    else:
+        arrays = {f"{i:06d}": v.asnumpy() for i, v in enumerate(data)}
+        arrays["__rudder_kind__"] = numpy.array("list")
+    numpy.savez(fname, **arrays)
+
+
+def load(fname: Any, ctx: Context | str | None = None) -> list[NDArray] | dict[str, NDArray]:
+    """Load what :func:`save` wrote (never unpickles: ``allow_pickle=False``)."""
+    with numpy.load(fname, allow_pickle=False) as f:
+        kind = str(f["__rudder_kind__"]) if "__rudder_kind__" in f.files else "dict"
+        names = [n for n in f.files if n != "__rudder_kind__"]
+        if kind == "list":
+            return [array(f[n], ctx=ctx, dtype=f[n].dtype) for n in sorted(names)]
+        return {n: array(f[n], ctx=ctx, dtype=f[n].dtype) for n in names}

@@ -1,0 +1,287 @@
+"""The NDArray type: a numpy/cupy array on a context, with autograd bookkeeping.
+
+Operations return new NDArrays through :func:`apply_op`, which records a backward rule
+when autograd is recording and an input needs a gradient. In-place updates
+(``w[:] = v``, ``w -= lr * g``) always write into the existing buffer, so arrays that are
+views into a larger buffer (the Trainer's contiguous parameter storage) stay views.
+
+>>> from engine import nd
+>>> a = nd.array([[1, 2], [3, 4]])
+>>> (a * 2 + 1).asnumpy().tolist()
+[[3.0, 5.0], [7.0, 9.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy
+
+from .. import autograd as _ag
+from .. import backend
+from ..context import Context, current_context
+
+# A backward rule maps the output's raw gradient to one raw gradient (or None) per input.
+BackwardRule = Callable[[Any], Sequence[Any]]
+
+
+class _Node:
+    """How an array was computed: its input arrays and the rule that differentiates it."""
+
+    __slots__ = ("inputs", "backward")
+
+    def __init__(self, inputs: tuple[NDArray, ...], backward: BackwardRule) -> None:
+        self.inputs = inputs
+        self.backward: BackwardRule | None = backward
+
+
+class NDArray:
+    """An n-dimensional array on a device (``mxnet.nd.NDArray``)."""
+
+    __slots__ = ("_data", "_ctx", "_node", "_grad", "_grad_req", "_fresh_grad", "__weakref__")
+    __array_priority__ = 1000.0  # numpy scalars defer to our reflected operators
+
+    def __init__(self, data: Any, ctx: Context | None = None) -> None:
+        self._data = data
+        self._ctx = ctx if ctx is not None else current_context()
+        self._node: _Node | None = None
+        self._grad: NDArray | None = None
+        self._grad_req = "null"
+        self._fresh_grad = False
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def xp(self) -> ModuleType:
+        return backend.array_module(self._data)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> Any:
+        return self._data.dtype.type
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def ndim(self) -> int:
+        return int(self._data.ndim)
+
+    @property
+    def context(self) -> Context:
+        return self._ctx
+
+    ctx = context
+    device = context
+
+    @property
+    def stype(self) -> str:
+        return "default"
+
+    @property
+    def grad(self) -> NDArray | None:
+        return self._grad
+
+    @property
+    def T(self) -> NDArray:  # noqa: N802 - MXNet's name
+        return self.transpose()
+
+    @property
+    def handle(self) -> int:
+        return id(self)
+
+    # ---------------------------------------------------------------- conversion
+    def asnumpy(self) -> numpy.ndarray:
+        """A numpy copy of the data (a host transfer on GPU)."""
+        return numpy.array(backend.to_numpy(self._data), copy=True)
+
+    def asscalar(self) -> Any:
+        if self.size != 1:
+            raise ValueError(f"asscalar needs an array of size 1, got shape {self.shape}")
+        return self.asnumpy().reshape(()).item()
+
+    def item(self) -> Any:
+        return self.asscalar()
+
+    def tolist(self) -> Any:
+        return self.asnumpy().tolist()
+
+    def astype(self, dtype: Any, copy: bool = True) -> NDArray:
+        dtype = numpy.dtype(dtype)
+        if not copy and self._data.dtype == dtype:
+            return self
+        src = self._data
+        return apply_op(src.astype(dtype), (self,), lambda g: (g.astype(src.dtype),), self._ctx)
+
+    def copy(self) -> NDArray:
+        return NDArray(self._data.copy(), self._ctx)
+
+    def copyto(self, other: NDArray | Context) -> NDArray:
+        """Copy into an existing array (in place) or onto another context."""
+        if isinstance(other, Context):
+            return NDArray(_move(self._data, other), other)
+        if other.shape != self.shape:
+            raise ValueError(f"copyto: shape mismatch, {self.shape} into {other.shape}")
+        other._data[...] = _move(self._data, other._ctx)
+        return other
+
+    def as_in_context(self, ctx: Context) -> NDArray:
+        if ctx == self._ctx:
+            return self
+        data = self._data
+        return apply_op(
+            _move(data, ctx), (self,), lambda g: (_move(g, self._ctx),), ctx
+        )
+
+    as_in_ctx = as_in_context
+    to_device = as_in_context
+
+    def wait_to_read(self) -> None:
+        """Block until the data is computed (synchronises the GPU stream on cupy)."""
+        if self.xp is not numpy:
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> numpy.ndarray:
+        out = backend.to_numpy(self._data)
+        return out.astype(dtype) if dtype is not None else out
+
+    # ------------------------------------------------------------------ autograd
+    def attach_grad(self, grad_req: str = "write", stype: str | None = None) -> None:
+        """Allocate a zero gradient buffer and make this array a differentiable variable."""
+        self._set_variable(NDArray(self.xp.zeros_like(self._data), self._ctx), grad_req)
+
+    def _set_variable(self, grad: NDArray | None, grad_req: str) -> None:
+        if grad_req not in ("write", "add", "null"):
+            raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
+        self._node = None
+        self._grad = grad
+        self._grad_req = grad_req
+
+    def _accumulate_grad(self, g: Any) -> None:
+        if self._grad_req == "null" or self._grad is None:
+            return
+        if self._grad_req == "add":
+            self._grad._data += g
+        else:
+            self._grad._data[...] = g
+        self._fresh_grad = True
+
+    def detach(self) -> NDArray:
+        return NDArray(self._data, self._ctx)
+
+    def backward(
+        self, out_grad: NDArray | None = None, retain_graph: bool = False, train_mode: bool = True
+    ) -> None:
+        _ag.backward([self], [out_grad], retain_graph=retain_graph, train_mode=train_mode)
+
+    # ------------------------------------------------------------------- display
+    def __repr__(self) -> str:
+        shape = "x".join(str(s) for s in self.shape)
+        return f"\n{self.asnumpy()}\n<NDArray {shape} @{self._ctx}>"
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                "the truth value of an NDArray with more than one element is ambiguous"
+            )
+        return bool(self.asscalar())
+
+    def __float__(self) -> float:
+        return float(self.asscalar())
+
+    def __int__(self) -> int:
+        return int(self.asscalar())
+
+    def __index__(self) -> int:
+        if not numpy.issubdtype(self._data.dtype, numpy.integer):
+            raise TypeError("only integer arrays can be used as an index")
+        return int(self.asscalar())
+
+    __hash__ = object.__hash__
+
+    # -------------------------------------------------------------------- indexing
+    def __getitem__(self, key: Any) -> NDArray:
+        from .shape_ops import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Write into this array's buffer (never recorded by autograd, as in MXNet)."""
+        from .shape_ops import raw_index
+
+        raw_key = raw_index(key)
+        self._data[raw_key] = as_raw(value, self)
+
+    # operators are attached in ops.py, next to their backward rules
+
+
+def as_raw(value: Any, like: NDArray | None = None) -> Any:
+    """The raw array (or scalar) behind ``value``, moved to ``like``'s device if needed."""
+    if isinstance(value, NDArray):
+        if like is not None and value._ctx.device_type != like._ctx.device_type:
+            return _move(value._data, like._ctx)
+        return value._data
+    if like is not None and isinstance(value, numpy.ndarray) and like.xp is not numpy:
+        return like.xp.asarray(value)
+    return value
+
+
+def _move(data: Any, ctx: Context) -> Any:
+    xp = ctx.xp
+    if backend.array_module(data) is xp and xp is numpy:
+        return data.copy()
+    if xp is numpy:
+        return backend.to_numpy(data).copy()
+    with xp.cuda.Device(ctx.device_id):
+        return xp.asarray(data).copy()
+
+
+def needs_grad(arr: NDArray) -> bool:
+    return arr._node is not None or arr._grad_req != "null"
+
+
+def apply_op(
+    out: Any, inputs: tuple[NDArray, ...], backward: BackwardRule, ctx: Context | None = None
+) -> NDArray:
+    """Wrap a raw result and, when recording, remember how to differentiate it.
+
+    ``backward(g)`` receives the raw gradient of the output and returns one raw gradient
+    (or None) per input, each of that input's shape.
+    """
+    result = NDArray(out, ctx if ctx is not None else inputs[0]._ctx)
+    if _ag._state.recording:
+        for arr in inputs:
+            if arr._node is not None or arr._grad_req != "null":
+                result._node = _Node(inputs, backward)
+                break
+    return result
+
+
+def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
+    """Sum a broadcast gradient back down to an input's shape."""
+    if g.shape == shape:
+        return g
+    extra = g.ndim - len(shape)
+    if extra:
+        g = g.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)

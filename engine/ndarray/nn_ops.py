@@ -1,0 +1,213 @@
+"""Neural-network primitives with fused backward rules (MXNet's operator names).
+
+Fusing ``FullyConnected`` (x·Wᵀ + b) and the softmax family into single recorded ops is
+what keeps the engine within a few percent of hand-written numpy: one Python-level node
+per layer instead of one per elementwise step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from .. import autograd
+from .. import random as _random
+from ..backend import array_module
+from .ndarray import NDArray, apply_op, as_raw
+from .ops import _sigmoid, unary
+
+
+def fully_connected(
+    data: NDArray,
+    weight: NDArray,
+    bias: NDArray | None = None,
+    num_hidden: int | None = None,
+    no_bias: bool = False,
+    flatten: bool = True,
+) -> NDArray:
+    """``data · weightᵀ + bias``; ``weight`` has shape (num_hidden, in_units)."""
+    x = data._data
+    w = weight._data
+    in_shape = x.shape
+    if flatten and x.ndim != 2:
+        x = x.reshape(x.shape[0], -1)
+    if x.shape[-1] != w.shape[1]:
+        raise ValueError(
+            f"FullyConnected: input has {x.shape[-1]} features but weight expects "
+            f"{w.shape[1]} (weight shape {w.shape}, input shape {in_shape})"
+        )
+    if num_hidden is not None and w.shape[0] != num_hidden:
+        raise ValueError(f"FullyConnected: weight has {w.shape[0]} rows, num_hidden={num_hidden}")
+    out = x @ w.T
+    use_bias = bias is not None and not no_bias
+    if use_bias:
+        out += bias._data  # type: ignore[union-attr]
+    inputs = (data, weight, bias) if use_bias else (data, weight)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        g2 = g.reshape(-1, g.shape[-1])
+        x2 = x.reshape(-1, x.shape[-1])
+        gx = (g2 @ w).reshape(in_shape)
+        gw = g2.T @ x2
+        if use_bias:
+            return gx, gw, g2.sum(axis=0)
+        return gx, gw
+
+    return apply_op(out, inputs, backward)  # type: ignore[arg-type]
+
+
+def activation(data: NDArray, act_type: str = "relu") -> NDArray:
+    """MXNet ``Activation``: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid, mish."""
+    names = {"relu", "sigmoid", "tanh", "softrelu", "softsign"}
+    if act_type in names:
+        return unary(act_type, data)
+    if act_type == "log_sigmoid":
+        return -unary("softrelu", -data)
+    if act_type == "mish":
+        return data * unary("tanh", unary("softrelu", data))
+    raise ValueError(
+        f"unknown act_type {act_type!r}; expected one of "
+        f"{sorted(names | {'log_sigmoid', 'mish'})}"
+    )
+
+
+def leaky_relu(
+    data: NDArray, act_type: str = "leaky", slope: float = 0.25, gamma: NDArray | None = None
+) -> NDArray:
+    """MXNet ``LeakyReLU``: leaky, prelu (learned ``gamma``), elu, selu, gelu."""
+    x = data._data
+    xp = data.xp
+    if act_type == "leaky":
+        out = xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
+        return apply_op(out, (data,), lambda g: (xp.where(x > 0, g, g * slope),))
+    if act_type == "prelu":
+        if gamma is None:
+            raise ValueError("LeakyReLU(act_type='prelu') needs a gamma array")
+        a = gamma._data.reshape((1, -1) + (1,) * (x.ndim - 2)) if x.ndim > 1 else gamma._data
+        out = xp.where(x > 0, x, x * a)
+
+        def prelu_backward(g: Any) -> tuple[Any, Any]:
+            ga = xp.where(x > 0, 0, g * x)
+            axes = tuple(i for i in range(x.ndim) if i != 1) if x.ndim > 1 else None
+            return xp.where(x > 0, g, g * a), ga.sum(axis=axes).reshape(gamma.shape)
+
+        return apply_op(out, (data, gamma), prelu_backward)
+    if act_type == "elu":
+        e = xp.expm1(xp.minimum(x, 0))
+        out = xp.where(x > 0, x, slope * e).astype(x.dtype, copy=False)
+        return apply_op(out, (data,), lambda g: (xp.where(x > 0, g, g * slope * (e + 1)),))
+    if act_type == "selu":
+        alpha, lam = 1.6732632423543772, 1.0507009873554805
+        e = xp.expm1(xp.minimum(x, 0))
+        out = (lam * xp.where(x > 0, x, alpha * e)).astype(x.dtype, copy=False)
+        return apply_op(
+            out, (data,), lambda g: (lam * xp.where(x > 0, g, g * alpha * (e + 1)),)
+        )
+    if act_type == "gelu":
+        # tanh approximation, as MXNet's LeakyReLU(act_type='gelu') computes it
+        k = numpy.sqrt(2 / numpy.pi)
+        inner = k * (x + 0.044715 * x**3)
+        t = xp.tanh(inner)
+        out = (0.5 * x * (1 + t)).astype(x.dtype, copy=False)
+
+        def gelu_backward(g: Any) -> tuple[Any]:
+            d_inner = k * (1 + 3 * 0.044715 * x**2)
+            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+
+        return apply_op(out, (data,), gelu_backward)
+    raise ValueError(f"unknown LeakyReLU act_type {act_type!r}")
+
+
+def _softmax_raw(x: Any, axis: int, temperature: float | None) -> Any:
+    xp = array_module(x)
+    z = x / temperature if temperature else x
+    z = z - z.max(axis=axis, keepdims=True)
+    e = xp.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax(data: NDArray, axis: int = -1, temperature: float | None = None) -> NDArray:
+    y = _softmax_raw(data._data, axis, temperature)
+    scale = 1.0 / temperature if temperature else 1.0
+
+    def backward(g: Any) -> tuple[Any]:
+        return (scale * y * (g - (g * y).sum(axis=axis, keepdims=True)),)
+
+    return apply_op(y, (data,), backward)
+
+
+def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None) -> NDArray:
+    x = data._data
+    xp = data.xp
+    z = x / temperature if temperature else x
+    z = z - z.max(axis=axis, keepdims=True)
+    out = z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+    scale = 1.0 / temperature if temperature else 1.0
+
+    def backward(g: Any) -> tuple[Any]:
+        return (scale * (g - xp.exp(out) * g.sum(axis=axis, keepdims=True)),)
+
+    return apply_op(out, (data,), backward)
+
+
+def softmax_cross_entropy_sparse(logits: NDArray, label: Any, axis: int = -1) -> NDArray:
+    """Per-sample ``-log softmax(logits)[label]`` fused: gradient is ``softmax - onehot``.
+
+    ``label`` holds class indices with the shape of ``logits`` minus ``axis``.
+    """
+    x = logits._data
+    xp = logits.xp
+    ax = axis % x.ndim
+    z = x - x.max(axis=ax, keepdims=True)
+    e = xp.exp(z)
+    s = e.sum(axis=ax, keepdims=True)
+    rows = z.shape[:ax] + z.shape[ax + 1 :]
+    idx = xp.expand_dims(as_raw(label).astype(numpy.int64).reshape(rows), ax)
+    picked = xp.take_along_axis(z, idx, axis=ax)
+    out = (xp.log(s) - picked).squeeze(ax).astype(x.dtype, copy=False)
+
+    def backward(g: Any) -> tuple[Any]:
+        p = e / s
+        xp.put_along_axis(p, idx, xp.take_along_axis(p, idx, axis=ax) - 1, axis=ax)
+        return (p * xp.expand_dims(g, ax),)
+
+    return apply_op(out, (logits,), backward)
+
+
+def sigmoid_bce_with_logits(logits: NDArray, label: Any) -> NDArray:
+    """Elementwise ``max(x,0) - x·y + log(1 + exp(-|x|))`` with gradient ``σ(x) - y``."""
+    x = logits._data
+    xp = logits.xp
+    y = as_raw(label)
+    out = (xp.maximum(x, 0) - x * y + xp.log1p(xp.exp(-abs(x)))).astype(x.dtype, copy=False)
+    return apply_op(out, (logits,), lambda g: (g * (_sigmoid(x) - y),))
+
+
+def one_hot(
+    indices: NDArray, depth: int, on_value: float = 1.0, off_value: float = 0.0, dtype: Any = None
+) -> NDArray:
+    xp = indices.xp
+    idx = indices._data.astype(numpy.int64)
+    out = xp.full(idx.shape + (depth,), off_value, dtype=numpy.dtype(dtype or numpy.float32))
+    valid = (idx >= 0) & (idx < depth)
+    xp.put_along_axis(out, xp.expand_dims(xp.where(valid, idx, 0), -1),
+                      xp.expand_dims(xp.where(valid, on_value, off_value), -1), axis=-1)
+    return NDArray(out, indices._ctx)
+
+
+def dropout(data: NDArray, p: float = 0.5, axes: tuple[int, ...] = (),
+            mode: str = "training") -> NDArray:
+    """Inverted dropout: active in training mode (or ``mode='always'``), identity otherwise."""
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout rate must be in [0, 1), got {p}")
+    if p == 0 or (mode == "training" and not autograd.is_training()):
+        return data
+    xp = data.xp
+    shape = list(data.shape)
+    for a in axes:
+        shape[a] = 1
+    rng = _random.generator(xp)
+    keep = (rng.random(tuple(shape), dtype=numpy.float32) >= p).astype(data._data.dtype)
+    mask = keep / (1 - p)
+    return apply_op(data._data * mask, (data,), lambda g: (g * mask,))

@@ -1,0 +1,404 @@
+"""Differentiable array operations and their backward rules, side by side.
+
+Each primitive computes on raw arrays (``x._data``) with the array's own module (numpy or
+cupy) and hands :func:`apply_op` a rule for its gradient. Derived operations are built
+from these primitives. The NDArray operators (``+``, ``*``, ``[]``, ...) are attached at
+the bottom of this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from .ndarray import NDArray, apply_op, as_raw, needs_grad, unbroadcast
+from .shape_ops import (
+    broadcast_to,
+    expand_dims,
+    flatten,
+    pick,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    swapaxes,
+    take,
+    tile,
+    transpose,
+)
+
+# ------------------------------------------------------------------- helpers
+
+
+def _operand(x: Any, like: NDArray) -> NDArray | None:
+    return x if isinstance(x, NDArray) else None
+
+
+def _raw_operand(x: Any, like: NDArray) -> Any:
+    if isinstance(x, NDArray):
+        return as_raw(x, like)
+    if isinstance(x, (list, tuple)):
+        return like.xp.asarray(x, dtype=like._data.dtype)
+    return x
+
+
+# Binary elementwise rules: (forward(a, b), backward(g, a, b, out) -> (ga, gb)).
+_BINARY: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, Any]]]] = {
+    "add": (lambda a, b: a + b, lambda g, a, b, o: (g, g)),
+    "sub": (lambda a, b: a - b, lambda g, a, b, o: (g, -g)),
+    "mul": (lambda a, b: a * b, lambda g, a, b, o: (g * b, g * a)),
+    "div": (lambda a, b: a / b, lambda g, a, b, o: (g / b, -g * o / b)),
+    "pow": (
+        lambda a, b: a**b,
+        lambda g, a, b, o: (g * b * a ** (b - 1), g * o * _xp(o).log(_xp(o).where(a > 0, a, 1))),
+    ),
+    "maximum": (
+        lambda a, b: _xp(a, b).maximum(a, b),
+        lambda g, a, b, o: (g * (a >= b), g * (a < b)),
+    ),
+    "minimum": (
+        lambda a, b: _xp(a, b).minimum(a, b),
+        lambda g, a, b, o: (g * (a <= b), g * (a > b)),
+    ),
+}
+
+
+def _xp(*xs: Any) -> Any:
+    for x in xs:
+        if hasattr(x, "__array_namespace__") or hasattr(x, "dtype"):
+            from ..backend import array_module
+
+            return array_module(x)
+    return numpy
+
+
+def binary(name: str, lhs: Any, rhs: Any) -> NDArray:
+    """Apply a broadcasting binary op; either side may be a scalar."""
+    like = lhs if isinstance(lhs, NDArray) else rhs
+    a, b = _raw_operand(lhs, like), _raw_operand(rhs, like)
+    forward, rule = _BINARY[name]
+    out = forward(a, b)
+    if not hasattr(out, "shape"):
+        out = like.xp.asarray(out)
+    arrays = tuple(x for x in (lhs, rhs) if isinstance(x, NDArray))
+
+    def backward(g: Any) -> list[Any]:
+        ga, gb = rule(g, a, b, out)
+        grads = []
+        if isinstance(lhs, NDArray):
+            grads.append(unbroadcast(ga, lhs.shape).astype(lhs._data.dtype, copy=False))
+        if isinstance(rhs, NDArray):
+            grads.append(unbroadcast(gb, rhs.shape).astype(rhs._data.dtype, copy=False))
+        return grads
+
+    return apply_op(out, arrays, backward, like._ctx)
+
+
+def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]:
+    def op(self: NDArray, other: Any) -> NDArray:
+        out = fn(self._data, _raw_operand(other, self))
+        return NDArray(out.astype(self._data.dtype), self._ctx)
+
+    return op
+
+
+# Unary rules: (forward(x), backward(g, x, out)).
+_UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]] = {
+    "negative": (lambda x: -x, lambda g, x, o: -g),
+    "abs": (lambda x: abs(x), lambda g, x, o: g * _xp(x).sign(x)),
+    "exp": (lambda x: _xp(x).exp(x), lambda g, x, o: g * o),
+    "log": (lambda x: _xp(x).log(x), lambda g, x, o: g / x),
+    "log1p": (lambda x: _xp(x).log1p(x), lambda g, x, o: g / (1 + x)),
+    "expm1": (lambda x: _xp(x).expm1(x), lambda g, x, o: g * (o + 1)),
+    "sqrt": (lambda x: _xp(x).sqrt(x), lambda g, x, o: g / (2 * o)),
+    "rsqrt": (lambda x: 1 / _xp(x).sqrt(x), lambda g, x, o: -0.5 * g * o**3),
+    "square": (lambda x: x * x, lambda g, x, o: 2 * g * x),
+    "reciprocal": (lambda x: 1 / x, lambda g, x, o: -g * o * o),
+    "sin": (lambda x: _xp(x).sin(x), lambda g, x, o: g * _xp(x).cos(x)),
+    "cos": (lambda x: _xp(x).cos(x), lambda g, x, o: -g * _xp(x).sin(x)),
+    "tanh": (lambda x: _xp(x).tanh(x), lambda g, x, o: g * (1 - o * o)),
+    "sigmoid": (lambda x: _sigmoid(x), lambda g, x, o: g * o * (1 - o)),
+    "relu": (lambda x: _xp(x).maximum(x, 0), lambda g, x, o: g * (x > 0)),
+    "softsign": (lambda x: x / (1 + abs(x)), lambda g, x, o: g / (1 + abs(x)) ** 2),
+    "softrelu": (
+        lambda x: _xp(x).logaddexp(0, x),
+        lambda g, x, o: g * _sigmoid(x),
+    ),
+    "sign": (lambda x: _xp(x).sign(x), lambda g, x, o: _xp(x).zeros_like(x)),
+    "floor": (lambda x: _xp(x).floor(x), lambda g, x, o: _xp(x).zeros_like(x)),
+    "ceil": (lambda x: _xp(x).ceil(x), lambda g, x, o: _xp(x).zeros_like(x)),
+    "round": (lambda x: _xp(x).round(x), lambda g, x, o: _xp(x).zeros_like(x)),
+}
+
+
+def _sigmoid(x: Any) -> Any:
+    xp = _xp(x)
+    # Split by sign so neither branch overflows exp.
+    e = xp.exp(-abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def unary(name: str, x: NDArray) -> NDArray:
+    forward, rule = _UNARY[name]
+    data = x._data
+    out = forward(data).astype(data.dtype, copy=False)
+    return apply_op(out, (x,), lambda g: (rule(g, data, out).astype(data.dtype, copy=False),))
+
+
+def clip(x: NDArray, a_min: Any, a_max: Any) -> NDArray:
+    data = x._data
+    out = x.xp.clip(data, a_min, a_max)
+    lo = -numpy.inf if a_min is None else a_min
+    hi = numpy.inf if a_max is None else a_max
+    return apply_op(out, (x,), lambda g: (g * ((data >= lo) & (data <= hi)),))
+
+
+def where(cond: Any, x: NDArray, y: NDArray) -> NDArray:
+    c = as_raw(cond) != 0
+    xa, ya = as_raw(x), as_raw(y)
+    out = x.xp.where(c, xa, ya)
+    arrays = tuple(a for a in (x, y) if isinstance(a, NDArray))
+
+    def backward(g: Any) -> list[Any]:
+        grads = []
+        if isinstance(x, NDArray):
+            grads.append(unbroadcast(g * c, x.shape))
+        if isinstance(y, NDArray):
+            grads.append(unbroadcast(g * ~c, y.shape))
+        return grads
+
+    return apply_op(out, arrays, backward)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def _axes(axis: Any, ndim: int, exclude: bool = False) -> tuple[int, ...] | None:
+    if axis is None or axis == ():
+        return None if not exclude else ()
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % ndim for a in axes)
+    if exclude:
+        return tuple(i for i in range(ndim) if i not in axes)
+    return axes
+
+
+def _expand_back(g: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None) -> Any:
+    if axes is None:
+        return g.reshape((1,) * len(shape))
+    kept = [1 if i in axes else n for i, n in enumerate(shape)]
+    return g.reshape(kept)
+
+
+def reduce_sum(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
+    axes = _axes(axis, x.ndim, exclude)
+    out = x._data.sum(axis=axes, keepdims=keepdims)
+    shape = x.shape
+    xp = x.xp
+    return apply_op(
+        xp.asarray(out), (x,),
+        lambda g: (xp.broadcast_to(_expand_back(g, shape, axes), shape),),
+    )
+
+
+def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
+    axes = _axes(axis, x.ndim, exclude)
+    out = x._data.mean(axis=axes, keepdims=keepdims)
+    shape = x.shape
+    count = x.size if axes is None else int(numpy.prod([shape[a] for a in axes]))
+    xp = x.xp
+    return apply_op(
+        xp.asarray(out, dtype=x._data.dtype), (x,),
+        lambda g: (xp.broadcast_to(_expand_back(g, shape, axes) / count, shape),),
+    )
+
+
+def _reduce_extreme(fn_name: str):
+    def op(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
+        axes = _axes(axis, x.ndim, exclude)
+        data = x._data
+        out = getattr(data, fn_name)(axis=axes, keepdims=keepdims)
+        shape = x.shape
+        xp = x.xp
+
+        def backward(g: Any) -> tuple[Any]:
+            kept = _expand_back(xp.asarray(out), shape, axes)
+            mask = data == kept
+            # Ties share the gradient equally, so the rule stays a valid subgradient.
+            share = mask / mask.sum(axis=axes, keepdims=True)
+            return (share * _expand_back(g, shape, axes),)
+
+        return apply_op(xp.asarray(out), (x,), backward)
+
+    return op
+
+
+reduce_max = _reduce_extreme("max")
+reduce_min = _reduce_extreme("min")
+
+
+def prod(x: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
+    axes = _axes(axis, x.ndim)
+    data = x._data
+    out = x.xp.asarray(data.prod(axis=axes, keepdims=keepdims))
+    shape = x.shape
+    return apply_op(
+        out, (x,),
+        lambda g: (_expand_back(g * out, shape, axes) / data,),
+    )
+
+
+def norm(x: NDArray, ord: int = 2, axis: Any = None, keepdims: bool = False) -> NDArray:
+    if ord == 1:
+        return reduce_sum(unary("abs", x), axis=axis, keepdims=keepdims)
+    if ord != 2:
+        raise ValueError(f"norm supports ord 1 or 2, got {ord}")
+    return unary("sqrt", reduce_sum(unary("square", x), axis=axis, keepdims=keepdims))
+
+
+def argmax(x: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+    out = x._data.argmax(axis=axis)
+    if keepdims and axis is not None:
+        out = x.xp.expand_dims(out, axis)
+    return NDArray(x.xp.asarray(out).astype(x._data.dtype), x._ctx)
+
+
+def argmin(x: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+    out = x._data.argmin(axis=axis)
+    if keepdims and axis is not None:
+        out = x.xp.expand_dims(out, axis)
+    return NDArray(x.xp.asarray(out).astype(x._data.dtype), x._ctx)
+
+
+def dot(
+    lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False
+) -> NDArray:
+    """Matrix product with MXNet's ``dot`` semantics (N-d: contracts last axis of lhs with
+    the first axis of rhs)."""
+    a, b = lhs._data, rhs._data
+    if transpose_a:
+        a = a.T
+    if transpose_b:
+        b = b.T
+    if a.ndim and b.ndim and a.shape[-1] != b.shape[0]:
+        raise ValueError(
+            f"dot: shape mismatch, lhs {a.shape} and rhs {b.shape} "
+            f"(lhs's last axis {a.shape[-1]} != rhs's first axis {b.shape[0]})"
+        )
+    xp = lhs.xp
+    out = xp.tensordot(a, b, axes=1) if a.ndim and b.ndim else a * b
+
+    def backward(g: Any) -> tuple[Any, Any]:
+        a2 = a.reshape(-1, a.shape[-1])
+        b2 = b.reshape(b.shape[0], -1)
+        g2 = g.reshape(a2.shape[0], b2.shape[1])
+        ga = (g2 @ b2.T).reshape(a.shape)
+        gb = (a2.T @ g2).reshape(b.shape)
+        return (ga.T if transpose_a else ga, gb.T if transpose_b else gb)
+
+    return apply_op(out, (lhs, rhs), backward)
+
+
+def batch_dot(
+    lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False
+) -> NDArray:
+    xp = lhs.xp
+    a = lhs._data.swapaxes(-1, -2) if transpose_a else lhs._data
+    b = rhs._data.swapaxes(-1, -2) if transpose_b else rhs._data
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"batch_dot: shape mismatch, {a.shape} @ {b.shape}")
+    out = xp.matmul(a, b)
+
+    def backward(g: Any) -> tuple[Any, Any]:
+        ga = xp.matmul(g, b.swapaxes(-1, -2))
+        gb = xp.matmul(a.swapaxes(-1, -2), g)
+        return (
+            ga.swapaxes(-1, -2) if transpose_a else ga,
+            gb.swapaxes(-1, -2) if transpose_b else gb,
+        )
+
+    return apply_op(out, (lhs, rhs), backward)
+
+
+def stop_gradient(x: NDArray) -> NDArray:
+    return NDArray(x._data, x._ctx)
+
+
+# ------------------------------------------------------ NDArray operator table
+
+
+def _inplace(name: str) -> Callable[[NDArray, Any], NDArray]:
+    forward = _BINARY[name][0]
+
+    def op(self: NDArray, other: Any) -> NDArray:
+        from .. import autograd
+
+        if autograd.is_recording() and needs_grad(self):
+            # Out-of-place under recording keeps the graph correct.
+            return binary(name, self, other)
+        result = forward(self._data, _raw_operand(other, self))
+        self._data[...] = result
+        return self
+
+    return op
+
+
+def _reflected(name: str) -> Callable[[NDArray, Any], NDArray]:
+    return lambda self, other: binary(name, other, self)
+
+
+def _install_operators() -> None:
+    cls: Any = NDArray
+    for dunder, name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+                         ("pow", "pow")]:
+        setattr(cls, f"__{dunder}__", lambda self, o, _n=name: binary(_n, self, o))
+        setattr(cls, f"__r{dunder}__", _reflected(name))
+        setattr(cls, f"__i{dunder}__", _inplace(name))
+    cls.__div__ = cls.__truediv__
+    cls.__neg__ = lambda self: unary("negative", self)
+    cls.__pos__ = lambda self: self
+    cls.__abs__ = lambda self: unary("abs", self)
+    cls.__matmul__ = lambda self, o: dot(self, o)
+    for dunder, fn in [("eq", numpy.equal), ("ne", numpy.not_equal), ("lt", numpy.less),
+                       ("le", numpy.less_equal), ("gt", numpy.greater),
+                       ("ge", numpy.greater_equal)]:
+        setattr(cls, f"__{dunder}__", _compare(lambda a, b, _f=fn: _xp(a).asarray(_f(a, b))))
+    cls.__mod__ = lambda self, o: NDArray(self._data % _raw_operand(o, self), self._ctx)
+
+    for name in _UNARY:
+        setattr(cls, name, lambda self, _n=name: unary(_n, self))
+    cls.sum = lambda self, axis=None, keepdims=False, exclude=False: reduce_sum(
+        self, axis, keepdims, exclude)
+    cls.mean = lambda self, axis=None, keepdims=False, exclude=False: reduce_mean(
+        self, axis, keepdims, exclude)
+    cls.max = lambda self, axis=None, keepdims=False: reduce_max(self, axis, keepdims)
+    cls.min = lambda self, axis=None, keepdims=False: reduce_min(self, axis, keepdims)
+    cls.prod = prod
+    cls.norm = norm
+    cls.argmax = argmax
+    cls.argmin = argmin
+    cls.clip = lambda self, a_min=None, a_max=None: clip(self, a_min, a_max)
+    cls.reshape = reshape
+    cls.transpose = transpose
+    cls.expand_dims = expand_dims
+    cls.squeeze = squeeze
+    cls.flatten = flatten
+    cls.broadcast_to = broadcast_to
+    cls.broadcast_like = lambda self, other: broadcast_to(self, other.shape)
+    cls.tile = lambda self, reps: tile(self, reps)
+    cls.repeat = repeat
+    cls.swapaxes = swapaxes
+    cls.take = take
+    cls.pick = pick
+    cls.dot = dot
+    cls.split = split
+    cls.zeros_like = lambda self: NDArray(self.xp.zeros_like(self._data), self._ctx)
+    cls.ones_like = lambda self: NDArray(self.xp.ones_like(self._data), self._ctx)
+    cls.as_np_ndarray = lambda self: self
+    cls.as_nd_ndarray = lambda self: self
+
+
+_install_operators()
+

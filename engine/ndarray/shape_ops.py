@@ -1,0 +1,226 @@
+"""Shape, layout and indexing operations (differentiable): reshape, transpose, concat,
+slicing, ``take`` and ``pick``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy
+
+from .ndarray import NDArray, apply_op, as_raw, unbroadcast
+
+
+def _mxnet_shape(src: tuple[int, ...], shape: Sequence[int]) -> tuple[int, ...]:
+    """Resolve MXNet's special reshape codes 0 (copy this dim) and -1 (infer)."""
+    out = []
+    for i, s in enumerate(shape):
+        if s == 0:
+            if i >= len(src):
+                raise ValueError(f"reshape: code 0 at position {i} has no source dimension")
+            out.append(src[i])
+        elif s < -1:
+            raise ValueError(f"reshape: codes below -1 are not supported, got {s}")
+        else:
+            out.append(int(s))
+    return tuple(out)
+
+
+def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
+    if "shape" in kwargs:
+        shape = kwargs.pop("shape")
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if kwargs:
+        raise TypeError(f"reshape got unexpected arguments {sorted(kwargs)}")
+    target = _mxnet_shape(x.shape, shape)
+    src = x.shape
+    try:
+        out = x._data.reshape(target)
+    except ValueError as err:
+        raise ValueError(f"cannot reshape array of shape {src} into {tuple(shape)}") from err
+    return apply_op(out, (x,), lambda g: (g.reshape(src),))
+
+
+def transpose(x: NDArray, *axes: Any) -> NDArray:
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    perm = tuple(axes) if axes else tuple(reversed(range(x.ndim)))
+    inverse = tuple(numpy.argsort(perm))
+    return apply_op(x._data.transpose(perm), (x,), lambda g: (g.transpose(inverse),))
+
+
+def expand_dims(x: NDArray, axis: int) -> NDArray:
+    src = x.shape
+    return apply_op(x.xp.expand_dims(x._data, axis), (x,), lambda g: (g.reshape(src),))
+
+
+def squeeze(x: NDArray, axis: Any = None) -> NDArray:
+    src = x.shape
+    return apply_op(x.xp.squeeze(x._data, axis=axis), (x,), lambda g: (g.reshape(src),))
+
+
+def flatten(x: NDArray) -> NDArray:
+    """Collapse all axes but the first (MXNet's ``Flatten``)."""
+    return reshape(x, (x.shape[0], -1) if x.ndim else (1, 1))
+
+
+def broadcast_to(x: NDArray, shape: Sequence[int]) -> NDArray:
+    target = tuple(x.shape[i] if s == 0 else s for i, s in enumerate(shape))
+    src = x.shape
+    out = x.xp.broadcast_to(x._data, target)
+    return apply_op(out, (x,), lambda g: (unbroadcast(g, src),))
+
+
+def tile(x: NDArray, reps: Sequence[int]) -> NDArray:
+    reps = tuple(reps)
+    src = x.shape
+    out = x.xp.tile(x._data, reps)
+
+    def backward(g: Any) -> tuple[Any]:
+        full = (1,) * (g.ndim - len(src)) + src
+        r = (1,) * (g.ndim - len(reps)) + reps
+        split = []
+        for n, k in zip(full, r, strict=True):
+            split += [k, n]
+        return (g.reshape(split).sum(axis=tuple(range(0, 2 * g.ndim, 2))).reshape(src),)
+
+    return apply_op(out, (x,), backward)
+
+
+def repeat(x: NDArray, repeats: int, axis: int | None = None) -> NDArray:
+    src = x.shape
+    out = x.xp.repeat(x._data, repeats, axis=axis)
+
+    def backward(g: Any) -> tuple[Any]:
+        if axis is None:
+            return (g.reshape(-1, repeats).sum(axis=1).reshape(src),)
+        ax = axis % len(src)
+        shaped = g.reshape(src[:ax] + (src[ax], repeats) + src[ax + 1 :])
+        return (shaped.sum(axis=ax + 1),)
+
+    return apply_op(out, (x,), backward)
+
+
+def concat(arrays: Sequence[NDArray], axis: int = 1) -> NDArray:
+    if not arrays:
+        raise ValueError("concat needs at least one array")
+    xp = arrays[0].xp
+    out = xp.concatenate([a._data for a in arrays], axis=axis)
+    bounds = numpy.cumsum([a.shape[axis] for a in arrays])[:-1]
+    return apply_op(out, tuple(arrays), lambda g: xp.split(g, bounds, axis=axis))
+
+
+def stack(arrays: Sequence[NDArray], axis: int = 0) -> NDArray:
+    if not arrays:
+        raise ValueError("stack needs at least one array")
+    xp = arrays[0].xp
+    out = xp.stack([a._data for a in arrays], axis=axis)
+    n = len(arrays)
+    return apply_op(
+        out, tuple(arrays),
+        lambda g: [xp.take(g, i, axis=axis) for i in range(n)],
+    )
+
+
+def split(x: NDArray, num_outputs: int, axis: int = 1, squeeze_axis: bool = False):
+    if x.shape[axis] % num_outputs:
+        raise ValueError(
+            f"split: axis {axis} of length {x.shape[axis]} is not divisible by {num_outputs}"
+        )
+    step = x.shape[axis] // num_outputs
+    outs = []
+    for i in range(num_outputs):
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(i * step, (i + 1) * step)
+        part = getitem(x, tuple(index))
+        outs.append(squeeze(part, axis) if squeeze_axis and step == 1 else part)
+    return outs
+
+
+def swapaxes(x: NDArray, dim1: int, dim2: int) -> NDArray:
+    perm = list(range(x.ndim))
+    perm[dim1], perm[dim2] = perm[dim2], perm[dim1]
+    return transpose(x, tuple(perm))
+
+
+# -------------------------------------------------------------------- indexing
+
+
+def raw_index(key: Any) -> Any:
+    if isinstance(key, NDArray):
+        return key._data.astype(numpy.int64)
+    if isinstance(key, tuple):
+        return tuple(raw_index(k) for k in key)
+    return key
+
+
+def _is_basic(key: Any) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(
+        isinstance(k, (int, numpy.integer, slice)) or k is None or k is Ellipsis for k in keys
+    )
+
+
+def getitem(x: NDArray, key: Any) -> NDArray:
+    key = raw_index(key)
+    data = x._data
+    out = data[key]
+    xp = x.xp
+    if not hasattr(out, "shape"):
+        out = xp.asarray(out)
+    if isinstance(key, (int, numpy.integer)) or (
+        isinstance(key, tuple) and all(isinstance(k, (int, numpy.integer)) for k in key)
+    ):
+        out = out.copy()  # scalar-like results must not alias the source
+
+    def backward(g: Any) -> tuple[Any]:
+        full = xp.zeros_like(data)
+        if _is_basic(key):
+            full[key] = g
+        else:
+            xp.add.at(full, key, g)
+        return (full,)
+
+    return apply_op(out, (x,), backward)
+
+
+def take(x: NDArray, indices: Any, axis: int = 0, mode: str = "clip") -> NDArray:
+    idx = as_raw(indices).astype(numpy.int64)
+    n = x.shape[axis]
+    idx = x.xp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    data = x._data
+    out = x.xp.take(data, idx, axis=axis)
+    xp = x.xp
+
+    def backward(g: Any) -> tuple[Any]:
+        full = xp.zeros_like(data)
+        moved = xp.moveaxis(full, axis, 0)
+        gm = xp.moveaxis(g, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))
+        xp.add.at(moved, idx, gm)
+        return (full,)
+
+    return apply_op(out, (x,), backward)
+
+
+def pick(x: NDArray, index: Any, axis: int = -1, keepdims: bool = False) -> NDArray:
+    """``x[..., index[...], ...]`` along ``axis``: one element per row (MXNet ``pick``)."""
+    xp = x.xp
+    ax = axis % x.ndim
+    idx = as_raw(index).astype(numpy.int64)
+    idx = xp.clip(idx, 0, x.shape[ax] - 1)
+    idx_exp = xp.expand_dims(idx.reshape(x.shape[:ax] + x.shape[ax + 1 :]), ax)
+    data = x._data
+    out = xp.take_along_axis(data, idx_exp, axis=ax)
+    if not keepdims:
+        out = out.squeeze(ax)
+
+    def backward(g: Any) -> tuple[Any]:
+        full = xp.zeros_like(data)
+        gk = g if keepdims else xp.expand_dims(g, ax)
+        xp.put_along_axis(full, idx_exp, gk, axis=ax)
+        return (full,)
+
+    return apply_op(out, (x,), backward)
+
+

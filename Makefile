@@ -17,12 +17,14 @@ up: install
 
 test: install
 	scripts/test-services
+	bench/setup --mxnet-only    # MXNet 1.9.1 in bench/.anchors: the oracle for differential tests
 	$(BIN)/ruff check .
-	$(BIN)/pytest
+	RUDDER_REQUIRE_ORACLE=1 $(BIN)/pytest
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
 bench: install
-	$(BIN)/python bench/engine_mlp.py
+	bench/setup
+	for b in bench/engine_*.py; do $(BIN)/python $$b || exit 1; done

@@ -30,6 +30,17 @@ _GRAD_REQS = ("write", "add", "null")
 class _State(threading.local):
     recording: bool = False
     training: bool = False
+    # id(variable) -> its gradient buffer, for variables a rule may write into directly
+    direct: dict[int, Any] | None = None
+
+
+class _Written:
+    """Returned by a backward rule for an input whose gradient it already wrote in place."""
+
+    __repr__ = lambda self: "WRITTEN"  # noqa: E731
+
+
+WRITTEN = _Written()
 
 
 _state = _State()
@@ -139,10 +150,38 @@ def _topological_order(heads: list[NDArray]) -> list[NDArray]:
     return order
 
 
+def direct_grad_buffer(var: NDArray) -> Any:
+    """The raw gradient buffer a backward rule may write ``var``'s gradient into, or None.
+
+    Offered only during ``backward`` (not ``grad``) for a 'write' variable that receives its
+    gradient from exactly one place in the graph, so writing in place (``out=``) equals the
+    copy that would follow. This saves one full copy of every weight gradient per step.
+    """
+    direct = _state.direct
+    if direct is None:
+        return None
+    return direct.get(id(var))
+
+
+def _direct_targets(order: list[NDArray]) -> dict[int, Any]:
+    uses: dict[int, int] = {}
+    variables: dict[int, NDArray] = {}
+    for arr in order:
+        for parent in arr._node.inputs:  # type: ignore[union-attr]
+            if parent._node is None and parent._grad_req == "write" and parent._grad is not None:
+                uses[id(parent)] = uses.get(id(parent), 0) + 1
+                variables[id(parent)] = parent
+    return {
+        key: variables[key]._grad._data  # type: ignore[union-attr]
+        for key, n in uses.items()
+        if n == 1 and variables[key]._grad._data.dtype == variables[key]._data.dtype  # type: ignore[union-attr]
+    }
+
+
 def _run_backward(
-    heads: list[NDArray], head_grads: list[Any], retain_graph: bool
+    heads: list[NDArray], head_grads: list[Any], retain_graph: bool, allow_direct: bool = False
 ) -> dict[int, tuple[NDArray, Any]]:
-    """Propagate; returns {id(variable): (variable, summed raw gradient)}."""
+    """Propagate; returns {id(variable): (variable, summed raw gradient or WRITTEN)}."""
     grads: dict[int, Any] = {}
     for head, hg in zip(heads, head_grads, strict=True):
         if head._node is None and head._grad_req == "null":
@@ -156,7 +195,26 @@ def _run_backward(
     for head in heads:
         if head._node is None:
             leaves[id(head)] = (head, grads[id(head)])
-    for arr in reversed(_topological_order(heads)):
+    order = _topological_order(heads)
+    if allow_direct:
+        direct = _direct_targets(order)
+        for head in heads:  # a head that is itself a variable is written by copy
+            direct.pop(id(head), None)
+        _state.direct = direct
+    try:
+        _propagate(order, grads, leaves, retain_graph)
+    finally:
+        _state.direct = None
+    return leaves
+
+
+def _propagate(
+    order: list[NDArray],
+    grads: dict[int, Any],
+    leaves: dict[int, tuple[NDArray, Any]],
+    retain_graph: bool,
+) -> None:
+    for arr in reversed(order):
         g = grads.pop(id(arr), None)
         node = arr._node
         assert node is not None
@@ -183,7 +241,6 @@ def _run_backward(
                 grads[key] = grads[key] + pg
             else:
                 grads[key] = pg
-    return leaves
 
 
 def _raw(x: Any) -> Any:
@@ -202,9 +259,12 @@ def backward(
     if len(hg) != len(head_list):
         raise ValueError(f"got {len(head_list)} heads but {len(hg)} head_grads")
     with _scope(False, train_mode):
-        leaves = _run_backward(head_list, hg, retain_graph)
+        leaves = _run_backward(head_list, hg, retain_graph, allow_direct=True)
     for var, g in leaves.values():
-        var._accumulate_grad(g)
+        if g is WRITTEN:
+            var._fresh_grad = True
+        else:
+            var._accumulate_grad(g)
 
 
 def grad(

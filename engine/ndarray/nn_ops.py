@@ -14,7 +14,7 @@ import numpy
 from .. import autograd
 from .. import random as _random
 from ..backend import array_module
-from .ndarray import NDArray, apply_op, as_raw
+from .ndarray import NDArray, apply_op, as_raw, needs_grad
 from .ops import _sigmoid, unary
 
 
@@ -48,13 +48,26 @@ def fully_connected(
     def backward(g: Any) -> tuple[Any, ...]:
         g2 = g.reshape(-1, g.shape[-1])
         x2 = x.reshape(-1, x.shape[-1])
-        gx = (g2 @ w).reshape(in_shape)
-        gw = g2.T @ x2
+        # The input batch rarely needs a gradient; skipping it saves the largest matmul.
+        gx = (g2 @ w).reshape(in_shape) if needs_grad(data) else None
+        gw = _matmul_into(g2.T, x2, autograd.direct_grad_buffer(weight))
         if use_bias:
-            return gx, gw, g2.sum(axis=0)
+            gb_buf = autograd.direct_grad_buffer(bias)
+            if gb_buf is None:
+                return gx, gw, g2.sum(axis=0)
+            g2.sum(axis=0, out=gb_buf)
+            return gx, gw, autograd.WRITTEN
         return gx, gw
 
     return apply_op(out, inputs, backward)  # type: ignore[arg-type]
+
+
+def _matmul_into(a: Any, b: Any, out: Any) -> Any:
+    """``a @ b``, written straight into ``out`` when autograd offers a gradient buffer."""
+    if out is None:
+        return a @ b
+    array_module(out).matmul(a, b, out=out)
+    return autograd.WRITTEN
 
 
 def activation(data: NDArray, act_type: str = "relu") -> NDArray:

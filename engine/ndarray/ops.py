@@ -294,9 +294,14 @@ def dot(
         a2 = a.reshape(-1, a.shape[-1])
         b2 = b.reshape(b.shape[0], -1)
         g2 = g.reshape(a2.shape[0], b2.shape[1])
-        ga = (g2 @ b2.T).reshape(a.shape)
-        gb = (a2.T @ g2).reshape(b.shape)
-        return (ga.T if transpose_a else ga, gb.T if transpose_b else gb)
+        ga = gb = None
+        if needs_grad(lhs):
+            ga = (g2 @ b2.T).reshape(a.shape)
+            ga = ga.T if transpose_a else ga
+        if needs_grad(rhs):
+            gb = (a2.T @ g2).reshape(b.shape)
+            gb = gb.T if transpose_b else gb
+        return (ga, gb)
 
     return apply_op(out, (lhs, rhs), backward)
 

@@ -152,3 +152,33 @@ def test_inplace_update_outside_record_keeps_the_buffer():
     w[1:] = 7
     assert w._data is raw
     np.testing.assert_allclose(w.asnumpy(), [1.0, 7.0, 7.0])
+
+
+def test_weight_gradients_written_in_place_match_the_copying_path():
+    """FullyConnected writes single-use weight gradients straight into the grad buffer;
+    a weight shared by two layers, or with grad_req='add', must still sum correctly."""
+    rng = np.random.default_rng(3)
+    x = nd.array(rng.standard_normal((4, 3)), dtype="float64")
+    w = nd.array(rng.standard_normal((3, 3)), dtype="float64")
+    b = nd.array(rng.standard_normal(3), dtype="float64")
+    w.attach_grad()
+    b.attach_grad()
+    buffer = w.grad._data
+    with autograd.record():
+        y = nd.FullyConnected(nd.FullyConnected(x, w, b), w, b).sum()
+    y.backward()
+    assert w.grad._data is buffer  # still the same buffer (Trainer views rely on it)
+    xn, wn, bn = x.asnumpy(), w.asnumpy(), b.asnumpy()
+    h = xn @ wn.T + bn
+    g_out = np.ones((4, 3))
+    g_h = g_out @ wn
+    expected_w = g_out.T @ h + g_h.T @ xn
+    np.testing.assert_allclose(w.grad.asnumpy(), expected_w, rtol=1e-12)
+    np.testing.assert_allclose(b.grad.asnumpy(), g_out.sum(0) + g_h.sum(0), rtol=1e-12)
+
+    w.attach_grad(grad_req="add")
+    for _ in range(2):
+        with autograd.record():
+            y = nd.FullyConnected(x, w, no_bias=True).sum()
+        y.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), 2 * np.ones((4, 3)).T @ xn, rtol=1e-12)

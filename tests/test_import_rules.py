@@ -1,0 +1,84 @@
+"""The folders are the architecture: check who may import whom (design.md, 'Import rules').
+
+- engine imports nothing of ours and no service library (it is a pure library);
+- core imports nothing of ours (engine only in the worker-side adapter module);
+- api imports core (and the Celery app object to enqueue by name), never engine or workers'
+  training code;
+- workers import core and engine; migrations import core.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVICE_LIBS = {"redis", "sqlalchemy", "celery", "fastapi", "starlette", "alembic", "boto3",
+                "uvicorn", "httpx", "pydantic_settings"}
+OURS = {"engine", "api", "core", "workers", "rudder", "migrations"}
+
+# package -> packages of ours it may import
+ALLOWED = {
+    "engine": set(),
+    "core": set(),
+    "api": {"core", "workers"},
+    "workers": {"core", "engine"},
+    "migrations": {"core"},
+    "rudder": {"core", "api", "workers"},  # the CLI starts the processes
+}
+# modules allowed an exception, each with the reason
+EXCEPTIONS = {
+    # the worker-side adapter that turns a validated spec into engine objects
+    ("core", "engine"): {"core/engine_adapter.py"},
+    # api may import only the Celery app object (to enqueue by name), not tasks or runner
+    ("api", "workers"): {"*:workers.celery_app"},
+}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def _files(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py")) if (ROOT / package).is_dir() else []
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_package_imports_follow_the_architecture(package):
+    violations = []
+    for path in _files(package):
+        rel = str(path.relative_to(ROOT))
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if package == "engine" and top in SERVICE_LIBS:
+                violations.append(f"{rel}: imports {name} (the engine must stay a pure library)")
+            if top in OURS and top != package and top not in ALLOWED[package]:
+                allowed = EXCEPTIONS.get((package, top), set())
+                if rel not in allowed:
+                    violations.append(f"{rel}: imports {name}")
+            if (package, top) in EXCEPTIONS and top in ALLOWED[package]:
+                rules = EXCEPTIONS[(package, top)]
+                wild = {r.split(":", 1)[1] for r in rules if r.startswith("*:")}
+                if wild and name not in wild and not any(name.startswith(w) for w in wild):
+                    violations.append(f"{rel}: imports {name} (only {sorted(wild)} allowed)")
+    assert not violations, "\n".join(violations)
+
+
+def test_nothing_saved_or_loaded_uses_pickle():
+    offenders = []
+    for package in ALLOWED:
+        for path in _files(package):
+            text = path.read_text()
+            for needle in ("import pickle", "allow_pickle=True", "cloudpickle", "import dill"):
+                if needle in text:
+                    offenders.append(f"{path.relative_to(ROOT)}: {needle}")
+    assert not offenders, "\n".join(offenders)

@@ -134,7 +134,12 @@ def save(fname: Any, data: NDArray | Sequence[NDArray] | dict[str, NDArray]) -> 
     else:
         arrays = {f"{i:06d}": v.asnumpy() for i, v in enumerate(data)}
         arrays["__rudder_kind__"] = numpy.array("list")
-    numpy.savez(fname, **arrays)
+    if isinstance(fname, (str, bytes)) or hasattr(fname, "__fspath__"):
+        # through a handle, so numpy keeps the name as given (no '.npz' appended)
+        with open(fname, "wb") as f:
+            numpy.savez(f, **arrays)
+    else:
+        numpy.savez(fname, **arrays)
 
 
 def load(fname: Any, ctx: Context | str | None = None) -> list[NDArray] | dict[str, NDArray]:

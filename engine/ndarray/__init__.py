@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import random
+from .conv_ops import Convolution, Pooling  # noqa: F401 - exported as nd.Convolution/Pooling
 from .creation import (
     arange,
     array,
@@ -32,6 +33,7 @@ from .nn_ops import dropout as Dropout  # noqa: N812
 from .nn_ops import fully_connected as FullyConnected  # noqa: N812
 from .nn_ops import leaky_relu as LeakyReLU  # noqa: N812
 from .nn_ops import log_softmax, one_hot, softmax
+from .norm_ops import BatchNorm, Embedding, LayerNorm  # noqa: F401 - nd.BatchNorm etc.
 from .ops import argmax as _argmax
 from .ops import argmin as _argmin
 from .ops import (

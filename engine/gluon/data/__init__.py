@@ -1,0 +1,17 @@
+"""``engine.gluon.data``: datasets, samplers and the DataLoader.
+
+>>> import numpy as np
+>>> from engine.gluon import data
+>>> loader = data.DataLoader(data.ArrayDataset(np.ones((5, 2)), np.arange(5)), batch_size=2)
+>>> len(loader)
+3
+"""
+
+from .dataloader import DataLoader, default_batchify_fn
+from .dataset import ArrayDataset, Dataset, SimpleDataset
+from .sampler import BatchSampler, FilterSampler, RandomSampler, Sampler, SequentialSampler
+
+__all__ = [
+    "ArrayDataset", "BatchSampler", "DataLoader", "Dataset", "FilterSampler", "RandomSampler",
+    "Sampler", "SequentialSampler", "SimpleDataset", "default_batchify_fn",
+]

@@ -1,0 +1,43 @@
+"""``engine.gluon.nn``: Gluon's neural-network layers, and a registry to build them by name.
+
+>>> from engine.gluon import nn
+>>> layer = nn.create("Dense", units=128, activation="relu")
+>>> layer.name.startswith("dense")
+True
+"""
+
+from ..block import Block, HybridBlock
+from .activations import ELU, GELU, SELU, Activation, LeakyReLU, PReLU, Swish
+from .basic_layers import (
+    BatchNorm,
+    Dense,
+    Dropout,
+    Embedding,
+    Flatten,
+    HybridLambda,
+    HybridSequential,
+    Lambda,
+    LayerNorm,
+    Sequential,
+)
+from .conv_layers import (
+    AvgPool1D,
+    AvgPool2D,
+    Conv1D,
+    Conv2D,
+    GlobalAvgPool1D,
+    GlobalAvgPool2D,
+    GlobalMaxPool1D,
+    GlobalMaxPool2D,
+    MaxPool1D,
+    MaxPool2D,
+)
+from .registry import LAYERS, create, names, register
+
+__all__ = [
+    "Activation", "AvgPool1D", "AvgPool2D", "BatchNorm", "Block", "Conv1D", "Conv2D", "Dense",
+    "Dropout", "ELU", "Embedding", "Flatten", "GELU", "GlobalAvgPool1D", "GlobalAvgPool2D",
+    "GlobalMaxPool1D", "GlobalMaxPool2D", "HybridBlock", "MaxPool1D",
+    "HybridLambda", "HybridSequential", "LAYERS", "Lambda", "LayerNorm", "LeakyReLU",
+    "MaxPool2D", "PReLU", "SELU", "Sequential", "Swish", "create", "names", "register",
+]

@@ -1,0 +1,262 @@
+"""Data iterators for the Module API (``mxnet.io``): ``DataDesc``, ``DataBatch``,
+``DataIter``, ``NDArrayIter``.
+
+>>> import numpy as np
+>>> from engine.io import NDArrayIter
+>>> it = NDArrayIter(np.arange(10).reshape(5, 2), np.arange(5), batch_size=2)
+>>> [b.pad for b in it]
+[0, 0, 1]
+>>> it.provide_data[0].name, it.provide_data[0].shape
+('data', (2, 2))
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Any
+
+import numpy
+
+from . import random as _random
+from .ndarray.ndarray import NDArray
+
+
+class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
+    """Name and shape of one input, plus ``dtype`` and ``layout`` attributes."""
+
+    dtype: Any
+    layout: str
+
+    def __new__(cls, name: str, shape: Any, dtype: Any = numpy.float32,
+                layout: str = "NCHW") -> DataDesc:
+        ret = super().__new__(cls, name, tuple(shape))
+        ret.dtype = dtype
+        ret.layout = layout
+        return ret
+
+    def __repr__(self) -> str:
+        return f"DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]"
+
+    @staticmethod
+    def get_batch_axis(layout: str | None) -> int:
+        return 0 if layout is None else layout.find("N")
+
+    @staticmethod
+    def get_list(shapes: list[tuple[str, Any]], types: list[tuple[str, Any]] | None) -> list[Any]:
+        if types is not None:
+            type_dict = dict(types)
+            return [DataDesc(x[0], x[1], type_dict[x[0]]) for x in shapes]
+        return [DataDesc(x[0], x[1]) for x in shapes]
+
+
+class DataBatch:
+    """One batch: lists of data and label arrays, ``pad`` (padded samples at the end)."""
+
+    def __init__(self, data: list[NDArray], label: list[NDArray] | None = None,
+                 pad: int | None = None, index: Any = None, bucket_key: Any = None,
+                 provide_data: Any = None, provide_label: Any = None) -> None:
+        if data is not None and not isinstance(data, (list, tuple)):
+            raise TypeError("Data must be list of NDArrays")
+        if label is not None and not isinstance(label, (list, tuple)):
+            raise TypeError("Label must be list of NDArrays")
+        self.data = data
+        self.label = label
+        self.pad = pad
+        self.index = index
+        self.bucket_key = bucket_key
+        self.provide_data = provide_data
+        self.provide_label = provide_label
+
+    def __str__(self) -> str:
+        data = [d.shape for d in self.data]
+        label = [lb.shape for lb in self.label] if self.label else None
+        return f"{type(self).__name__}: data shapes: {data} label shapes: {label}"
+
+
+class DataIter:
+    """Base iterator: ``reset()``, ``next()`` → DataBatch, ``iter_next``, ``getdata``..."""
+
+    def __init__(self, batch_size: int = 0) -> None:
+        self.batch_size = batch_size
+
+    def __iter__(self) -> DataIter:
+        return self
+
+    def reset(self) -> None:
+        pass
+
+    def next(self) -> DataBatch:
+        if self.iter_next():
+            return DataBatch(data=self.getdata(), label=self.getlabel(), pad=self.getpad(),
+                             index=self.getindex())
+        raise StopIteration
+
+    def __next__(self) -> DataBatch:
+        return self.next()
+
+    def iter_next(self) -> bool:
+        raise NotImplementedError
+
+    def getdata(self) -> list[NDArray]:
+        raise NotImplementedError
+
+    def getlabel(self) -> list[NDArray] | None:
+        return None
+
+    def getindex(self) -> Any:
+        return None
+
+    def getpad(self) -> int:
+        return 0
+
+
+def _init_data(data: Any, allow_empty: bool, default_name: str) -> list[tuple[str, Any]]:
+    """Normalise data/label arguments to a name-sorted list of (name, array)."""
+    from . import nd
+
+    if data is None:
+        data = []
+    if isinstance(data, (numpy.ndarray, NDArray)):
+        data = [data]
+    if isinstance(data, list):
+        if not allow_empty and not data:
+            raise ValueError(f"NDArrayIter needs at least one {default_name} array")
+        if len(data) == 1:
+            data = OrderedDict([(default_name, data[0])])
+        else:
+            data = OrderedDict((f"_{i}_{default_name}", d) for i, d in enumerate(data))
+    if not isinstance(data, dict):
+        raise TypeError(
+            "Input must be NDArray, numpy.ndarray, a list of them or dict with them as values"
+        )
+    out = []
+    for key, value in data.items():
+        if not isinstance(value, NDArray):
+            try:
+                value = nd.array(value)
+            except Exception as err:
+                raise TypeError(
+                    f"Invalid type '{type(value)}' for {key}, should be NDArray or numpy.ndarray"
+                ) from err
+        out.append((key, value))
+    return sorted(out, key=lambda kv: kv[0])
+
+
+class NDArrayIter(DataIter):
+    """Iterate over in-memory arrays in batches.
+
+    ``last_batch_handle``: 'pad' wraps around to fill the last batch (``pad`` says how many
+    samples are repeats), 'discard' drops the incomplete batch, 'roll_over' carries it to
+    the start of the next epoch. ``shuffle`` draws a new order at construction and on each
+    ``reset`` from :func:`engine.random.generator`.
+    """
+
+    def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
+                 last_batch_handle: str = "pad", data_name: str = "data",
+                 label_name: str = "softmax_label") -> None:
+        super().__init__(batch_size)
+        if last_batch_handle not in ("pad", "discard", "roll_over"):
+            raise ValueError(
+                f"last_batch_handle must be 'pad', 'discard' or 'roll_over', got "
+                f"{last_batch_handle!r}"
+            )
+        if int(batch_size) <= 0:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        self.data = _init_data(data, False, data_name)
+        self.label = _init_data(label, True, label_name)
+        lengths = {v.shape[0] for _, v in self.data + self.label}
+        if len(lengths) != 1:
+            raise ValueError(f"All data and labels must have the same first dimension, got "
+                             f"{[(k, v.shape) for k, v in self.data + self.label]}")
+        self.num_data = lengths.pop()
+        self.shuffle = shuffle
+        self.last_batch_handle = last_batch_handle
+        self.idx = numpy.arange(self.num_data)
+        if shuffle:
+            self.idx = _random.generator(numpy).permutation(self.num_data)
+        if last_batch_handle == "discard":
+            if self.num_data < batch_size:
+                raise ValueError(f"batch_size {batch_size} is larger than the data size "
+                                 f"{self.num_data} with last_batch_handle='discard'")
+            self.num_data -= self.num_data % batch_size
+            self.idx = self.idx[: self.num_data]
+        self.cursor = -self.batch_size
+        self._cache: tuple[list[NDArray], list[NDArray]] | None = None
+
+    @property
+    def provide_data(self) -> list[DataDesc]:
+        return [DataDesc(k, (self.batch_size, *v.shape[1:]), v.dtype) for k, v in self.data]
+
+    @property
+    def provide_label(self) -> list[DataDesc]:
+        return [DataDesc(k, (self.batch_size, *v.shape[1:]), v.dtype) for k, v in self.label]
+
+    def hard_reset(self) -> None:
+        """Rewind ignoring any rolled-over samples."""
+        self._cache = None
+        self.cursor = -self.batch_size
+
+    def reset(self) -> None:
+        if self.shuffle:
+            self.idx = _random.generator(numpy).permutation(len(self.idx))
+        if self.last_batch_handle == "roll_over" and \
+                self.num_data - self.batch_size < self.cursor < self.num_data:
+            # the cached tail becomes the head of the first batch of the next epoch
+            self.cursor = self.cursor - self.num_data - self.batch_size
+        else:
+            self.cursor = -self.batch_size
+            self._cache = None
+
+    def iter_next(self) -> bool:
+        self.cursor += self.batch_size
+        return self.cursor < self.num_data
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        data, label = self.getdata(), self.getlabel()
+        if data[0].shape[0] != self.batch_size:  # an incomplete roll_over batch
+            self._cache = (data, label)
+            raise StopIteration
+        return DataBatch(data=data, label=label, pad=self.getpad(), index=None)
+
+    def _take(self, source: list[tuple[str, NDArray]], rows: numpy.ndarray) -> list[NDArray]:
+        out = []
+        for _, arr in source:
+            out.append(NDArray(arr._data[arr.xp.asarray(rows)], arr.context))
+        return out
+
+    def _batchify(self, source: list[tuple[str, NDArray]], which: int) -> list[NDArray]:
+        if self.cursor >= self.num_data:
+            raise RuntimeError("DataIter needs reset.")
+        bs, n, cur = self.batch_size, self.num_data, self.cursor
+        if self.last_batch_handle == "roll_over" and -bs < cur < 0:
+            if self._cache is None:
+                raise RuntimeError("next epoch should have cached data")
+            head = self._take(source, self.idx[: cur + bs])
+            cached = self._cache[which]
+            return [_concat(a, b) for a, b in zip(cached, head, strict=True)]
+        if self.last_batch_handle == "pad" and cur + bs > n:
+            rows = numpy.concatenate([self.idx[cur:], self.idx[: cur + bs - n]])
+            return self._take(source, rows)
+        return self._take(source, self.idx[cur : min(cur + bs, n)])
+
+    def getdata(self) -> list[NDArray]:
+        return self._batchify(self.data, 0)
+
+    def getlabel(self) -> list[NDArray]:
+        return self._batchify(self.label, 1)
+
+    def getpad(self) -> int:
+        if self.last_batch_handle == "pad" and self.cursor + self.batch_size > self.num_data:
+            return self.cursor + self.batch_size - self.num_data
+        if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
+            return -self.cursor
+        return 0
+
+
+def _concat(a: NDArray, b: NDArray) -> NDArray:
+    return NDArray(a.xp.concatenate([a._data, b._data], axis=0), a.context)
+
+
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]

@@ -1,0 +1,399 @@
+"""``Module``: train a :class:`~engine.symbol.Symbol` with MXNet 1.9's Module API.
+
+The symbol is evaluated with the engine's NDArray ops under ``autograd.record()`` (no
+separate executor); parameters live in NDArrays with gradient buffers; ``update()`` runs
+the optimizer's updater on each parameter, with ``rescale_grad = 1 / batch_size`` as
+MXNet's Module sets it.
+
+>>> import engine as mx
+>>> data = mx.sym.Variable('data')
+>>> fc = mx.sym.FullyConnected(data, name='fc', num_hidden=3)
+>>> net = mx.sym.SoftmaxOutput(fc, name='softmax')
+>>> mod = mx.mod.Module(net)
+>>> mod.bind(data_shapes=[('data', (4, 5))], label_shapes=[('softmax_label', (4,))])
+>>> mod.init_params(mx.init.Uniform(0.1))
+>>> mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.1})
+>>> sorted(mod.get_params()[0])
+['fc_bias', 'fc_weight']
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .. import autograd
+from .. import initializer as init_mod
+from .. import kvstore as kv_mod
+from .. import optimizer as opt_mod
+from ..context import Context, cpu
+from ..model import (
+    load_checkpoint,
+    params_filename,
+    save_params,
+)
+from ..ndarray import NDArray
+from .base_module import BaseModule
+from .executor_group import ExecutorGroup, copy_into
+
+Shape = tuple[int, ...]
+
+
+def _parse_descs(descs: Any, names: Sequence[str], kind: str) -> list[tuple[str, Shape]]:
+    """``[(name, shape)]`` from ``(name, shape)`` pairs or DataDesc objects, checked
+    against the names the module was created with."""
+    parsed: list[tuple[str, Shape]] = []
+    for desc in descs or []:
+        if hasattr(desc, "name") and hasattr(desc, "shape"):
+            parsed.append((str(desc.name), tuple(int(s) for s in desc.shape)))
+        else:
+            name, shape = desc
+            parsed.append((str(name), tuple(int(s) for s in shape)))
+    given = [name for name, _ in parsed]
+    if given != list(names):
+        raise ValueError(
+            f"Data provided by {kind}_shapes don't match names specified by {kind}_names "
+            f"({given} vs. {list(names)})"
+        )
+    return parsed
+
+
+class Module(BaseModule):
+    """A symbol with its parameters, trained batch by batch (``mx.mod.Module``)."""
+
+    def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
+                 label_names: Sequence[str] | None = ("softmax_label",), logger: Any = logging,
+                 context: Context | Sequence[Context] | None = None,
+                 work_load_list: Any = None, fixed_param_names: Sequence[str] | None = None,
+                 state_names: Sequence[str] | None = None, group2ctxs: Any = None,
+                 compression_params: Any = None) -> None:
+        super().__init__(logger=logger)
+        contexts = [cpu()] if context is None else (
+            [context] if isinstance(context, Context) else list(context))
+        if not contexts or not all(isinstance(c, Context) for c in contexts):
+            raise ValueError("context must be a Context or a non-empty list of Contexts")
+        self._contexts = contexts
+        self._work_load_list = list(work_load_list or [1] * len(contexts))
+        if len(self._work_load_list) != len(contexts):
+            raise ValueError("work_load_list must have one entry per context")
+        self._symbol = symbol
+        self._data_names = list(data_names or [])
+        self._label_names = list(label_names or [])
+        self._state_names = list(state_names or [])
+        self._fixed_param_names = list(fixed_param_names or [])
+        arg_names = symbol.list_arguments()
+        for name in self._data_names + self._state_names:
+            if name not in arg_names:
+                raise ValueError(
+                    f"You created Module with Module(..., data_names={self._data_names}) but "
+                    f"input with name {name!r} is not found in symbol.list_arguments(). "
+                    f"Did you mean one of: {arg_names}?"
+                )
+        missing_labels = [n for n in self._label_names if n not in arg_names]
+        if missing_labels:
+            self.logger.warning("label_names %s are not arguments of the symbol; they are "
+                                "ignored", missing_labels)
+            self._label_names = [n for n in self._label_names if n in arg_names]
+        inputs = set(self._data_names + self._label_names + self._state_names)
+        self._param_names = [n for n in arg_names if n not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
+        self._output_names = symbol.list_outputs()
+        self._arg_params: dict[str, NDArray] | None = None
+        self._aux_params: dict[str, NDArray] | None = None
+        self._exec_group: ExecutorGroup | None = None
+        self._optimizer: Any = None
+        self._updater: Any = None
+        self._kvstore: Any = None
+        self._preload_opt_states: str | None = None
+        self._data_shapes: list[tuple[str, Shape]] = []
+        self._label_shapes: list[tuple[str, Shape]] = []
+
+    # ------------------------------------------------------------- information
+    @property
+    def data_names(self) -> list[str]:
+        return self._data_names
+
+    @property
+    def label_names(self) -> list[str]:
+        return self._label_names
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._output_names
+
+    @property
+    def data_shapes(self) -> list[tuple[str, Shape]]:
+        return self._data_shapes
+
+    @property
+    def label_shapes(self) -> list[tuple[str, Shape]]:
+        return self._label_shapes
+
+    @property
+    def output_shapes(self) -> list[tuple[str, Shape]]:
+        shapes = dict(self._data_shapes + self._label_shapes)
+        _, out, _ = self._symbol.infer_shape(**shapes)
+        return list(zip(self._output_names, out, strict=True))
+
+    # -------------------------------------------------------------------- bind
+    def bind(self, data_shapes: Any, label_shapes: Any = None, for_training: bool = True,
+             inputs_need_grad: bool = False, force_rebind: bool = False,
+             shared_module: Any = None, grad_req: str = "write") -> None:
+        """Check the input names and shapes and allocate parameters (and their gradients)."""
+        if self.binded and not force_rebind:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        if shared_module is not None:
+            raise NotImplementedError("shared_module is not supported by Rudder's Module")
+        if grad_req not in ("write", "add", "null"):
+            raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
+        data = _parse_descs(data_shapes, self._data_names, "data")
+        labels = _parse_descs(label_shapes, self._label_names, "label") \
+            if label_shapes is not None else []
+        known = dict(data + labels)
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape_partial(**known)
+        arg_shape = dict(zip(self._symbol.list_arguments(), arg_shapes, strict=True))
+        unknown = [n for n in self._param_names if arg_shape[n] is None]
+        if unknown or any(s is None for s in aux_shapes):
+            raise ValueError(f"bind: the shapes of {unknown or self._aux_names} cannot be "
+                             f"inferred from data_shapes={data}, label_shapes={labels}")
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self._data_shapes, self._label_shapes = data, labels
+        grad_reqs = {name: "null" if (not for_training or name in self._fixed_param_names)
+                     else grad_req for name in self._param_names}
+        self._exec_group = ExecutorGroup(
+            self._symbol, self._contexts, self._work_load_list, self._data_names,
+            self._label_names, {n: arg_shape[n] for n in self._param_names},
+            dict(zip(self._aux_names, aux_shapes, strict=True)), grad_reqs, inputs_need_grad)
+        self.binded = True
+        if self.params_initialized:  # e.g. Module.load(): copy the loaded values in
+            self._copy_params(self._arg_params or {}, self._aux_params or {}, False, True)
+
+    # ---------------------------------------------------------------- params
+    def init_params(self, initializer: Any = None, arg_params: dict[str, Any] | None = None,
+                    aux_params: dict[str, Any] | None = None, allow_missing: bool = False,
+                    force_init: bool = False, allow_extra: bool = False) -> None:
+        """Fill parameters from ``arg_params``/``aux_params`` or the ``initializer``."""
+        if self.params_initialized and not force_init:
+            self.logger.warning("Parameters already initialized and force_init=False. "
+                                "init_params call ignored.")
+            return
+        if not self.binded:
+            raise RuntimeError("call bind before initializing the parameters")
+        if initializer is None and (arg_params is None or allow_missing):
+            initializer = init_mod.Uniform(0.01)
+        for source, names in ((arg_params, self._param_names), (aux_params, self._aux_names)):
+            extra = sorted(set(source or {}) - set(names))
+            if extra and not allow_extra:
+                raise ValueError(f"parameters {extra} are not used by the symbol; pass "
+                                 "allow_extra=True to ignore them")
+        group = self._exec_group
+        assert group is not None
+        attrs = self._symbol.attr_dict()
+        # fill the first context's arrays, then copy them to the others
+        for table, source in ((group.params[0], arg_params), (group.aux[0], aux_params)):
+            for name, arr in table.items():
+                if source is not None and name in source:
+                    copy_into(name, arr, source[name])
+                elif source is not None and not allow_missing:
+                    raise RuntimeError(f"{name} is not presented")
+                elif initializer is not None:
+                    with autograd.pause():
+                        initializer(init_mod.InitDesc(name, attrs.get(name, {})), arr)
+        if len(self._contexts) > 1:
+            group.set_params(group.params[0], group.aux[0])
+        self.params_initialized = True
+        self._arg_params = self._aux_params = None
+
+    def _copy_params(self, arg_params: dict[str, Any], aux_params: dict[str, Any],
+                     allow_missing: bool, allow_extra: bool) -> None:
+        self.init_params(None, arg_params, aux_params, allow_missing=allow_missing,
+                         force_init=True, allow_extra=allow_extra)
+
+    def set_params(self, arg_params: dict[str, Any], aux_params: dict[str, Any],
+                   allow_missing: bool = False, force_init: bool = True,
+                   allow_extra: bool = False) -> None:
+        """Assign parameter values (copies them into the module's arrays)."""
+        if not self.binded:  # remember them for bind, as MXNet does
+            self._arg_params, self._aux_params = dict(arg_params), dict(aux_params or {})
+            self.params_initialized = True
+            return
+        self.init_params(None, arg_params, aux_params, allow_missing=allow_missing,
+                         force_init=force_init, allow_extra=allow_extra)
+
+    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+        """Copies of ``(arg_params, aux_params)`` on the cpu."""
+        if not self.binded or not self.params_initialized:
+            raise RuntimeError("get_params needs a bound module with initialized parameters")
+        assert self._exec_group is not None
+        return self._exec_group.get_params()
+
+    # ------------------------------------------------------------- optimizer
+    def init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
+                       optimizer_params: Any = (("learning_rate", 0.01),),
+                       force_init: bool = False) -> None:
+        """Create the optimizer (``rescale_grad = 1 / batch_size`` unless given) and its
+        updater. ``lr_scheduler`` and other optimizer arguments go in ``optimizer_params``."""
+        if not (self.binded and self.params_initialized):
+            raise RuntimeError("call bind and init_params before init_optimizer")
+        if self.optimizer_initialized and not force_init:
+            self.logger.warning("optimizer already initialized, ignoring...")
+            return
+        if isinstance(kvstore, str) and "dist" in kvstore:
+            raise NotImplementedError("distributed kvstores are not supported by Module")
+        group = self._exec_group
+        assert group is not None
+        batch_size = self._data_shapes[0][1][0]
+        rescale_grad = 1.0 / batch_size
+        idx2name = dict(enumerate(self._param_names))
+        if isinstance(optimizer, str):
+            params = dict(optimizer_params or {})
+            params.setdefault("rescale_grad", rescale_grad)
+            optimizer = opt_mod.create(optimizer, sym=self._symbol, param_idx2name=idx2name,
+                                       **params)
+        else:
+            if not isinstance(optimizer, opt_mod.Optimizer):
+                raise TypeError("optimizer must be a name or an engine.optimizer.Optimizer")
+            if optimizer.rescale_grad != rescale_grad:
+                self.logger.warning(
+                    "Optimizer created manually outside Module but rescale_grad is not "
+                    "normalized to 1.0/batch_size/num_workers (%s vs. %s). Is this intended?",
+                    optimizer.rescale_grad, rescale_grad)
+            if not optimizer.idx2name:
+                optimizer.idx2name = idx2name.copy()
+        self._optimizer = optimizer
+        self._trainable = [i for i, name in idx2name.items()
+                           if group.params[0][name]._grad_req != "null"]
+        if len(self._contexts) > 1 and kvstore:
+            # as MXNet: a kvstore sums the contexts' gradients and updates one copy
+            self._kvstore = kv_mod.create(kvstore) if isinstance(kvstore, str) else kvstore
+            for i in self._trainable:
+                self._kvstore.init(i, group.params[0][idx2name[i]])
+            self._kvstore.set_optimizer(optimizer)
+            self._updater = None
+        else:
+            self._kvstore = None
+            self._updater = opt_mod.get_updater(optimizer)
+        self.optimizer_initialized = True
+        if self._preload_opt_states is not None:
+            self.load_optimizer_states(self._preload_opt_states)
+            self._preload_opt_states = None
+
+    def borrow_optimizer(self, shared_module: Module) -> None:
+        self._optimizer = shared_module._optimizer
+        self._updater = shared_module._updater
+        self._kvstore = shared_module._kvstore
+        self._trainable = list(shared_module._trainable)
+        self.optimizer_initialized = True
+
+    # ------------------------------------------------------------ computation
+    def forward(self, data_batch: Any, is_train: bool | None = None) -> None:
+        """Compute the outputs for ``data_batch`` (recorded for backward when training)."""
+        if not (self.binded and self.params_initialized):
+            raise RuntimeError("call bind and init_params before forward")
+        if is_train is None:
+            is_train = self.for_training
+        assert self._exec_group is not None
+        self._exec_group.forward(data_batch, is_train)
+
+    def backward(self, out_grads: Any = None) -> None:
+        """Gradients of the outputs into the parameters' gradient buffers."""
+        if not self.for_training:
+            raise RuntimeError("backward needs a module bound with for_training=True")
+        if self._exec_group is None or not self._exec_group.outputs:
+            raise RuntimeError("call forward(is_train=True) before backward")
+        self._exec_group.backward(out_grads)
+
+    def update(self) -> None:
+        """Apply the optimizer to every trainable parameter with its gradient."""
+        if not self.optimizer_initialized:
+            raise RuntimeError("call init_optimizer before update")
+        group = self._exec_group
+        assert group is not None
+        names = self._param_names
+        if self._kvstore is not None:
+            for i in self._trainable:
+                copies = [params[names[i]] for params in group.params]
+                self._kvstore.push(i, [w.grad for w in copies])
+                self._kvstore.pull(i, out=copies)
+            return
+        updater = self._updater
+        params = group.params[0]
+        for i in self._trainable:
+            weight = params[names[i]]
+            updater(i, weight._grad, weight)
+
+    def update_metric(self, eval_metric: Any, labels: Any, pre_sliced: bool = False) -> None:
+        """Update ``eval_metric`` with ``labels`` and the latest outputs (by name)."""
+        assert self._exec_group is not None
+        self._exec_group.update_metric(eval_metric, labels)
+
+    def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
+        assert self._exec_group is not None
+        return self._exec_group.get_outputs(merge_multi_context)
+
+    def get_input_grads(self, merge_multi_context: bool = True) -> list[NDArray]:
+        if not self.inputs_need_grad:
+            raise RuntimeError("bind with inputs_need_grad=True to get input gradients")
+        assert self._exec_group is not None
+        return self._exec_group.input_grads()
+
+    # ------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False,
+                        remove_amp_cast: bool = True) -> None:
+        """Write ``prefix-symbol.json``, ``prefix-%04d.params`` (and ``.states``)."""
+        self._symbol.save(f"{prefix}-symbol.json")
+        param_name = params_filename(prefix, epoch)
+        arg, aux = self.get_params()
+        save_params(param_name, arg, aux)
+        self.logger.info('Saved checkpoint to "%s"', param_name)
+        if save_optimizer_states:
+            state_name = f"{prefix}-{epoch:04d}.states"
+            self.save_optimizer_states(state_name)
+            self.logger.info('Saved optimizer state to "%s"', state_name)
+
+    @staticmethod
+    def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
+             **kwargs: Any) -> Module:
+        """A module from a checkpoint; ``bind`` then gets the saved parameters."""
+        sym, args, auxs = load_checkpoint(prefix, epoch)
+        mod = Module(symbol=sym, **kwargs)
+        mod._arg_params, mod._aux_params = args, auxs
+        mod.params_initialized = True
+        if load_optimizer_states:
+            states = f"{prefix}-{epoch:04d}.states"
+            if not os.path.exists(states):
+                raise FileNotFoundError(f"optimizer states {states} do not exist")
+            mod._preload_opt_states = states
+        return mod
+
+    def save_optimizer_states(self, fname: str) -> None:
+        if not self.optimizer_initialized:
+            raise RuntimeError("no optimizer to save: call init_optimizer first")
+        if self._kvstore is not None:
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+            return
+        blob = self._updater.get_states(dump_optimizer=True)
+        tmp = f"{fname}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as handle:
+            handle.write(blob)
+        os.replace(tmp, fname)
+
+    def load_optimizer_states(self, fname: str) -> None:
+        if not self.optimizer_initialized:
+            raise RuntimeError("call init_optimizer before load_optimizer_states")
+        if self._kvstore is not None:
+            self._kvstore.load_optimizer_states(fname)
+            return
+        with open(fname, "rb") as handle:
+            blob = handle.read()
+        try:
+            self._updater.set_states(blob)
+        except ValueError as exc:
+            raise ValueError(f"{fname}: {exc}") from None
+
+    def install_monitor(self, mon: Any) -> None:
+        raise NotImplementedError("Module monitors are not supported by Rudder")

@@ -1,0 +1,172 @@
+"""Normalization and lookup ops: ``BatchNorm``, ``LayerNorm``, ``Embedding`` (MXNet names).
+
+Each is one recorded node with a closed-form backward (no chain of elementwise nodes).
+BatchNorm in training mode normalizes with the batch statistics (biased variance) and
+updates the running statistics *in place* during the forward pass, as MXNet 1.9 does:
+``running = running * momentum + batch * (1 - momentum)``.
+
+>>> from engine import nd, autograd
+>>> x = nd.array([[1.0, 2.0], [3.0, 6.0]])
+>>> g, b = nd.ones((2,)), nd.zeros((2,))
+>>> rm, rv = nd.zeros((2,)), nd.ones((2,))
+>>> with autograd.train_mode():
+...     y = nd.BatchNorm(x, g, b, rm, rv, eps=0.0)
+>>> y.asnumpy().tolist(), rm.asnumpy().tolist()
+([[-1.0, -1.0], [1.0, 1.0]], [0.20000000298023224, 0.4000000059604645])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from .. import autograd
+from .ndarray import NDArray, apply_op, as_raw
+
+
+def _channel_shape(ndim: int, axis: int) -> tuple[int, ...]:
+    shape = [1] * ndim
+    shape[axis] = -1
+    return tuple(shape)
+
+
+def batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArray,
+               moving_var: NDArray, eps: float = 1e-3, momentum: float = 0.9,
+               fix_gamma: bool = True, use_global_stats: bool = False,
+               output_mean_var: bool = False, axis: int = 1, **_: Any) -> NDArray:
+    """Batch normalization over every axis but ``axis`` (MXNet's ``BatchNorm`` operator).
+
+    Training mode (``autograd.is_training()``) uses batch statistics unless
+    ``use_global_stats``; ``fix_gamma`` treats gamma as 1 (and gives it no gradient).
+    """
+    x = data._data
+    xp = data.xp
+    ax = axis % x.ndim
+    c = x.shape[ax]
+    for name, arr in (("gamma", gamma), ("beta", beta), ("moving_mean", moving_mean),
+                      ("moving_var", moving_var)):
+        if arr.size != c:
+            raise ValueError(
+                f"BatchNorm: {name} has {arr.size} values but data has {c} channels on axis "
+                f"{axis} (data shape {x.shape})"
+            )
+    cshape = _channel_shape(x.ndim, ax)
+    reduce_axes = tuple(i for i in range(x.ndim) if i != ax)
+    g_raw = xp.ones((c,), x.dtype) if fix_gamma else gamma._data.astype(x.dtype, copy=False)
+    gam = g_raw.reshape(cshape)
+    bet = beta._data.astype(x.dtype, copy=False).reshape(cshape)
+    batch_stats = autograd.is_training() and not use_global_stats
+    if batch_stats:
+        mean = x.mean(axis=reduce_axes)
+        centered = x - mean.reshape(cshape)
+        var = (centered * centered).mean(axis=reduce_axes)
+        rm, rv = moving_mean._data, moving_var._data
+        rm[...] = rm * momentum + mean.astype(rm.dtype) * (1 - momentum)
+        rv[...] = rv * momentum + var.astype(rv.dtype) * (1 - momentum)
+    else:
+        mean = moving_mean._data.astype(x.dtype)
+        var = moving_var._data.astype(x.dtype)
+        centered = x - mean.reshape(cshape)
+    inv_std = 1.0 / xp.sqrt(var + eps)
+    xhat = centered * inv_std.reshape(cshape)
+    out = (xhat * gam + bet).astype(x.dtype, copy=False)
+    count = x.size // c
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        gbeta = g.sum(axis=reduce_axes)
+        ggamma = (g * xhat).sum(axis=reduce_axes)
+        dxhat = g * gam
+        if batch_stats:
+            # d/dx of (x - mean)/std with mean and var depending on x
+            sum_dxhat = dxhat.sum(axis=reduce_axes).reshape(cshape)
+            sum_dxhat_xhat = (dxhat * xhat).sum(axis=reduce_axes).reshape(cshape)
+            gx = (inv_std.reshape(cshape) / count) * (
+                count * dxhat - sum_dxhat - xhat * sum_dxhat_xhat
+            )
+        else:
+            gx = dxhat * inv_std.reshape(cshape)
+        ggamma = xp.zeros_like(ggamma) if fix_gamma else ggamma
+        return (gx, ggamma.reshape(gamma.shape), gbeta.reshape(beta.shape), None, None)
+
+    result = apply_op(out, (data, gamma, beta, moving_mean, moving_var), backward)
+    if output_mean_var:
+        return result, NDArray(mean, data._ctx), NDArray(var, data._ctx)  # type: ignore[return-value]
+    return result
+
+
+def layer_norm(data: NDArray, gamma: NDArray, beta: NDArray, axis: int = -1,
+               eps: float = 1e-5, output_mean_var: bool = False, **_: Any) -> NDArray:
+    """Normalize each sample over ``axis`` and apply per-channel ``gamma``/``beta``."""
+    x = data._data
+    xp = data.xp
+    ax = axis % x.ndim
+    c = x.shape[ax]
+    if gamma.size != c or beta.size != c:
+        raise ValueError(
+            f"LayerNorm: gamma/beta have {gamma.size}/{beta.size} values but data has {c} on "
+            f"axis {axis} (data shape {x.shape})"
+        )
+    cshape = _channel_shape(x.ndim, ax)
+    gam = gamma._data.astype(x.dtype, copy=False).reshape(cshape)
+    mean = x.mean(axis=ax, keepdims=True)
+    centered = x - mean
+    var = (centered * centered).mean(axis=ax, keepdims=True)
+    inv_std = 1.0 / xp.sqrt(var + eps)
+    xhat = centered * inv_std
+    out = (xhat * gam + beta._data.astype(x.dtype, copy=False).reshape(cshape)).astype(
+        x.dtype, copy=False)
+    other = tuple(i for i in range(x.ndim) if i != ax)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        dxhat = g * gam
+        gx = inv_std * (
+            dxhat - dxhat.mean(axis=ax, keepdims=True)
+            - xhat * (dxhat * xhat).mean(axis=ax, keepdims=True)
+        )
+        ggamma = (g * xhat).sum(axis=other).reshape(gamma.shape)
+        gbeta = g.sum(axis=other).reshape(beta.shape)
+        return gx, ggamma, gbeta
+
+    result = apply_op(out, (data, gamma, beta), backward)
+    if output_mean_var:
+        return result, NDArray(mean, data._ctx), NDArray(xp.sqrt(var + eps), data._ctx)  # type: ignore[return-value]
+    return result
+
+
+def embedding(data: Any, weight: NDArray, input_dim: int | None = None,
+              output_dim: int | None = None, dtype: Any = None, sparse_grad: bool = False,
+              **_: Any) -> NDArray:
+    """Rows of ``weight`` (input_dim, output_dim) picked by the integer-valued ``data``.
+
+    Indices are clipped to ``[0, input_dim-1]`` as MXNet does; ``data`` gets no gradient.
+    """
+    w = weight._data
+    xp = weight.xp
+    if w.ndim != 2:
+        raise ValueError(f"Embedding weight must be 2-D (input_dim, output_dim), got {w.shape}")
+    if input_dim is not None and w.shape[0] != input_dim:
+        raise ValueError(f"Embedding: weight has {w.shape[0]} rows, input_dim={input_dim}")
+    if output_dim is not None and w.shape[1] != output_dim:
+        raise ValueError(f"Embedding: weight has {w.shape[1]} columns, output_dim={output_dim}")
+    raw = as_raw(data, weight)
+    idx = xp.clip(xp.asarray(raw).astype(numpy.int64), 0, w.shape[0] - 1)
+    out = w[idx]
+
+    def backward(g: Any) -> tuple[Any]:
+        gw = xp.zeros_like(w)
+        flat_idx = idx.reshape(-1)
+        flat_g = g.reshape(-1, w.shape[1])
+        if hasattr(xp.add, "at"):
+            xp.add.at(gw, flat_idx, flat_g)
+        else:  # pragma: no cover - older cupy: a one-hot GEMM does the scatter-add
+            onehot = (flat_idx[:, None] == xp.arange(w.shape[0])).astype(w.dtype)
+            gw += onehot.T @ flat_g
+        return (gw,)
+
+    return apply_op(out, (weight,), backward)
+
+
+BatchNorm = batch_norm
+LayerNorm = layer_norm
+Embedding = embedding

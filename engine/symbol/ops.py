@@ -1,0 +1,340 @@
+"""The symbolic operators: inputs, parameters, shape rules and NDArray forward of each.
+
+An :class:`OpSpec` says which inputs an operator takes (``data``, ``weight``, ...; the
+missing ones become variables named ``<node>_<input>``), which of them are auxiliary
+states (BatchNorm's moving statistics), how to parse its attributes (MXNet's JSON keeps
+them as strings), how to infer shapes, and how to run it on NDArrays. The forward reuses
+the engine's differentiable ops, so evaluating a graph under ``autograd.record()`` gives
+gradients without a separate executor. The loss heads are in :mod:`.loss_ops`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy
+
+from ..ndarray import NDArray, nn_ops, shape_ops
+
+Shape = tuple[int, ...]
+_REQUIRED = object()
+
+
+# ------------------------------------------------------------------ attribute parsing
+def _bool(text: Any) -> bool:
+    if isinstance(text, bool):
+        return text
+    value = str(text).strip().lower()
+    if value in ("true", "1"):
+        return True
+    if value in ("false", "0"):
+        return False
+    raise ValueError(f"expected a boolean, got {text!r}")
+
+
+def _tuple(text: Any) -> tuple[int, ...]:
+    if isinstance(text, (tuple, list)):
+        return tuple(int(v) for v in text)
+    if isinstance(text, int):
+        return (text,)
+    value = ast.literal_eval(str(text).strip() or "()")  # literals only, never code
+    if isinstance(value, int):
+        return (value,)
+    return tuple(int(v) for v in value)
+
+
+def _opt_float(text: Any) -> float | None:
+    if text is None or str(text) == "None":
+        return None
+    return float(text)
+
+
+def to_attr_string(value: Any) -> str:
+    """MXNet's string form of an attribute value (``(3, 3)``, ``True``, ``0.5``)."""
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return str(value)
+
+
+# --------------------------------------------------------------------- the op table
+@dataclass
+class OpSpec:
+    name: str
+    inputs: tuple[str, ...]
+    params: dict[str, tuple[Callable[[Any], Any], Any]]
+    infer: Callable[[dict[str, Any], list[Shape | None]], tuple[list[Shape | None], Shape | None]]
+    forward: Callable[..., NDArray]
+    aux: tuple[str, ...] = ()
+    hint: str = ""
+    num_outputs: int = 1  # outputs in MXNet's graph (only the first is visible)
+    variadic: bool = False
+    aux_init: dict[str, str] = field(default_factory=dict)
+
+    def parse(self, attrs: dict[str, str]) -> dict[str, Any]:
+        unknown = [k for k in attrs if k not in self.params and not k.startswith("__")]
+        ignorable = {"workspace", "cudnn_tune", "cudnn_off", "layout", "num_args", "attr"}
+        unknown = [k for k in unknown if k not in ignorable]
+        if unknown:
+            raise ValueError(f"{self.name}: unknown argument(s) {unknown}; "
+                             f"expected {sorted(self.params)}")
+        out: dict[str, Any] = {}
+        for key, (parse, default) in self.params.items():
+            if key in attrs:
+                out[key] = parse(attrs[key])
+            elif default is _REQUIRED:
+                raise ValueError(f"{self.name}: required argument {key!r} is missing")
+            else:
+                out[key] = default
+        if "layout" in attrs and str(attrs["layout"]) not in ("None", "NCHW", "NCW", "NC"):
+            raise ValueError(f"{self.name}: only NCHW layout is supported")
+        return out
+
+    def input_names(self, params: dict[str, Any], count: int = 0) -> tuple[str, ...]:
+        if self.variadic:
+            return tuple(f"arg{i}" for i in range(count))
+        if params.get("no_bias") and "bias" in self.inputs:
+            return tuple(n for n in self.inputs if n != "bias")
+        return self.inputs
+
+
+OPS: dict[str, OpSpec] = {}
+
+
+def _op(spec: OpSpec) -> OpSpec:
+    OPS[spec.name] = spec
+    return spec
+
+
+def _same(params: dict[str, Any], shapes: list[Shape | None]):
+    return shapes, shapes[0]
+
+
+def _prod(shape: Shape) -> int:
+    return int(math.prod(shape))
+
+
+# ---- FullyConnected
+def _fc_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None:
+        return shapes, None
+    nh = p["num_hidden"]
+    in_units = _prod(data[1:]) if p["flatten"] else data[-1]
+    shapes = [data, (nh, in_units)] + ([(nh,)] if not p["no_bias"] else [])
+    out = (data[0], nh) if p["flatten"] else tuple(data[:-1]) + (nh,)
+    return shapes, out
+
+
+_op(OpSpec(
+    "FullyConnected", ("data", "weight", "bias"),
+    {"num_hidden": (int, _REQUIRED), "no_bias": (_bool, False), "flatten": (_bool, True)},
+    _fc_infer,
+    lambda p, x: nn_ops.fully_connected(x[0], x[1], None if p["no_bias"] else x[2],
+                                        num_hidden=p["num_hidden"], no_bias=p["no_bias"],
+                                        flatten=p["flatten"]),
+))
+
+_op(OpSpec("Activation", ("data",), {"act_type": (str, _REQUIRED)}, _same,
+           lambda p, x: nn_ops.activation(x[0], p["act_type"])))
+
+_op(OpSpec(
+    "LeakyReLU", ("data",),
+    {"act_type": (str, "leaky"), "slope": (float, 0.25)}, _same,
+    lambda p, x: nn_ops.leaky_relu(x[0], p["act_type"], p["slope"]),
+))
+
+_op(OpSpec(
+    "Dropout", ("data",),
+    {"p": (float, 0.5), "mode": (str, "training"), "axes": (_tuple, ()),
+     "cudnn_off": (_bool, False)},
+    _same, lambda p, x: nn_ops.dropout(x[0], p["p"], p["axes"], p["mode"]),
+))
+
+
+def _flatten_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    return shapes, None if data is None else (data[0], _prod(data[1:]))
+
+
+_op(OpSpec("Flatten", ("data",), {}, _flatten_infer,
+           lambda p, x: x[0].reshape((x[0].shape[0], -1))))
+
+
+def _reshape_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None:
+        return shapes, None
+    out = list(shape_ops._mxnet_shape(data, p["shape"]))
+    if -1 in out:
+        known = _prod(tuple(d for d in out if d != -1))
+        out[out.index(-1)] = _prod(data) // max(known, 1)
+    return shapes, tuple(out)
+
+
+_op(OpSpec("Reshape", ("data",), {"shape": (_tuple, _REQUIRED)}, _reshape_infer,
+           lambda p, x: x[0].reshape(p["shape"])))
+
+
+# ---- Concat
+def _concat_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    if any(s is None for s in shapes):
+        return shapes, None
+    dim = p["dim"] % len(shapes[0])  # type: ignore[arg-type]
+    first = list(shapes[0])  # type: ignore[arg-type]
+    first[dim] = sum(s[dim] for s in shapes)  # type: ignore[index]
+    return shapes, tuple(first)
+
+
+_op(OpSpec("Concat", (), {"dim": (int, 1), "num_args": (int, 0)}, _concat_infer,
+           lambda p, x: shape_ops.concat(list(x), axis=p["dim"]), variadic=True))
+
+
+# ---- Convolution and Pooling
+def _spatial(p: dict[str, Any], key: str, n: int, default: int) -> tuple[int, ...]:
+    value = p[key]
+    return tuple(value) if value else (default,) * n
+
+
+def _conv_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None:
+        return shapes, None
+    kernel = p["kernel"]
+    nsp = len(kernel)
+    stride, dilate, pad = (_spatial(p, k, nsp, d) for k, d in
+                           (("stride", 1), ("dilate", 1), ("pad", 0)))
+    nf, groups = p["num_filter"], p["num_group"]
+    shapes = [data, (nf, data[1] // groups) + tuple(kernel)] + (
+        [(nf,)] if not p["no_bias"] else [])
+    out = tuple(
+        (data[2 + i] + 2 * pad[i] - dilate[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+        for i in range(nsp)
+    )
+    return shapes, (data[0], nf) + out
+
+
+def _conv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    from ..ndarray.conv_ops import convolution
+
+    nsp = len(p["kernel"])
+    return convolution(x[0], x[1], None if p["no_bias"] else x[2], kernel=p["kernel"],
+                       stride=_spatial(p, "stride", nsp, 1), dilate=_spatial(p, "dilate", nsp, 1),
+                       pad=_spatial(p, "pad", nsp, 0), num_filter=p["num_filter"],
+                       num_group=p["num_group"], no_bias=p["no_bias"])
+
+
+_op(OpSpec(
+    "Convolution", ("data", "weight", "bias"),
+    {"kernel": (_tuple, _REQUIRED), "stride": (_tuple, ()), "dilate": (_tuple, ()),
+     "pad": (_tuple, ()), "num_filter": (int, _REQUIRED), "num_group": (int, 1),
+     "no_bias": (_bool, False), "workspace": (int, 1024), "cudnn_tune": (str, "None"),
+     "cudnn_off": (_bool, False), "layout": (str, "None")},
+    _conv_infer, _conv_forward,
+))
+
+
+def _pool_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None:
+        return shapes, None
+    if p["global_pool"]:
+        return shapes, tuple(data[:2]) + (1,) * (len(data) - 2)
+    kernel = p["kernel"]
+    nsp = len(kernel)
+    stride, pad = _spatial(p, "stride", nsp, 1), _spatial(p, "pad", nsp, 0)
+    full = p["pooling_convention"] == "full"
+    out = []
+    for i in range(nsp):
+        span = data[2 + i] + 2 * pad[i] - kernel[i]
+        out.append((math.ceil(span / stride[i]) if full else span // stride[i]) + 1)
+    return shapes, tuple(data[:2]) + tuple(out)
+
+
+def _pool_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    from ..ndarray.conv_ops import pooling
+
+    nsp = len(p["kernel"]) or 2
+    return pooling(x[0], kernel=p["kernel"] or (1, 1), pool_type=p["pool_type"],
+                   global_pool=p["global_pool"], stride=_spatial(p, "stride", nsp, 1),
+                   pad=_spatial(p, "pad", nsp, 0), pooling_convention=p["pooling_convention"],
+                   count_include_pad=p["count_include_pad"])
+
+
+_op(OpSpec(
+    "Pooling", ("data",),
+    {"kernel": (_tuple, ()), "pool_type": (str, "max"), "global_pool": (_bool, False),
+     "stride": (_tuple, ()), "pad": (_tuple, ()), "pooling_convention": (str, "valid"),
+     "count_include_pad": (_bool, True), "cudnn_off": (_bool, False), "layout": (str, "None")},
+    _pool_infer, _pool_forward,
+))
+
+
+# ---- BatchNorm
+def _bn_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None:
+        return shapes, None
+    channels = (data[p["axis"] % len(data)],)
+    return [data, channels, channels, channels, channels], data
+
+
+def _bn_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    from ..ndarray.norm_ops import batch_norm
+
+    return batch_norm(x[0], x[1], x[2], x[3], x[4], eps=p["eps"], momentum=p["momentum"],
+                      fix_gamma=p["fix_gamma"], use_global_stats=p["use_global_stats"],
+                      axis=p["axis"])
+
+
+_op(OpSpec(
+    "BatchNorm", ("data", "gamma", "beta"),
+    {"eps": (float, 1e-3), "momentum": (float, 0.9), "fix_gamma": (_bool, True),
+     "use_global_stats": (_bool, False), "output_mean_var": (_bool, False), "axis": (int, 1),
+     "cudnn_off": (_bool, False), "min_calib_range": (_opt_float, None),
+     "max_calib_range": (_opt_float, None)},
+    _bn_infer, _bn_forward, aux=("moving_mean", "moving_var"), num_outputs=3,
+    aux_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
+))
+
+
+# ---- arithmetic
+def _broadcast_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    known = [s for s in shapes if s is not None]
+    if len(known) < len(shapes):
+        return [known[0] if s is None and known else s for s in shapes], (
+            known[0] if known else None)
+    return shapes, tuple(numpy.broadcast_shapes(*known))
+
+
+for _name, _hint, _fn in (
+    ("elemwise_add", "_plus", lambda a, b: a + b), ("elemwise_sub", "_minus", lambda a, b: a - b),
+    ("elemwise_mul", "_mul", lambda a, b: a * b), ("elemwise_div", "_div", lambda a, b: a / b),
+    ("broadcast_add", "broadcast_add", lambda a, b: a + b),
+    ("broadcast_sub", "broadcast_sub", lambda a, b: a - b),
+    ("broadcast_mul", "broadcast_mul", lambda a, b: a * b),
+    ("broadcast_div", "broadcast_div", lambda a, b: a / b),
+):
+    _op(OpSpec(_name, ("lhs", "rhs"), {}, _broadcast_infer,
+               lambda p, x, _f=_fn: _f(x[0], x[1]), hint=_hint))
+
+for _name, _hint, _fn in (
+    ("_plus_scalar", "_plusscalar", lambda a, s: a + s),
+    ("_minus_scalar", "_minusscalar", lambda a, s: a - s),
+    ("_rminus_scalar", "_rminusscalar", lambda a, s: s - a),
+    ("_mul_scalar", "_mulscalar", lambda a, s: a * s),
+    ("_div_scalar", "_divscalar", lambda a, s: a / s),
+    ("_rdiv_scalar", "_rdivscalar", lambda a, s: s / a),
+    ("_power_scalar", "_powerscalar", lambda a, s: a ** s),
+):
+    _op(OpSpec(_name, ("data",), {"scalar": (float, _REQUIRED)}, _same,
+               lambda p, x, _f=_fn: _f(x[0], p["scalar"]), hint=_hint))
+
+_op(OpSpec("negative", ("data",), {}, _same, lambda p, x: -x[0]))
+
+
+# The loss heads live in their own module; importing it registers them in OPS.
+from . import loss_ops  # noqa: E402, F401

@@ -9,10 +9,13 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: install up test lint bench
+.PHONY: install up example test lint bench
 install: $(BIN)/.installed
 
 up: install
+	$(BIN)/rudder up
+
+example: install
 	$(BIN)/python -m engine.examples.digits
 
 test: install

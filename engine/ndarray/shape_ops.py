@@ -102,7 +102,16 @@ def repeat(x: NDArray, repeats: int, axis: int | None = None) -> NDArray:
     return apply_op(out, (x,), backward)
 
 
-def concat(arrays: Sequence[NDArray], axis: int = 1) -> NDArray:
+def _array_list(arrays: tuple[Any, ...]) -> list[NDArray]:
+    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
+        return list(arrays[0])
+    return list(arrays)
+
+
+def concat(*arrays: Any, dim: int = 1, axis: int | None = None) -> NDArray:
+    """Join arrays along an axis: ``concat(a, b, dim=1)`` (MXNet) or ``concat([a, b], axis=1)``."""
+    arrays = _array_list(arrays)
+    axis = dim if axis is None else axis
     if not arrays:
         raise ValueError("concat needs at least one array")
     xp = arrays[0].xp
@@ -111,7 +120,9 @@ def concat(arrays: Sequence[NDArray], axis: int = 1) -> NDArray:
     return apply_op(out, tuple(arrays), lambda g: xp.split(g, bounds, axis=axis))
 
 
-def stack(arrays: Sequence[NDArray], axis: int = 0) -> NDArray:
+def stack(*arrays: Any, axis: int = 0) -> NDArray:
+    """Stack arrays along a new axis: ``stack(a, b)`` (MXNet) or ``stack([a, b])``."""
+    arrays = _array_list(arrays)
     if not arrays:
         raise ValueError("stack needs at least one array")
     xp = arrays[0].xp

@@ -65,7 +65,8 @@ def test_shape_ops_follow_mxnet_codes():
     assert a.T.shape == (4, 3, 2)
     assert nd.expand_dims(a, 1).shape == (2, 1, 3, 4)
     assert nd.flatten(a).shape == (2, 12)
-    assert nd.concat(a, a, dim=2).shape == (2, 3, 8) if False else True
+    assert nd.concat(a, a, dim=2).shape == (2, 3, 8)
+    assert nd.stack(a, a, axis=1).shape == (2, 2, 3, 4)
     assert nd.concat([a, a], axis=2).shape == (2, 3, 8)
     assert nd.stack([a, a]).shape == (2, 2, 3, 4)
     parts = nd.split(a, 3, axis=1)

@@ -7,6 +7,7 @@ C = clip to ±clip_gradient, t = the parameter's update count, lr/wd include mul
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy
@@ -51,6 +52,8 @@ class Adam(Optimizer):
     0.9
     """
 
+    _elementwise = True
+
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, lazy_update: bool = True, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -67,13 +70,18 @@ class Adam(Optimizer):
         xp = _xp(w)
         m, v = state
         G, tmp = self._scratch(w, 2)
-        self._scaled_into(G, g, w, wd, seg, tmp)
+        r = float(self.rescale_grad)
+        if _nonzero(wd) or (self.clip_gradient and self.clip_gradient > 0):
+            self._scaled_into(G, g, w, wd, seg, tmp)
+            r = 1.0
+        else:
+            G = g  # G = r·g is folded into the moment coefficients: one pass less
         m *= self.beta1
-        xp.multiply(G, 1.0 - self.beta1, out=tmp)
+        xp.multiply(G, (1.0 - self.beta1) * r, out=tmp)
         m += tmp
         v *= self.beta2
         xp.multiply(G, G, out=tmp)
-        tmp *= 1.0 - self.beta2
+        tmp *= (1.0 - self.beta2) * r * r
         v += tmp
         lr_t = _f(lr * numpy.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t))
         xp.sqrt(v, out=tmp)
@@ -91,6 +99,8 @@ class AdamW(Optimizer):
     ``correct_bias``; ``w ← w − lr_t·(m/(√v + ε) + wd·w)`` (the decay is scaled by the
     bias-corrected lr, as in MXNet).
     """
+
+    _elementwise = True
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-6, correct_bias: bool = True, **kwargs: Any) -> None:
@@ -129,6 +139,8 @@ class Adamax(Optimizer):
     instead of becoming NaN.
     """
 
+    _elementwise = True
+
     def __init__(self, learning_rate: float = 0.002, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -154,15 +166,17 @@ class Adamax(Optimizer):
 
 
 _NADAM_PRODUCTS: dict[tuple[float, float], list[float]] = {}
+_NADAM_LOCK = threading.Lock()
 
 
 def _nadam_schedule(beta1: float, decay: float, t: int) -> float:
     """∏_{k≤t} μ_k with μ_k = β1·(1 − ½·0.96^{k·decay}): the momentum schedule at step t."""
-    products = _NADAM_PRODUCTS.setdefault((beta1, decay), [1.0])
-    while len(products) <= t:
-        k = len(products)
-        products.append(products[-1] * beta1 * (1.0 - 0.5 * 0.96 ** (k * decay)))
-    return products[t]
+    with _NADAM_LOCK:  # parallel chunks of one step may ask at the same time
+        products = _NADAM_PRODUCTS.setdefault((beta1, decay), [1.0])
+        while len(products) <= t:
+            k = len(products)
+            products.append(products[-1] * beta1 * (1.0 - 0.5 * 0.96 ** (k * decay)))
+        return products[t]
 
 
 @register
@@ -175,6 +189,8 @@ class Nadam(Optimizer):
     S_t is a function of the step t, so it advances once per step, not once per parameter
     (MXNet multiplied one global ``m_schedule`` on every parameter's update).
     """
+
+    _elementwise = True
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, schedule_decay: float = 0.004, **kwargs: Any) -> None:
@@ -269,6 +285,8 @@ class FTML(Optimizer):
     ``d_t = (1−β1^t)/lr·(√(v/(1−β2^t)) + ε)``; ``z ← β1·z + (1−β1)·G − (d_t − β1·d)·w``;
     ``d ← d_t``; ``w ← −z/d_t``. State order (d, v, z) as in MXNet.
     """
+
+    _elementwise = True
 
     def __init__(self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8,
                  **kwargs: Any) -> None:

@@ -30,6 +30,8 @@ class RMSProp(Optimizer):
     ``w ← w + Δ``. ``clip_weights`` clips the weights to ±clip_weights after the update.
     """
 
+    _elementwise = True
+
     def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
                  epsilon: float = 1e-8, centered: bool = False,
                  clip_weights: float | None = None, **kwargs: Any) -> None:
@@ -82,6 +84,8 @@ class AdaGrad(Optimizer):
     ``G = C(r·g)``; ``h ← h + G²``; ``w ← w − lr·(G/√(h + eps) + wd·w)``.
     """
 
+    _elementwise = True
+
     def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.float_stable_eps = eps
@@ -111,6 +115,8 @@ class AdaDelta(Optimizer):
     ``w ← w − Δ − wd·w``. As in MXNet 1.x the learning rate is not used. Difference from
     MXNet 1.x: the caller's gradient is not rescaled in place.
     """
+
+    _elementwise = True
 
     def __init__(self, rho: float = 0.90, epsilon: float = 1e-5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -144,6 +150,8 @@ class Ftrl(Optimizer):
     ``G = C(r·g)``; ``z ← z + G − (√(n + G²) − √n)·w/lr``; ``n ← n + G²``;
     ``w ← (sign(z)·λ1 − z)/((β + √n)/lr + wd)`` where ``|z| > λ1``, else 0.
     """
+
+    _elementwise = True
 
     def __init__(self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1,
                  **kwargs: Any) -> None:

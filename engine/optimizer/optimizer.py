@@ -19,12 +19,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import threading
 from typing import Any
 
 import numpy
 
 from ..ndarray import NDArray
 from ..registry import Registry
+from . import parallel
 from .segments import WHOLE, scalar_or_vector
 from .state import StateDictMixin
 
@@ -93,6 +95,9 @@ class Optimizer(StateDictMixin):
     0.5
     """
 
+    # True when the rule treats every element independently given scalar lr/wd/t, so the
+    # Trainer may split a big flat buffer across threads (see engine.optimizer.parallel).
+    _elementwise = False
     register = staticmethod(register)
     create_optimizer = staticmethod(create)
     opt_registry = _REGISTRY
@@ -206,14 +211,23 @@ class Optimizer(StateDictMixin):
             master, inner = state
             self._rule(master, g.astype(numpy.float32), inner, lr, wd, t, seg)
             w[...] = master.astype(numpy.float16)
-        else:
+            return
+
+        def chunk(start: int, stop: int) -> None:
+            self._rule(w[start:stop], g[start:stop], parallel.slice_state(state, start, stop),
+                       lr, wd, t, seg)
+
+        if not (self._elementwise and isinstance(w, numpy.ndarray)
+                and all(isinstance(c, float) for c in (lr, wd, t))
+                and parallel.run_chunked(w.size, chunk)):
             self._rule(w, g, state, lr, wd, t, seg)
 
     # ----------------------------------------------------------- shared rule helpers
     def _scratch(self, like: Any, count: int = 2) -> list[Any]:
         """Reusable temporaries shaped like ``like`` (no per-step allocation of big arrays)."""
         cache = self.__dict__.setdefault("_scratch_buffers", {})
-        key = (like.dtype.str, type(like), str(getattr(like, "device", "")))
+        key = (like.dtype.str, type(like), str(getattr(like, "device", "")),
+               threading.get_ident())  # chunks updated in parallel need their own scratch
         buffers = cache.get(key)
         if buffers is None or len(buffers) < count or buffers[0].size < like.size:
             xp = _module(like)

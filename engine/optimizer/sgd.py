@@ -49,6 +49,8 @@ class SGD(Optimizer):
     0.9
     """
 
+    _elementwise = True
+
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.momentum = momentum
@@ -70,6 +72,8 @@ class NAG(Optimizer):
     MXNet's kernel writes the weight in place before it updates the momentum, and 1.9's
     numbers depend on that, so Rudder keeps it. With ``μ = 0`` it is SGD.
     """
+
+    _elementwise = True
 
     def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -106,6 +110,8 @@ class Signum(Optimizer):
     ``μ = 0``: ``w ← (1 − lr·wd)·w − lr·sign(g)`` (rescale and clipping do not change a sign,
     as in MXNet).
     """
+
+    _elementwise = True
 
     def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9,
                  wd_lh: float = 0.0, **kwargs: Any) -> None:
@@ -161,6 +167,8 @@ class DCASGD(Optimizer):
     ``w ← w + m``. Unlike MXNet 1.x (whose ``if mom:`` on an NDArray raises), momentum > 0
     works.
     """
+
+    _elementwise = True
 
     def __init__(self, momentum: float = 0.0, lamda: float = 0.04, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -255,6 +263,8 @@ class LARS(Optimizer):
 @register
 class Test(Optimizer):
     """The test optimizer of MXNet: ``w ← w + r·g``; the state keeps a copy of ``w``."""
+
+    _elementwise = True
 
     def create_state(self, index: int, weight: NDArray) -> Any:
         return _zeros_like(weight)

@@ -433,3 +433,16 @@ def test_a_small_network_learns_with_each_optimizer(name, params) -> None:
         trainer.step(64)
         losses.append(float(loss.mean().asscalar()))
     assert losses[-1] < 0.2 * losses[0], (name, losses[0], losses[-1])
+
+
+def test_kvstore_choice_on_one_device() -> None:
+    x = _param(ctx=[mx.cpu()])
+    plain = gluon.Trainer([x], "sgd")
+    _backward_plus_one(x)
+    plain.step(1)
+    assert plain._kvstore is None and plain._update_on_kvstore is None   # as MXNet
+    explicit = gluon.Trainer([x], "sgd", {"learning_rate": 0.5}, update_on_kvstore=True)
+    _backward_plus_one(x)
+    explicit.step(1)                        # Rudder: an explicit True is honoured
+    assert explicit._kvstore.type == "device" and explicit._update_on_kvstore is True
+    assert np.allclose(x.data().asnumpy(), -0.01 - 0.5)

@@ -164,3 +164,40 @@ def test_rules_on_cupy_match_numpy(name: str) -> None:
             o.update(0, w, nd.array(g, ctx=ctx), state)
         results.append(w.asnumpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
+
+
+ELEMENTWISE = sorted(cls.__name__.lower() for cls in opt.Optimizer.opt_registry.classes()
+                     if cls.__module__.startswith("engine.") and cls._elementwise)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_threaded_chunks_give_identical_numbers(monkeypatch, name: str) -> None:
+    """A big flat buffer is split across threads; every element must come out the same."""
+    from engine.optimizer import parallel
+
+    monkeypatch.setenv("RUDDER_OPTIMIZER_THREADS", "3")
+    rng = np.random.default_rng(8)
+    shapes = [(300, 500), (120_001,)]
+    assert sum(int(np.prod(s)) for s in shapes) >= 2 * parallel.MIN_ELEMENTS
+    weights = [rng.uniform(0, 1, s).astype(np.float32) for s in shapes]
+    grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    config = dict(CONFIGS[name][-1])
+    per_param = opt.create(name, learning_rate=LR, wd=0.01, **config)
+    fused = opt.create(name, learning_rate=LR, wd=0.01, **config)
+    singles = [nd.array(w) for w in weights]
+    states = [per_param.create_state(i, a) for i, a in enumerate(singles)]
+    data, grad_arrays = [nd.array(w) for w in weights], [nd.array(g) for g in grads]
+    group = FlatGroup(engine.cpu(), [(i, d, g) for i, (d, g) in enumerate(
+        zip(data, grad_arrays, strict=True))])
+    assert group.ensure_state(fused, Updater(fused))
+    calls = []
+    original = parallel.run_chunked
+    monkeypatch.setattr(parallel, "run_chunked",
+                        lambda size, work: calls.append(size) or original(size, work))
+    for _ in range(2):
+        for i, a in enumerate(singles):
+            per_param.update(i, a, nd.array(grads[i]), states[i])
+        group.step(fused)
+    assert calls, "the flat update did not go through the threaded path"
+    for i in range(len(shapes)):
+        assert np.array_equal(data[i].asnumpy(), singles[i].asnumpy()), (name, i)

@@ -1,0 +1,1 @@
+"""The Rudder HTTP API (FastAPI). Imports core, never the engine."""

@@ -1,0 +1,139 @@
+"""FastAPI dependencies as ``Annotated`` aliases: SessionDep, CurrentUser, ...
+
+Dependencies that do no I/O are ``async`` so FastAPI does not hop to a worker thread for
+them; the ones that touch the database stay sync and run in the threadpool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session
+
+from api.errors import ApiError
+from api.state import ServiceState
+from core import repositories, tokens
+from core.channel import AsyncChannel, Channel
+from core.config import Settings
+from core.models import User
+from core.storage import ObjectStore
+
+ANONYMOUS_USER = "anonymous"
+
+
+async def get_state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+StateDep = Annotated[ServiceState, Depends(get_state)]
+
+
+async def get_settings_dep(state: StateDep) -> Settings:
+    return state.settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+
+
+async def get_session(state: StateDep) -> AsyncIterator[Session]:
+    """A session per request. Routes commit explicitly at the edge (before enqueueing);
+    anything left uncommitted is rolled back here.
+
+    Creating a session does no I/O (it connects on first use), so this runs on the event
+    loop; only a teardown that still holds a connection goes to a worker thread.
+    """
+    session = state.sessions()
+    try:
+        yield session
+    finally:
+        if session.in_transaction():
+            await run_in_threadpool(_discard, session)
+        else:
+            session.close()
+
+
+def _discard(session: Session) -> None:
+    session.rollback()
+    session.close()
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+async def get_store(state: StateDep) -> ObjectStore:
+    return state.store
+
+
+StoreDep = Annotated[ObjectStore, Depends(get_store)]
+
+
+async def get_channel(state: StateDep) -> Channel:
+    if state.channel is None:
+        raise ApiError(503, "unavailable", "the live channel (Redis) is not configured")
+    return state.channel
+
+
+ChannelDep = Annotated[Channel, Depends(get_channel)]
+
+
+async def get_async_channel(state: StateDep) -> AsyncChannel:
+    if state.async_channel is None:
+        raise ApiError(503, "unavailable", "the live channel (Redis) is not configured")
+    return state.async_channel
+
+
+AsyncChannelDep = Annotated[AsyncChannel, Depends(get_async_channel)]
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+
+
+def _anonymous_user(state: ServiceState) -> User:
+    with state.sessions() as session:
+        user = repositories.get_user_by_name(session, name=ANONYMOUS_USER)
+        if user is None:
+            user = repositories.create_user(session, name=ANONYMOUS_USER)
+            session.commit()
+        return user
+
+
+def _lookup_token(state: ServiceState, token: str, secret: str) -> User | None:
+    with state.sessions() as session:
+        return tokens.authenticate(session, token=token, secret=secret)
+
+
+async def get_current_user(request: Request, state: StateDep) -> User:
+    """The token's owner. Verified tokens are cached briefly (see TokenCache), so the
+    common case touches neither the database nor a worker thread."""
+    settings = state.settings
+    if not settings.auth_enabled:
+        return await run_in_threadpool(_anonymous_user, state)
+    token = bearer_token(request)
+    if token is None:
+        raise _unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
+    secret = settings.secret_key.get_secret_value()
+    token_hash = tokens.hash_token(token, secret=secret)
+    cached = state.token_cache.get(token_hash)
+    if cached is not None:
+        return cached
+    user = await run_in_threadpool(_lookup_token, state, token, secret)
+    if user is None:
+        raise _unauthorized("invalid or revoked token")
+    state.token_cache.put(token_hash, user)
+    return user
+
+
+CurrentUser = Annotated[User, Depends(get_current_user)]

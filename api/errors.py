@@ -1,0 +1,158 @@
+"""One error shape for every 4xx/5xx: ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("rudder.api")
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """Raise from services/routes; rendered as the standard error body."""
+
+    def __init__(
+        self,
+        status_code: int,
+        code: str,
+        message: str,
+        *,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+        self.details = details
+        self.headers = headers
+
+
+def not_found(what: str, ident: str) -> ApiError:
+    return ApiError(404, "not_found", f"{what} {ident} not found")
+
+
+def field_error(field: str, message: str, *, status_code: int = 422) -> ApiError:
+    """A validation error that names the offending field."""
+    return ApiError(
+        status_code,
+        "validation_error",
+        f"{field}: {message}",
+        details=[{"field": field, "message": message}],
+    )
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def _field_name(location: tuple[Any, ...] | list[Any]) -> str:
+    # Drop the "body"/"query" source and pydantic's union tags so the name is the user's.
+    parts = [str(p) for p in location]
+    if parts and parts[0] in ("body", "query", "path", "header", "form"):
+        source, parts = parts[0], parts[1:]
+        if source != "body" and parts:
+            return ".".join(parts)
+    # Union members appear as tags like "Dense" or "function-after[...]"; every field name
+    # in our schemas is lower case, so anything capitalised or bracketed is a tag.
+    named = [p for p in parts if not (p[:1].isupper() or "[" in p)]
+    return ".".join(named) or "body"
+
+
+def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
+    details = []
+    for error in exc.errors():
+        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+        details.append(
+            {"field": _field_name(error.get("loc", ())), "message": message,
+             "type": error.get("type")}
+        )
+    return details
+
+
+async def _on_api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(
+        error_body(exc.code, exc.message, exc.details), exc.status_code, headers=exc.headers
+    )
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details = _validation_details(exc)
+    if any(d["type"] == "json_invalid" for d in details):
+        message = "the request body is not valid JSON"
+        return JSONResponse(error_body("malformed_json", message, details), 400)
+    first = details[0] if details else {"field": "body", "message": "invalid request"}
+    message = f"{first['field']}: {first['message']}"
+    if len(details) > 1:
+        message += f" (and {len(details) - 1} more)"
+    return JSONResponse(error_body("validation_error", message, details), 422)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _CODES.get(exc.status_code, "error")
+    return JSONResponse(
+        error_body(code, str(exc.detail)), exc.status_code,
+        headers=getattr(exc, "headers", None),
+    )
+
+
+class CatchAllErrors:
+    """Turns an unexpected exception into a logged, generic JSON 500.
+
+    Starlette's own catch-all re-raises after answering, and uvicorn then drops the
+    keep-alive connection under the client; this answers and keeps the server calm.
+    """
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
+            if started:
+                raise  # half a response is out; only closing the connection is honest
+            response = JSONResponse(error_body("internal_error", "internal server error"), 500)
+            await response(scope, receive, send)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ApiError, _on_api_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    app.add_middleware(CatchAllErrors)

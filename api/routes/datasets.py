@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi.concurrency import run_in_threadpool
+
+from api.deps import CurrentUser, SessionDep, StateDep
+from api.errors import field_error
+from api.schemas.datasets import DatasetPublic, DatasetsPublic
+from api.services.datasets import store_upload
+from core import repositories
+
+router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def upload_dataset(
+    file: Annotated[UploadFile, File(description=".npz (arrays data, label) or .csv")],
+    session: SessionDep,
+    state: StateDep,
+    user: CurrentUser,
+    name: Annotated[str | None, Form(max_length=255)] = None,
+) -> DatasetPublic:
+    """Upload a data set; it is validated (never unpickled) and stored as npz."""
+    filename = file.filename or ""
+    if not filename:
+        raise field_error("file", "a file name ending in .npz or .csv is required")
+    limit = state.settings.limits.max_upload_bytes
+    raw = await file.read(limit + 1)
+    dataset = await run_in_threadpool(
+        store_upload, session, state=state, owner=user, filename=filename,
+        name=name or filename, raw=raw,
+    )
+    return DatasetPublic.from_row(dataset)
+
+
+@router.get("")
+def list_datasets(session: SessionDep, user: CurrentUser) -> DatasetsPublic:
+    rows = repositories.list_datasets(session, owner_id=user.id)
+    return DatasetsPublic(data=[DatasetPublic.from_row(r) for r in rows])

@@ -1,0 +1,174 @@
+"""Server-Sent Events tailing a job's Redis stream.
+
+Auth is the usual Bearer header (the dashboard uses ``fetch()`` streaming so it can send
+it), or a single-use ticket from ``POST /v1/jobs/{id}/events/ticket`` for clients such as
+``EventSource`` that cannot set headers. Long-lived tokens never appear in URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+
+from api import telemetry
+from api.deps import (
+    AsyncChannelDep,
+    ChannelDep,
+    CurrentUser,
+    SessionDep,
+    StateDep,
+    bearer_token,
+)
+from api.errors import ApiError, field_error
+from api.schemas.events import StreamTicketPublic
+from api.services.jobs import load_job
+from api.state import ServiceState
+from core import repositories, tokens
+from core.channel import STREAM_START, AsyncChannel, Event
+from core.models import TERMINAL_STATUSES, JobStatus
+
+router = APIRouter(prefix="/v1/jobs/{job_id}/events", tags=["events"])
+STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+# A comment line every idle block keeps proxies from closing the connection and gives
+# us a write that fails fast once the client is gone.
+KEEPALIVE = b": keepalive\n\n"
+
+
+def format_event(event: Event) -> bytes:
+    data = json.dumps(event.data, separators=(",", ":"))
+    return f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n".encode()
+
+
+def _is_terminal(event: Event) -> bool:
+    if event.type != "status":
+        return False
+    value = event.data.get("status")
+    return isinstance(value, str) and value in {s.value for s in TERMINAL_STATUSES}
+
+
+async def _tail(
+    request: Request,
+    channel: AsyncChannel,
+    *,
+    job_id: str,
+    after: str,
+    max_seconds: float,
+    block_ms: int,
+    already_finished: bool,
+) -> AsyncIterator[bytes]:
+    deadline = time.monotonic() + max_seconds
+    telemetry.SSE_CONNECTIONS.inc()
+    try:
+        # Tell EventSource-style clients how soon to reconnect after we close.
+        yield b"retry: 1000\n\n"
+        while time.monotonic() < deadline:
+            if await request.is_disconnected():
+                return
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            events = await channel.read_events(
+                job_id, after=after, block_ms=max(1, min(block_ms, remaining_ms))
+            )
+            if not events:
+                if already_finished:
+                    return  # nothing more will ever come
+                yield KEEPALIVE
+                continue
+            for event in events:
+                after = event.id
+                yield format_event(event)
+                if _is_terminal(event):
+                    return
+    finally:
+        telemetry.SSE_CONNECTIONS.dec()
+
+
+async def _authorize(
+    request: Request, state: ServiceState, channel: AsyncChannel, job_id: str, ticket: str | None
+) -> bool:
+    """Returns whether the job is already finished; raises 401/404 like other endpoints."""
+
+    def check_token(token: str) -> bool:
+        with state.sessions() as session:
+            secret = state.settings.secret_key.get_secret_value()
+            user = tokens.authenticate(session, token=token, secret=secret)
+            if user is None:
+                raise ApiError(401, "unauthorized", "invalid or revoked token",
+                               headers={"WWW-Authenticate": "Bearer"})
+            job = load_job(session, job_id=job_id, owner=user)
+            return JobStatus(job.status) in TERMINAL_STATUSES
+
+    def check_owner(user_id: str) -> bool:
+        with state.sessions() as session:
+            job = repositories.get_job(session, job_id=job_id, owner_id=user_id)
+            if job is None:
+                raise ApiError(404, "not_found", f"job {job_id} not found")
+            return JobStatus(job.status) in TERMINAL_STATUSES
+
+    def check_exists() -> bool:
+        with state.sessions() as session:
+            job = repositories.get_job(session, job_id=job_id)
+            if job is None:
+                raise ApiError(404, "not_found", f"job {job_id} not found")
+            return JobStatus(job.status) in TERMINAL_STATUSES
+
+    if ticket is not None:
+        claims = await channel.redeem_stream_ticket(ticket)
+        if claims is None or claims.get("job_id") != job_id:
+            raise ApiError(401, "unauthorized", "stream ticket is invalid, used or expired")
+        return await run_in_threadpool(check_owner, claims["user_id"])
+    token = bearer_token(request)
+    if token is None and state.settings.auth_enabled:
+        raise ApiError(401, "unauthorized", "missing bearer token or stream ticket",
+                       headers={"WWW-Authenticate": "Bearer"})
+    if token is None:  # auth disabled: every caller is the same local user
+        return await run_in_threadpool(check_exists)
+    return await run_in_threadpool(check_token, token)
+
+
+@router.get("", response_class=StreamingResponse)
+async def stream_events(
+    job_id: str,
+    request: Request,
+    state: StateDep,
+    channel: AsyncChannelDep,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    after: Annotated[str | None, Query(description="stream id to start after")] = None,
+    ticket: Annotated[str | None, Query(max_length=128)] = None,
+) -> StreamingResponse:
+    """``metric``, ``lr``, ``status``, ``checkpoint`` and ``log`` events; each ``id:`` is
+    the Redis stream id, and ``Last-Event-ID`` resumes right after it."""
+    start = last_event_id or after or STREAM_START
+    if not STREAM_ID.match(start):
+        field = "Last-Event-ID" if last_event_id else "after"
+        raise field_error(field, "must be a stream id like 1700000000000-0", status_code=400)
+    finished = await _authorize(request, state, channel, job_id, ticket)
+    body = _tail(
+        request,
+        channel,
+        job_id=job_id,
+        after=start,
+        max_seconds=state.settings.stream.max_connection_seconds,
+        block_ms=state.settings.stream.block_ms,
+        already_finished=finished,
+    )
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+
+
+@router.post("/ticket", status_code=201)
+def create_stream_ticket(
+    job_id: str, session: SessionDep, state: StateDep, channel: ChannelDep, user: CurrentUser
+) -> StreamTicketPublic:
+    job = load_job(session, job_id=job_id, owner=user)
+    ttl = state.settings.stream.ticket_ttl_seconds
+    ticket = channel.create_stream_ticket(job_id=job.id, user_id=user.id, ttl_s=ttl)
+    return StreamTicketPublic(
+        ticket=ticket, expires_in=ttl, url=f"/v1/jobs/{job.id}/events?ticket={ticket}"
+    )

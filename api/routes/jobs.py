@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response, status
+from fastapi.concurrency import run_in_threadpool
+
+from api.deps import CurrentUser, SessionDep, StateDep
+from api.schemas.jobs import JobControlPublic, JobCreate, JobPublic, JobsPublic
+from api.services import jobs as service
+from core import repositories
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def submit_job(
+    body: JobCreate,
+    state: StateDep,
+    user: CurrentUser,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+) -> JobPublic:
+    """Submit a job spec; the same ``Idempotency-Key`` returns the same job."""
+    # The hottest endpoint: all blocking work (DB, commit, enqueue) in one thread hop.
+    job, created = await run_in_threadpool(
+        service.submit_in_new_session, state=state, owner=user, spec=body,
+        idempotency_key=idempotency_key,
+    )
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    return JobPublic.from_row(job)
+
+
+@router.get("")
+def list_jobs(
+    session: SessionDep,
+    state: StateDep,
+    user: CurrentUser,
+    status_filter: Annotated[
+        list[str] | None,
+        Query(alias="status", description="one or more statuses (repeat or comma-separate)"),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> JobsPublic:
+    """The caller's jobs, newest first; pass ``next_cursor`` back as ``cursor``."""
+    limit = min(limit, state.settings.limits.max_page_size)
+    statuses = service.parse_status_filter(status_filter)
+    before = service.decode_cursor(cursor) if cursor else None
+    rows = repositories.list_jobs(
+        session, owner_id=user.id, limit=limit + 1, statuses=statuses, before=before
+    )
+    page = rows[:limit]
+    next_cursor = service.encode_cursor(page[-1]) if len(rows) > limit else None
+    return JobsPublic(
+        data=[JobPublic.from_row(j, with_spec=False) for j in page], next_cursor=next_cursor
+    )
+
+
+@router.get("/{job_id}")
+def get_job(job_id: str, session: SessionDep, user: CurrentUser) -> JobPublic:
+    return JobPublic.from_row(service.load_job(session, job_id=job_id, owner=user))
+
+
+@router.post("/{job_id}/pause", status_code=status.HTTP_202_ACCEPTED)
+def pause_job(
+    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+) -> JobControlPublic:
+    """Pause: a queued job at once; a running one checkpoints and frees its worker."""
+    job = service.load_job(session, job_id=job_id, owner=user)
+    return service.pause_job(session, state=state, job=job, user=user)
+
+
+@router.post("/{job_id}/resume", status_code=status.HTTP_202_ACCEPTED)
+def resume_job(
+    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+) -> JobControlPublic:
+    """Re-queue a paused job; it continues from its latest checkpoint."""
+    job = service.load_job(session, job_id=job_id, owner=user)
+    return service.resume_job(session, state=state, job=job, user=user)
+
+
+@router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
+def cancel_job(
+    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+) -> JobControlPublic:
+    job = service.load_job(session, job_id=job_id, owner=user)
+    return service.cancel_job(session, state=state, job=job, user=user)

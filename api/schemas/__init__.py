@@ -1,0 +1,1 @@
+"""Request and response bodies, named ``<Resource>Create`` / ``<Resource>Public``."""

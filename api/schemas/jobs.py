@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from core.jobspec import JobSpec
+from core.models import Job
+
+
+class JobCreate(JobSpec):
+    """The body of ``POST /v1/jobs``: a job spec (v1)."""
+
+
+class JobProgress(BaseModel):
+    epoch: int
+    step: int
+    current_lr: float | None
+    metrics: dict[str, Any]
+
+
+class JobPublic(BaseModel):
+    id: str
+    name: str
+    status: str
+    status_reason: str | None
+    queue: str
+    progress: JobProgress
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    spec: dict[str, Any] | None = None
+
+    @classmethod
+    def from_row(cls, job: Job, *, with_spec: bool = True) -> JobPublic:
+        return cls(
+            id=job.id,
+            name=job.name,
+            status=job.status,
+            status_reason=job.status_reason,
+            queue=job.queue,
+            progress=JobProgress(
+                epoch=job.epoch,
+                step=job.step,
+                current_lr=job.current_lr,
+                metrics=dict(job.latest_metrics or {}),
+            ),
+            attempts=job.attempts,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            spec=job.spec if with_spec else None,
+        )
+
+
+class JobsPublic(BaseModel):
+    data: list[JobPublic]
+    next_cursor: str | None
+
+
+class JobControlPublic(BaseModel):
+    """Answer to pause/resume/cancel. ``command_id`` is set when the request was handed
+    to the running worker (confirmed later by a ``status`` event naming it)."""
+
+    job_id: str
+    action: Literal["pause", "resume", "cancel"]
+    status: str
+    command_id: str | None = None
+    pending: bool

@@ -1,0 +1,1 @@
+"""Business logic between routes and core.repositories; commits happen here, at the edge."""

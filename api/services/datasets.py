@@ -1,0 +1,54 @@
+"""Dataset uploads: validate, store as npz in object storage, then record the row."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from api.errors import ApiError
+from api.state import ServiceState
+from core import repositories
+from core.datasets import DatasetError, validate_upload
+from core.models import Dataset, User, new_id
+from core.storage import dataset_key
+
+
+def store_upload(
+    session: Session, *, state: ServiceState, owner: User, filename: str, name: str, raw: bytes
+) -> Dataset:
+    limits = state.settings.limits
+    if len(raw) > limits.max_upload_bytes:
+        raise ApiError(
+            413, "payload_too_large",
+            f"upload exceeds the limit of {limits.max_upload_bytes} bytes",
+            details={"limit_bytes": limits.max_upload_bytes},
+        )
+    try:
+        validated = validate_upload(
+            filename, raw,
+            max_rows=limits.max_dataset_rows, max_features=limits.max_dataset_features,
+        )
+    except DatasetError as exc:
+        raise ApiError(
+            422, "invalid_dataset", f"{exc.field}: {exc.message}",
+            details=[{"field": exc.field, "message": exc.message}],
+        ) from exc
+    dataset_id = new_id()
+    key = dataset_key(dataset_id, "npz")
+    # Object first, row second: a row never points at a missing object.
+    state.store.put(key, validated.npz_bytes)
+    dataset = repositories.create_dataset(
+        session,
+        owner_id=owner.id,
+        id=dataset_id,
+        name=name,
+        format=validated.format,
+        storage_key=key,
+        size=len(validated.npz_bytes),
+        sha256=validated.sha256,
+        num_rows=validated.num_rows,
+        feature_shape=validated.feature_shape,
+        dtype=validated.dtype,
+        num_classes=validated.num_classes,
+    )
+    session.commit()
+    return dataset

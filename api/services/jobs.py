@@ -1,0 +1,261 @@
+"""Submitting and controlling jobs. Rows are committed before anything is enqueued."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import logging
+from datetime import datetime
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from api import telemetry
+from api.errors import ApiError, field_error, not_found
+from api.schemas.jobs import JobControlPublic
+from api.state import ServiceState
+from core import repositories
+from core.jobspec import JobSpec
+from core.models import Job, JobStatus, User
+
+log = logging.getLogger("rudder.api")
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def load_job(session: Session, *, job_id: str, owner: User) -> Job:
+    """The owner's job, or a 404 (someone else's job looks exactly like a missing one)."""
+    job = repositories.get_job(session, job_id=job_id, owner_id=owner.id)
+    if job is None:
+        raise not_found("job", job_id)
+    return job
+
+
+def _request_hash(spec: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
+def _check_idempotency_key(key: str) -> None:
+    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
+        raise field_error(
+            "Idempotency-Key", f"must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters"
+        )
+
+
+def _replay(existing: Job, request_hash: str) -> Job:
+    if existing.request_hash != request_hash:
+        raise ApiError(
+            409,
+            "idempotency_conflict",
+            "Idempotency-Key was already used with a different job spec",
+            details={"job_id": existing.id},
+        )
+    return existing
+
+
+def _check_spec_references(
+    session: Session, *, spec: JobSpec, owner: User, state: ServiceState
+) -> None:
+    for split in ("train", "val"):
+        source = getattr(spec.data, split)
+        dataset_id = getattr(source, "dataset", None)
+        if dataset_id is not None and repositories.get_dataset(
+            session, dataset_id=dataset_id, owner_id=owner.id
+        ) is None:
+            raise field_error(f"data.{split}.dataset", f"dataset {dataset_id} not found")
+    lr = spec.initial_learning_rate()
+    bounds = state.settings.lr
+    if lr is not None and not bounds.min <= lr <= bounds.max:
+        raise field_error(
+            "optimizer.learning_rate", f"must be between {bounds.min} and {bounds.max}"
+        )
+
+
+def submit_job(
+    session: Session,
+    *,
+    state: ServiceState,
+    owner: User,
+    spec: JobSpec,
+    idempotency_key: str | None,
+) -> tuple[Job, bool]:
+    """Store the job and enqueue it after commit; returns (job, created)."""
+    spec_json = spec.model_dump(mode="json")
+    request_hash = _request_hash(spec_json)
+    if idempotency_key is not None:
+        _check_idempotency_key(idempotency_key)
+        existing = repositories.get_job_by_idempotency_key(
+            session, owner_id=owner.id, key=idempotency_key
+        )
+        if existing is not None:
+            return _replay(existing, request_hash), False
+    _check_spec_references(session, spec=spec, owner=owner, state=state)
+    queue = spec.queue(default=state.settings.default_queue)
+    try:
+        job = repositories.create_job(
+            session,
+            owner_id=owner.id,
+            name=spec.name,
+            spec=spec_json,
+            queue=queue,
+            current_lr=spec.initial_learning_rate(),
+            idempotency_key=idempotency_key,
+            request_hash=request_hash,
+        )
+        session.commit()
+    except IntegrityError:
+        # Two requests with the same key raced; the loser answers with the winner's job.
+        session.rollback()
+        if idempotency_key is None:
+            raise
+        existing = repositories.get_job_by_idempotency_key(
+            session, owner_id=owner.id, key=idempotency_key
+        )
+        if existing is None:
+            raise
+        return _replay(existing, request_hash), False
+    telemetry.JOBS_SUBMITTED.labels(queue).inc()
+    enqueue_after_commit(state, job)
+    return job, True
+
+
+def submit_in_new_session(
+    *, state: ServiceState, owner: User, spec: JobSpec, idempotency_key: str | None
+) -> tuple[Job, bool]:
+    with state.sessions() as session:
+        return submit_job(
+            session, state=state, owner=owner, spec=spec, idempotency_key=idempotency_key
+        )
+
+
+def enqueue_after_commit(state: ServiceState, job: Job) -> None:
+    """Hand the committed job to the workers (sent by a background thread, so the request
+    does not wait for the broker). A send that fails leaves the job ``queued`` in the DB,
+    logged and counted, for the watchdog to re-enqueue."""
+    if state.enqueuer is None:
+        log.warning("job %s stays queued: no broker configured (RUDDER_REDIS_URL)", job.id)
+        return
+    state.enqueuer.submit(job.id, queue=job.queue)
+
+
+# ---------------------------------------------------------------- listing
+
+
+def encode_cursor(job: Job) -> str:
+    raw = json.dumps([job.created_at.isoformat(), job.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created_at, job_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return datetime.fromisoformat(created_at), str(job_id)
+    except (ValueError, TypeError, binascii.Error) as exc:
+        message = "is not a cursor returned by this API"
+        raise field_error("cursor", message, status_code=400) from exc
+
+
+def parse_status_filter(raw: list[str] | None) -> list[str] | None:
+    if not raw:
+        return None
+    values = [v.strip() for item in raw for v in item.split(",") if v.strip()]
+    allowed = {s.value for s in JobStatus}
+    unknown = [v for v in values if v not in allowed]
+    if unknown:
+        raise field_error(
+            "status", f"unknown status {', '.join(unknown)}; expected {', '.join(sorted(allowed))}"
+        )
+    return values
+
+
+# ---------------------------------------------------------------- control
+
+
+def _conflict(job: Job, action: str) -> ApiError:
+    return ApiError(
+        409, "invalid_state", f"cannot {action} a job that is {job.status}",
+        details={"status": job.status},
+    )
+
+
+def _publish_status(state: ServiceState, job: Job, reason: str) -> None:
+    if state.channel is None:
+        return
+    try:
+        state.channel.publish_status(job.id, job.status, reason=reason)
+    except Exception:  # the DB row is the durable record; the event is a courtesy
+        log.exception("could not publish status event for job %s", job.id)
+
+
+def _transition(session: Session, job: Job, to: JobStatus, src: JobStatus, reason: str) -> bool:
+    if not repositories.transition_job(
+        session, job_id=job.id, to_status=to, from_statuses=[src], reason=reason
+    ):
+        session.rollback()
+        session.refresh(job)
+        return False
+    session.commit()
+    session.refresh(job)
+    return True
+
+
+def _require_channel(state: ServiceState) -> None:
+    if state.channel is None:
+        raise ApiError(503, "unavailable", "the live channel (Redis) is not configured")
+
+
+def pause_job(session: Session, *, state: ServiceState, job: Job, user: User) -> JobControlPublic:
+    if job.status == JobStatus.QUEUED and _transition(
+        session, job, JobStatus.PAUSED, JobStatus.QUEUED, f"paused by {user.name}"
+    ):
+        _publish_status(state, job, f"paused by {user.name}")
+        return JobControlPublic(job_id=job.id, action="pause", status=job.status, pending=False)
+    if job.status == JobStatus.PAUSED:
+        return JobControlPublic(job_id=job.id, action="pause", status=job.status, pending=False)
+    if job.status == JobStatus.RUNNING:
+        _require_channel(state)
+        assert state.channel is not None
+        command_id = state.channel.send_command(job.id, "pause", {"requested_by": user.id})
+        return JobControlPublic(
+            job_id=job.id, action="pause", status=job.status, command_id=command_id, pending=True
+        )
+    raise _conflict(job, "pause")
+
+
+def resume_job(session: Session, *, state: ServiceState, job: Job, user: User) -> JobControlPublic:
+    if job.status != JobStatus.PAUSED or not _transition(
+        session, job, JobStatus.QUEUED, JobStatus.PAUSED, f"resumed by {user.name}"
+    ):
+        raise _conflict(job, "resume")
+    _publish_status(state, job, f"resumed by {user.name}")
+    enqueue_after_commit(state, job)
+    return JobControlPublic(job_id=job.id, action="resume", status=job.status, pending=False)
+
+
+def cancel_job(session: Session, *, state: ServiceState, job: Job, user: User) -> JobControlPublic:
+    reason = f"cancelled by {user.name}"
+    if job.status == JobStatus.CANCELLED:
+        return JobControlPublic(job_id=job.id, action="cancel", status=job.status, pending=False)
+    if job.status in (JobStatus.QUEUED, JobStatus.PAUSED) and _transition(
+        session, job, JobStatus.CANCELLED, JobStatus(job.status), reason
+    ):
+        _publish_status(state, job, reason)
+        return JobControlPublic(job_id=job.id, action="cancel", status=job.status, pending=False)
+    if job.status == JobStatus.RUNNING:
+        _require_channel(state)
+        assert state.channel is not None
+        if state.channel.lease_owner(job.id) is None and _transition(
+            # Nobody holds the lease, so no worker would ever read the command.
+            session, job, JobStatus.CANCELLED, JobStatus.RUNNING, reason
+        ):
+            _publish_status(state, job, reason)
+            return JobControlPublic(
+                job_id=job.id, action="cancel", status=job.status, pending=False
+            )
+        command_id = state.channel.send_command(job.id, "cancel", {"requested_by": user.id})
+        return JobControlPublic(
+            job_id=job.id, action="cancel", status=job.status, command_id=command_id, pending=True
+        )
+    raise _conflict(job, "cancel")

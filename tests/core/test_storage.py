@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.storage import (
+    InvalidKey,
+    LocalStore,
+    ObjectNotFound,
+    ObjectStore,
+    S3Store,
+    checkpoint_prefix,
+    open_store,
+)
+
+
+@pytest.fixture(params=["file", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    if request.param == "file":
+        return open_store(f"file://{tmp_path / 'objects'}")
+    url = request.getfixturevalue("s3_storage_url")
+    return open_store(url, endpoint_url=request.getfixturevalue("s3_endpoint"))
+
+
+def test_put_get_list_delete(store: ObjectStore, tmp_path: Path) -> None:
+    store.put("jobs/a/1.bin", b"one")
+    source = tmp_path / "two.bin"
+    source.write_bytes(b"two" * 1000)
+    store.put_file("jobs/a/2.bin", source)
+    store.put("jobs/b/3.bin", b"")
+    assert store.get("jobs/a/1.bin") == b"one"
+    assert b"".join(store.stream("jobs/a/2.bin", chunk_size=7)) == b"two" * 1000
+    assert store.size("jobs/a/2.bin") == 3000
+    assert [(o.key, o.size) for o in store.list("jobs/a/")] == [
+        ("jobs/a/1.bin", 3), ("jobs/a/2.bin", 3000)
+    ]
+    assert store.exists("jobs/b/3.bin") and not store.exists("jobs/b/4.bin")
+    store.delete("jobs/a/1.bin")
+    store.delete("jobs/a/1.bin")  # deleting twice is fine
+    assert store.delete_prefix("jobs/") == 2
+    assert store.list("jobs/") == []
+    store.check()
+
+
+def test_missing_and_invalid_keys(store: ObjectStore) -> None:
+    with pytest.raises(ObjectNotFound):
+        store.get("nope")
+    with pytest.raises(ObjectNotFound):
+        store.stream("nope")
+    with pytest.raises(ObjectNotFound):
+        store.size("nope")
+    for key in ("../escape", "/abs", "a/../../b", ""):
+        with pytest.raises(InvalidKey):
+            store.put(key, b"x")
+
+
+def test_overwrite_replaces_the_whole_object(store: ObjectStore) -> None:
+    store.put("k", b"long original content")
+    store.put("k", b"short")
+    assert store.get("k") == b"short"
+
+
+def test_local_writes_leave_no_temporary_files(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    for i in range(5):
+        store.put("ckpt/params.npz", bytes([i]) * 100)
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["params.npz"]
+
+
+def test_failed_local_write_keeps_the_old_object(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.put("k", b"good")
+    missing = tmp_path / "does-not-exist"
+    with pytest.raises(FileNotFoundError):
+        store.put_file("k", missing)
+    assert store.get("k") == b"good"
+    assert [p.name for p in tmp_path.iterdir()] == ["k"]
+
+
+def test_urls_choose_the_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    relative = open_store("file://./.rudder/objects")
+    assert isinstance(relative, LocalStore)
+    assert relative.root == tmp_path / ".rudder" / "objects"
+    assert isinstance(open_store(f"file://{tmp_path}/abs"), LocalStore)
+    s3 = open_store("s3://bucket/some/prefix", endpoint_url="http://127.0.0.1:1")
+    assert isinstance(s3, S3Store) and s3.prefix == "some/prefix/"
+    with pytest.raises(ValueError, match="unsupported"):
+        open_store("ftp://x")
+
+
+def test_s3_prefix_isolates_stores(s3_endpoint: str, s3_storage_url: str) -> None:
+    bucket = s3_storage_url.split("/")[2]
+    first = open_store(f"s3://{bucket}/one", endpoint_url=s3_endpoint)
+    second = open_store(f"s3://{bucket}/two", endpoint_url=s3_endpoint)
+    first.put("x", b"1")
+    assert second.list() == [] and not second.exists("x")
+    assert [o.key for o in first.list()] == ["x"]
+
+
+def test_checkpoint_layout() -> None:
+    assert checkpoint_prefix("j1", 200) == "jobs/j1/checkpoints/0000000200/"

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import time
+
+from core.channel import Channel, lease_key
+from tests.workers.services import wait_until
+from workers.lease import Lease
+
+JOB = "00000000-0000-0000-0000-00000000000a"
+
+
+def test_second_worker_cannot_take_a_held_lease(channel: Channel) -> None:
+    first = Lease(channel, JOB, ttl_seconds=0.6)
+    second = Lease(channel, JOB, ttl_seconds=0.6)
+    assert first.acquire()
+    try:
+        assert not second.acquire()
+        time.sleep(1.0)  # longer than the TTL: the heartbeat must have kept it alive
+        assert first.held
+        assert not second.acquire()
+        assert channel.lease_owner(JOB) == first.holder
+    finally:
+        first.release()
+    assert channel.lease_owner(JOB) is None
+    assert second.acquire()
+    second.release()
+
+
+def test_lease_taken_over_after_expiry_fences_the_old_holder(channel: Channel) -> None:
+    old = Lease(channel, JOB, ttl_seconds=0.3)
+    assert old.acquire()
+    # Simulate a stalled worker: its key vanishes (expired) and another worker takes over.
+    channel.client.delete(lease_key(JOB))
+    new = Lease(channel, JOB, ttl_seconds=5)
+    assert new.acquire()
+    wait_until(lambda: not old.held, 2, what="old holder to notice the lost lease")
+    old.release()  # must not delete the new holder's lease
+    assert channel.lease_owner(JOB) == new.holder
+    new.release()
+
+
+def test_lease_counts_as_lost_when_heartbeats_stop_for_a_ttl(channel: Channel) -> None:
+    lease = Lease(channel, JOB, ttl_seconds=0.3)
+    assert lease.acquire()
+    lease._stop.set()  # heartbeat thread stops, as if the process stalled
+    time.sleep(0.5)
+    assert not lease.held
+    lease.release()

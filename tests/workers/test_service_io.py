@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import time
+
+from core import repositories as repo
+from core.channel import Channel
+from core.db import session_scope
+from core.models import LRChangeMode, utcnow
+from tests.workers.services import wait_until
+from workers.jobio import AppliedLR
+from workers.service_io import ControlListener, ServiceIO
+
+SPEC = {"name": "t", "model": [{"type": "Dense", "units": 2}],
+        "data": {"train": {"builtin": "digits"}}, "loss": {"type": "l2"},
+        "optimizer": {"type": "sgd"}}
+
+
+def _job_and_user() -> tuple[str, str]:
+    with session_scope() as session:
+        user = repo.create_user(session, name="io-user")
+        job = repo.create_job(session, owner_id=user.id, name="t", spec=SPEC, queue="cpu")
+        return job.id, user.id
+
+
+def test_commands_reach_the_loop_without_blocking_it(worker_env: dict[str, str],
+                                                     channel: Channel) -> None:
+    job_id, _ = _job_and_user()
+    channel.send_command(job_id, "pause", {"requested_by": "x"})  # before start: not ours
+    listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
+    listener.start()
+    try:
+        started = time.perf_counter()
+        assert listener.drain() == []
+        assert time.perf_counter() - started < 0.01  # the loop never waits on Redis
+        channel.send_command(job_id, "set_lr",
+                             {"change_id": "c1", "learning_rate": 0.5, "mode": "override"},
+                             command_id="c1")
+        channel.send_command(job_id, "cancel", {"requested_by": "x"})
+        commands: list = []
+        wait_until(lambda: commands.extend(listener.drain()) or len(commands) == 2, 5,
+                   what="commands")
+    finally:
+        listener.stop()
+    assert [(c.type, c.id, c.learning_rate, c.mode) for c in commands][0] == (
+        "set_lr", "c1", 0.5, "override")
+    assert commands[1].type == "cancel"
+
+
+def test_events_metrics_and_lr_confirmation_are_written(worker_env: dict[str, str],
+                                                        channel: Channel) -> None:
+    job_id, user_id = _job_and_user()
+    with session_scope() as session:
+        change = repo.create_lr_change(session, job_id=job_id, requested_lr=0.01,
+                                       mode=LRChangeMode.SCALE, requested_by=user_id)
+        change_id = change.id
+    listener = ControlListener(channel, job_id)
+    io = ServiceIO(channel, job_id, still_owner=lambda: True, listener=listener)
+    io.publish("metric", {"step": 10, "epoch": 0, "time": time.time(),
+                          "values": {"train_loss": 1.5, "lr": 0.02}})
+    io.record_metrics(10, 0, {"train_loss": 1.5, "lr": 0.02})
+    io.record_progress(10, 0, 0.02, {"train_loss": 1.5})
+    io.lr_applied(AppliedLR(change_id=change_id, learning_rate=0.01, requested_lr=0.01,
+                            mode="scale", applied_step=11, applied_at=utcnow()))
+    io.close()
+    events = channel.read_events(job_id)
+    assert [e.type for e in events] == ["metric", "lr"]
+    assert events[1].data["change_id"] == change_id and events[1].data["applied_step"] == 11
+    with session_scope() as session:
+        points = repo.list_metric_points(session, job_id=job_id)
+        assert {(p.name, p.step, p.value) for p in points} == {("train_loss", 10, 1.5),
+                                                               ("lr", 10, 0.02)}
+        stored = repo.get_lr_change(session, change_id=change_id)
+        assert stored is not None
+        assert (stored.status, stored.applied_step, stored.applied_lr) == ("applied", 11, 0.01)
+        job = repo.get_job(session, job_id=job_id)
+        assert job is not None and (job.step, job.current_lr) == (10, 0.01)
+
+
+def test_fenced_worker_writes_nothing(worker_env: dict[str, str], channel: Channel) -> None:
+    job_id, _ = _job_and_user()
+    io = ServiceIO(channel, job_id, still_owner=lambda: False,
+                   listener=ControlListener(channel, job_id))
+    io.publish("metric", {"step": 1, "epoch": 0, "time": 0.0, "values": {"lr": 0.1}})
+    io.record_metrics(1, 0, {"lr": 0.1})
+    io.close()
+    assert channel.read_events(job_id) == []
+    with session_scope() as session:
+        assert repo.list_metric_points(session, job_id=job_id) == []

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from sqlalchemy import update
+
+from core import repositories as repo
+from core.channel import Channel
+from core.db import session_scope
+from core.models import Job, JobStatus, utcnow
+from workers.lease import Lease
+from workers.watchdog import resend_stale_queued, sweep
+
+SPEC = {"name": "t", "model": [{"type": "Dense", "units": 2}],
+        "data": {"train": {"builtin": "digits"}}, "loss": {"type": "l2"},
+        "optimizer": {"type": "sgd"}}
+
+
+def _job(status: JobStatus) -> str:
+    with session_scope() as session:
+        user = repo.create_user(session, name=f"u-{utcnow().timestamp()}")
+        job = repo.create_job(session, owner_id=user.id, name="t", spec=SPEC, queue="cpu")
+        if status != JobStatus.QUEUED:
+            repo.transition_job(session, job_id=job.id, to_status=status)
+        return job.id
+
+
+def _queued_tasks(channel: Channel) -> list[list[str]]:
+    """Job ids of rudder.train messages waiting in Celery's 'cpu' queue."""
+    bodies = [json.loads(raw) for raw in channel.client.lrange("cpu", 0, -1)]
+    return [m["headers"]["argsrepr"] for m in bodies if m["headers"]["task"] == "rudder.train"]
+
+
+def _status(job_id: str) -> tuple[str, int]:
+    with session_scope() as session:
+        job = repo.get_job(session, job_id=job_id)
+        assert job is not None
+        return job.status, job.attempts
+
+
+def test_orphaned_running_job_is_requeued_once(worker_env: dict[str, str],
+                                               channel: Channel) -> None:
+    orphan = _job(JobStatus.RUNNING)
+    alive = _job(JobStatus.RUNNING)
+    lease = Lease(channel, alive, ttl_seconds=5)
+    assert lease.acquire()
+    try:
+        assert sweep(channel) == [orphan]
+        assert sweep(channel) == []  # a second watchdog finds nothing left to do
+    finally:
+        lease.release()
+    assert _status(orphan) == ("queued", 1)
+    assert _status(alive) == ("running", 0)
+    assert _queued_tasks(channel) == [repr([orphan])]
+    events = channel.read_events(orphan)
+    assert [(e.type, e.data["status"]) for e in events] == [("status", "queued")]
+    assert "lease expired" in events[0].data["reason"]
+
+
+def test_job_lost_too_often_fails(worker_env: dict[str, str], channel: Channel) -> None:
+    job_id = _job(JobStatus.RUNNING)
+    assert sweep(channel, max_attempts=0) == []
+    status, attempts = _status(job_id)
+    assert (status, attempts) == ("failed", 1)
+    assert _queued_tasks(channel) == []
+
+
+def test_stale_queued_job_gets_its_task_again(worker_env: dict[str, str],
+                                              channel: Channel) -> None:
+    fresh = _job(JobStatus.QUEUED)
+    stale = _job(JobStatus.QUEUED)
+    with session_scope() as session:
+        session.execute(update(Job).where(Job.id == stale)
+                        .values(updated_at=utcnow() - timedelta(hours=1)))
+    assert resend_stale_queued(channel, stale_seconds=600) == [stale]
+    assert resend_stale_queued(channel, stale_seconds=600) == []  # touched: waits again
+    assert _queued_tasks(channel) == [repr([stale])]
+    assert _status(fresh)[0] == "queued"

@@ -1,0 +1,197 @@
+"""Job spec -> engine objects: network, loss, metrics, trainer, data loaders.
+
+Every name in a spec goes through an engine registry (``engine.*.create``); nothing from a
+spec is ever imported, exec'd or eval'd. Built-in data sets come from packages that ship
+them, uploaded ones from object storage as npz (``allow_pickle=False``) or CSV.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workers.engine_api import engine
+
+# A deterministic split of a built-in set: the same rows on every worker, forever.
+BUILTIN_SPLIT_SEED = 0
+BUILTIN_SPLITS = {"train": (0.0, 0.7), "val": (0.7, 0.85), "test": (0.85, 1.0)}
+
+
+class SpecError(ValueError):
+    """The spec names something the engine cannot build; the job fails with this reason."""
+
+
+def _params(section: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    if not section:
+        raise SpecError("missing section")
+    params = {k: v for k, v in section.items() if k != "type" and v is not None}
+    return str(section["type"]), params
+
+
+def _create(factory: Callable[..., Any], what: str, section: dict[str, Any]) -> Any:
+    name, params = _params(section)
+    try:
+        return factory(name, **params)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise SpecError(f"{what} {name!r}: {exc}") from exc
+
+
+# ------------------------------------------------------------------------ data
+
+
+def _load_builtin(name: str) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn import datasets
+
+    loaders = {
+        "digits": datasets.load_digits,
+        "iris": datasets.load_iris,
+        "wine": datasets.load_wine,
+        "breast_cancer": datasets.load_breast_cancer,
+    }
+    if name not in loaders:
+        raise SpecError(f"unknown built-in data set {name!r}; available: {sorted(loaders)}")
+    bunch = loaders[name]()
+    data = np.asarray(bunch.data, dtype=np.float64)
+    # Scale features to [0, 1] per column so every built-in set trains with default lrs.
+    low, high = data.min(axis=0), data.max(axis=0)
+    data = (data - low) / np.where(high > low, high - low, 1.0)
+    return data.astype(np.float32), np.asarray(bunch.target, dtype=np.float32)
+
+
+def builtin_arrays(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a built-in data set (sklearn ships them; nothing is downloaded)."""
+    if split not in BUILTIN_SPLITS:
+        raise SpecError(f"unknown split {split!r}; use one of {sorted(BUILTIN_SPLITS)}")
+    data, label = _load_builtin(name)
+    order = np.random.default_rng(BUILTIN_SPLIT_SEED).permutation(len(data))
+    begin, end = BUILTIN_SPLITS[split]
+    rows = order[int(round(begin * len(data))) : int(round(end * len(data)))]
+    return data[rows], label[rows]
+
+
+def arrays_from_upload(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """An uploaded data set: the api stores every upload as npz with ``data`` and ``label``."""
+    with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
+        return (
+            np.asarray(archive["data"], dtype=np.float32),
+            np.asarray(archive["label"], dtype=np.float32),
+        )
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where one split's arrays come from; ``load_upload(dataset_id) -> npz bytes``."""
+
+    section: dict[str, Any]
+
+    def arrays(self, load_upload: Callable[[str], bytes]) -> tuple[np.ndarray, np.ndarray]:
+        if self.section.get("builtin"):
+            split = str(self.section.get("split") or "train")
+            return builtin_arrays(str(self.section["builtin"]), split)
+        if self.section.get("dataset"):
+            return arrays_from_upload(load_upload(str(self.section["dataset"])))
+        raise SpecError("a data split needs 'builtin' or 'dataset'")
+
+
+def make_loader(
+    data: np.ndarray, label: np.ndarray, batch_size: int, shuffle: bool, seed: int, ctx: Any
+) -> Any:
+    dataset = engine.gluon.data.ArrayDataset(
+        engine.nd.array(data, ctx=ctx), engine.nd.array(label, ctx=ctx)
+    )
+    return engine.gluon.data.DataLoader(
+        dataset, batch_size=batch_size, shuffle=shuffle, last_batch="keep", seed=seed
+    )
+
+
+# ------------------------------------------------------------------------ model
+
+
+def build_network(layers: list[dict[str, Any]]) -> Any:
+    net = engine.gluon.nn.Sequential()
+    for index, layer in enumerate(layers):
+        net.add(_create(engine.gluon.nn.create, f"layer {index}", layer))
+    return net
+
+
+def pick_context(device: str) -> Any:
+    """``auto`` means the first GPU when cupy sees one, else the CPU."""
+    if device == "cpu":
+        return engine.cpu()
+    has_gpu = engine.context.num_gpus() > 0
+    if device == "gpu" and not has_gpu:
+        raise SpecError("device: gpu was asked for but this worker has no usable GPU")
+    return engine.gpu(0) if has_gpu else engine.cpu()
+
+
+def build_optimizer_params(spec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    name, params = _params(spec["optimizer"])
+    if spec.get("lr_scheduler"):
+        sched_name, sched_params = _params(spec["lr_scheduler"])
+        # MXNet silently overwrites a scheduler's base_lr with the optimizer's lr; saying
+        # it explicitly keeps the schedule and the spec in agreement.
+        sched_params.setdefault("base_lr", params.get("learning_rate", 0.01))
+        try:
+            params["lr_scheduler"] = engine.lr_scheduler.create(sched_name, **sched_params)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise SpecError(f"lr_scheduler {sched_name!r}: {exc}") from exc
+    return name, params
+
+
+def build_trainer(spec: dict[str, Any], net: Any) -> Any:
+    name, params = build_optimizer_params(spec)
+    trainer_spec = spec.get("trainer") or {}
+    compression = trainer_spec.get("compression")
+    try:
+        return engine.gluon.Trainer(
+            net.collect_params(),
+            name,
+            params,
+            kvstore=trainer_spec.get("kvstore") or "device",
+            update_on_kvstore=trainer_spec.get("update_on_kvstore"),
+            compression_params=dict(compression) if compression else None,
+        )
+    except (KeyError, ValueError, TypeError) as exc:
+        raise SpecError(f"optimizer {name!r}: {exc}") from exc
+
+
+class _SoftmaxFirst(engine.metric.EvalMetric):
+    """Feed probabilities to a metric that needs them: networks end in logits."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner.name)
+        self.inner = inner
+
+    def update(self, labels: Any, preds: Any) -> None:
+        preds = preds if isinstance(preds, (list, tuple)) else [preds]
+        self.inner.update(labels, [engine.nd.softmax(p, axis=-1) for p in preds])
+
+    def reset(self) -> None:
+        if hasattr(self, "inner"):
+            self.inner.reset()
+
+    def get(self) -> Any:
+        # Our own name: the estimator renames its metrics ("training ...").
+        return self.name, self.inner.get()[1]
+
+
+_NEEDS_PROBABILITIES = {"ce", "cross-entropy", "crossentropy", "nll_loss", "perplexity"}
+
+
+def build_metrics(entries: list[str | dict[str, Any]]) -> list[Any]:
+    """Metrics named as strings or as ``{type, top_k}``."""
+    metrics = []
+    for entry in entries:
+        name, params = (entry, {}) if isinstance(entry, str) else _params(entry)
+        try:
+            metric = engine.metric.create(name, **params)
+        except (KeyError, ValueError) as exc:
+            raise SpecError(f"metric {name!r}: {exc}") from exc
+        if name.lower() in _NEEDS_PROBABILITIES:
+            metric = _SoftmaxFirst(metric)
+        metrics.append(metric)
+    return metrics

@@ -1,0 +1,157 @@
+"""One delivery of ``rudder.train(job_id)``: lease, status transitions, run, outcome.
+
+Idempotent by construction: a job that is finished, paused or owned by a live worker is
+left alone, so duplicate deliveries (Celery re-delivery after the visibility timeout, a
+watchdog re-queue racing a slow worker) never make one job run twice at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass
+
+from core import repositories as repo
+from core.channel import Channel
+from core.db import session_scope
+from core.models import JobStatus, LRChangeStatus
+from workers.build import SpecError
+from workers.jobio import ControlCommand
+from workers.lease import Lease
+from workers.resources import enqueue, get_channel, get_store
+from workers.runner import JobRunner, ReplayedChange
+from workers.service_io import ControlListener, ServiceIO
+from workers.settings import get_worker_settings
+
+log = logging.getLogger(__name__)
+
+
+class LeaseBusy(Exception):
+    """A queued job's previous lease is still held; the task retries a little later."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job_id: str
+    result: str  # succeeded | paused | cancelled | failed | lease_lost | skipped:<why>
+
+
+def _set_status(channel: Channel, job_id: str, status: JobStatus, reason: str | None,
+                from_statuses: list[JobStatus], **extra: object) -> bool:
+    with session_scope() as session:
+        ok = repo.transition_job(session, job_id=job_id, to_status=status,
+                                 from_statuses=from_statuses, reason=reason)
+    if ok:
+        channel.publish_status(job_id, status.value, reason=reason, **extra)
+    return ok
+
+
+def _lr_commands(job_id: str) -> tuple[list[ControlCommand], list[ReplayedChange]]:
+    """Pending changes (apply at start) and applied ones (replay after a resume)."""
+    pending: list[ControlCommand] = []
+    replay: list[ReplayedChange] = []
+    with session_scope() as session:
+        for change in repo.list_lr_changes(session, job_id=job_id):
+            command = ControlCommand(id=change.id, type="set_lr",
+                                     learning_rate=change.requested_lr, mode=change.mode)
+            if change.status == LRChangeStatus.PENDING.value:
+                pending.append(command)
+            elif change.status == LRChangeStatus.APPLIED.value and change.applied_step:
+                replay.append(ReplayedChange(applied_step=int(change.applied_step),
+                                             command=command))
+    return pending, replay
+
+
+def _load_upload(dataset_id: str) -> bytes:
+    with session_scope() as session:
+        dataset = repo.get_dataset(session, dataset_id=dataset_id)
+        if dataset is None:
+            raise SpecError(f"dataset {dataset_id} does not exist")
+        key = dataset.storage_key
+    return get_store().get(key)
+
+
+def requeue(job_id: str) -> None:
+    with session_scope() as session:
+        job = repo.get_job(session, job_id=job_id)
+        queue = job.queue if job is not None else "cpu"
+    enqueue(job_id, queue)
+
+
+def run_job(job_id: str) -> Outcome:
+    """Train ``job_id`` if it is ours to train; returns what happened."""
+    channel = get_channel()
+    with session_scope() as session:
+        job = repo.get_job(session, job_id=job_id)
+        if job is None:
+            return Outcome(job_id, "skipped:no such job")
+        status, spec, attempts = JobStatus(job.status), dict(job.spec), job.attempts
+    if status not in (JobStatus.QUEUED, JobStatus.RUNNING):
+        return Outcome(job_id, f"skipped:{status.value}")
+
+    worker_settings = get_worker_settings()
+    lease = Lease(channel, job_id, ttl_seconds=worker_settings.lease_ttl_seconds)
+    if not lease.acquire():
+        if status == JobStatus.QUEUED:
+            raise LeaseBusy(job_id)  # the previous run is still letting go
+        return Outcome(job_id, "skipped:running elsewhere")
+    try:
+        return _run_with_lease(channel, job_id, spec, lease, attempts)
+    finally:
+        lease.release()
+
+
+def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], lease: Lease,
+                    attempts: int) -> Outcome:
+    worker_settings = get_worker_settings()
+    if attempts > worker_settings.max_attempts:
+        _set_status(channel, job_id, JobStatus.FAILED,
+                    f"gave up after {attempts} attempts", [JobStatus.QUEUED, JobStatus.RUNNING])
+        return Outcome(job_id, "failed")
+    # Read the control stream's position *before* the DB's pending changes: a change sent
+    # in between is then seen twice (deduplicated by id), never missed.
+    listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
+    pending, replay = _lr_commands(job_id)
+    if not _set_status(channel, job_id, JobStatus.RUNNING, None,
+                       [JobStatus.QUEUED, JobStatus.RUNNING]):
+        return Outcome(job_id, "skipped:status changed")
+    for command in pending:
+        listener.push(command)
+    listener.start()
+    job_io = ServiceIO(channel, job_id, still_owner=lambda: lease.held, listener=listener)
+    try:
+        runner = JobRunner(job_id, spec, get_store(), job_io, load_upload=_load_upload,
+                           replay=replay, log_every=worker_settings.log_every_steps,
+                           min_publish_interval=worker_settings.metrics_min_interval_seconds)
+        result = runner.run()
+    except Exception as exc:  # noqa: BLE001 - any failure ends the job as failed, with why
+        job_io.close()
+        listener.stop()
+        reason = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
+        log.error("job %s failed: %s", job_id, traceback.format_exc())
+        if lease.held:
+            channel.publish_log(job_id, level="error", message=reason)
+            _set_status(channel, job_id, JobStatus.FAILED, reason, [JobStatus.RUNNING])
+        return Outcome(job_id, "failed")
+    job_io.close()
+    listener.stop()
+    if result.outcome == "lease_lost" or not lease.held:
+        log.error("job %s: lease lost at step %d; stopped without writing", job_id, result.step)
+        return Outcome(job_id, "lease_lost")
+    if result.outcome == "interrupted":
+        # The worker is stopping: the job checkpointed; hand it to the next worker.
+        reason = "worker shutting down; re-queued from its checkpoint"
+        if _set_status(channel, job_id, JobStatus.QUEUED, reason, [JobStatus.RUNNING],
+                       step=result.step):
+            requeue(job_id)
+        return Outcome(job_id, "interrupted")
+    final = {
+        "succeeded": (JobStatus.SUCCEEDED, None),
+        "paused": (JobStatus.PAUSED, "paused by user"),
+        "cancelled": (JobStatus.CANCELLED, "cancelled by user"),
+    }[result.outcome]
+    # The api may already have recorded pause/cancel; then the CAS fails and that's fine.
+    extra = {"command_id": result.command_id} if result.command_id else {}
+    _set_status(channel, job_id, final[0], final[1], [JobStatus.RUNNING], step=result.step,
+                **extra)
+    return Outcome(job_id, result.outcome)

@@ -1,0 +1,304 @@
+"""Train one job: spec -> engine objects -> resume -> the engine's fit loop with our hooks.
+
+The runner knows nothing about Celery, and talks to Redis and the DB only through
+:class:`~workers.jobio.JobIO`, so it runs the same in a worker, a test or a benchmark.
+
+Exact resume (design.md: on CPU a killed-and-resumed job ends with the same weights as an
+uninterrupted one) rests on four things restored from the checkpoint: parameters, trainer
+state (optimizer states, update count, schedule and live-LR changes), the engine's RNG
+state, and the position in the data order (epoch + batches done; the loader's shuffle is a
+pure function of (seed, epoch)). LR changes confirmed after the checkpoint are replayed at
+the step where they first took effect.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.models import utcnow
+from core.storage import ObjectStore, checkpoint_prefix
+from workers import build
+from workers.checkpoint_writer import CheckpointWriter
+from workers.checkpoints import (
+    META_FILE,
+    CheckpointMeta,
+    Pruner,
+    latest_complete_checkpoint,
+    sha256_hex,
+    write_checkpoint,
+)
+from workers.engine_api import engine
+from workers.hooks import (
+    STOP_CANCEL,
+    STOP_LEASE_LOST,
+    STOP_PAUSE,
+    STOP_SHUTDOWN,
+    LoopState,
+    ServiceHandler,
+)
+from workers.jobio import AppliedLR, ControlCommand, JobIO
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LOG_EVERY = 10
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended: succeeded | paused | cancelled | interrupted | lease_lost."""
+
+    outcome: str
+    step: int
+    epoch: int
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    command_id: str | None = None  # the pause/cancel command that ended the run
+
+
+@dataclass(frozen=True)
+class ReplayedChange:
+    """An LR change confirmed after the checkpoint we resume from: re-applied, not re-sent."""
+
+    applied_step: int
+    command: ControlCommand
+
+
+class JobRunner:
+    """Builds the job's engine objects from its spec and trains it to an outcome.
+
+    >>> result = JobRunner("job-1", spec, store, job_io).run()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        job_id: str,
+        spec: dict[str, Any],
+        store: ObjectStore,
+        job_io: JobIO,
+        *,
+        load_upload: Callable[[str], bytes] | None = None,
+        replay: list[ReplayedChange] | None = None,
+        log_every: int | None = None,
+        min_publish_interval: float = 0.0,
+    ) -> None:
+        self.job_id = job_id
+        self.spec = spec
+        self.store = store
+        self.io = job_io
+        self.state = LoopState()
+        self._writer = CheckpointWriter(job_id)
+        self._replay = sorted(replay or [], key=lambda r: r.applied_step)
+        self._applied_ids: set[str] = set()
+        self._load_upload = load_upload or _no_uploads
+        self.log_every = log_every or DEFAULT_LOG_EVERY
+        self.min_publish_interval = min_publish_interval
+        checkpoint_spec = spec.get("checkpoint") or {}
+        self.checkpoint_every = int(checkpoint_spec.get("every_steps") or 0)
+        self.keep_last = int(checkpoint_spec.get("keep_last") or 3)
+        self._pruner = Pruner(store, job_id, self.keep_last)
+        self.data_seed = int(spec.get("seed") or 0)
+
+    # ---------------------------------------------------------------- building
+    def build(self) -> None:
+        spec = self.spec
+        self.ctx = build.pick_context(str(spec.get("device") or "auto"))
+        engine.random.seed(self.data_seed)
+        data_spec = spec["data"]
+        train_x, train_y = build.DataSource(data_spec["train"]).arrays(self._load_upload)
+        batch_size = int(data_spec.get("batch_size") or 32)
+        shuffle = bool(data_spec.get("shuffle", True))
+        self.train_data = build.make_loader(train_x, train_y, batch_size, shuffle,
+                                            self.data_seed, self.ctx)
+        self.val_data = None
+        if data_spec.get("val"):
+            val_x, val_y = build.DataSource(data_spec["val"]).arrays(self._load_upload)
+            self.val_data = build.make_loader(val_x, val_y, batch_size, False, self.data_seed,
+                                              self.ctx)
+        self.net = build.build_network(list(spec["model"]))
+        init_name, init_params = build._params(spec.get("initializer") or {"type": "uniform"})
+        initializer = build._create(engine.initializer.create, "initializer",
+                                    {"type": init_name, **init_params})
+        self.net.initialize(initializer, ctx=self.ctx)
+        # Materialise deferred shapes now (an inference pass draws no random numbers), so
+        # a checkpoint can be loaded into the parameters before training starts.
+        self.net(engine.nd.array(train_x[:1], ctx=self.ctx))
+        self.loss = build._create(engine.gluon.loss.create, "loss", spec["loss"])
+        self.trainer = build.build_trainer(spec, self.net)
+        names = list(spec.get("metrics") or ["accuracy"])
+        # A Loss metric on each split gives train_loss / val_loss points.
+        self.train_metrics = [*build.build_metrics(names), engine.metric.Loss("loss")]
+        self.val_metrics = [*build.build_metrics(names), engine.metric.Loss("loss")]
+        self.epochs = int(spec.get("epochs") or 1)
+
+    def resume(self) -> CheckpointMeta | None:
+        """Load the latest complete checkpoint, if any; returns its meta."""
+        loaded = latest_complete_checkpoint(self.store, self.job_id)
+        if loaded is None:
+            return None
+        meta = loaded.meta
+        self.net.load_parameters(io.BytesIO(loaded.params), ctx=self.ctx)
+        self.trainer.load_states(io.BytesIO(loaded.trainer))
+        engine.random.set_state(meta.rng_state)
+        self.state.step, self.state.epoch = meta.step, meta.epoch
+        self.state.batch_index = meta.batch_index
+        self._replay = [r for r in self._replay if r.applied_step > meta.step]
+        log.info("job %s resumes from step %d (epoch %d, batch %d)", self.job_id, meta.step,
+                 meta.epoch, meta.batch_index)
+        return meta
+
+    # ---------------------------------------------------------------- live LR
+    def current_lr(self) -> float:
+        return float(self.trainer.learning_rate)
+
+    def apply_lr(self, command: ControlCommand) -> None:
+        if command.id in self._applied_ids:
+            return  # delivered twice (DB at start-up and the stream): apply once
+        self._applied_ids.add(command.id)
+        mode = command.mode or "scale"
+        try:
+            if command.learning_rate is None:
+                raise ValueError("set_lr without a learning_rate")
+            self.trainer.set_learning_rate(command.learning_rate, mode=mode)
+        except (ValueError, TypeError, UserWarning) as exc:
+            self.io.lr_rejected(command.id, str(exc))
+            return
+        self.io.lr_applied(AppliedLR(
+            change_id=command.id,
+            learning_rate=self.current_lr(),
+            requested_lr=command.learning_rate,
+            mode=mode,
+            applied_step=self.state.step + 1,  # the first update that uses the new lr
+            applied_at=utcnow(),
+        ))
+
+    def _replay_due_changes(self) -> None:
+        while self._replay and self._replay[0].applied_step <= self.state.step + 1:
+            change = self._replay.pop(0).command
+            self._applied_ids.add(change.id)
+            try:
+                self.trainer.set_learning_rate(change.learning_rate,
+                                               mode=change.mode or "scale")
+            except (ValueError, TypeError, UserWarning) as exc:  # it was accepted before
+                log.error("job %s: replaying lr change %s failed: %s", self.job_id,
+                          change.id, exc)
+
+    # ---------------------------------------------------------------- checkpoints
+    def save_checkpoint(self, reason: str, wait: bool = False) -> bool:
+        """Snapshot the state now; upload in the background unless ``wait``."""
+        if not self.io.still_owner():
+            return False
+        started = time.perf_counter()
+        params, trainer_state = io.BytesIO(), io.BytesIO()
+        self.net.save_parameters(params)
+        self.trainer.save_states(trainer_state)
+        meta = CheckpointMeta(
+            job_id=self.job_id, step=self.state.step, epoch=self.state.epoch,
+            batch_index=self.state.batch_index, data_seed=self.data_seed,
+            rng_state=engine.random.get_state(), learning_rate=self.current_lr(),
+            created_at=time.time(),
+        )
+        blobs = (params.getvalue(), trainer_state.getvalue())
+
+        def upload() -> bool:
+            final = write_checkpoint(self.store, meta, blobs[0], blobs[1],
+                                     still_owner=self.io.still_owner)
+            if final is None:
+                return False
+            files = dict(final.files)
+            meta_bytes = final.to_json()
+            files[META_FILE] = {"sha256": sha256_hex(meta_bytes), "size": len(meta_bytes)}
+            size = sum(int(f["size"]) for f in files.values())
+            self.io.checkpoint_saved(final.step, final.epoch,
+                                     checkpoint_prefix(self.job_id, final.step), files, size,
+                                     final.sha256)
+            self.io.checkpoints_pruned(self._pruner.written(final.step))
+            log.info("job %s checkpoint at step %d (%s) in %.3fs", self.job_id, final.step,
+                     reason, time.perf_counter() - started)
+            return True
+
+        if wait:
+            return self._writer.submit(upload, wait=True)
+        return self._writer.submit(self._logged(upload, meta.step), wait=False)
+
+    def _logged(self, upload: Callable[[], bool], step: int) -> Callable[[], bool]:
+        """An interval checkpoint that fails is reported, and training goes on."""
+
+        def run() -> bool:
+            try:
+                return upload()
+            except Exception as exc:  # noqa: BLE001 - the next interval retries
+                if self.io.still_owner():
+                    self.io.publish("log", {"level": "warning",
+                                            "message": f"checkpoint at step {step} failed: "
+                                                       f"{type(exc).__name__}: {exc}"})
+                raise
+
+        return run
+
+    # ---------------------------------------------------------------- the loop
+    def make_handler(self) -> ServiceHandler:
+        runner = self
+
+        class _Handler(ServiceHandler):
+            def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+                stop = super().batch_end(estimator, *args, **kwargs)
+                runner._replay_due_changes()
+                return stop
+
+            def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+                runner._replay_due_changes()
+                super().train_begin(estimator, *args, **kwargs)
+
+        return _Handler(
+            self.io, self.state, apply_lr=self.apply_lr, save_checkpoint=self.save_checkpoint,
+            current_lr=self.current_lr, log_every=self.log_every,
+            checkpoint_every=self.checkpoint_every,
+            min_publish_interval=self.min_publish_interval,
+        )
+
+    def run(self) -> RunResult:
+        """Build, resume from the latest complete checkpoint, train to an outcome."""
+        self.build()
+        self.resume()
+        return self.train()
+
+    def train(self) -> RunResult:
+        handler = self.make_handler()
+        estimator = engine.gluon.estimator.Estimator(
+            self.net, self.loss, train_metrics=self.train_metrics,
+            val_metrics=self.val_metrics, trainer=self.trainer, context=self.ctx,
+        )
+        if self.state.epoch < self.epochs:
+            try:
+                estimator.fit(
+                    self.train_data, val_data=self.val_data, epochs=self.epochs,
+                    event_handlers=[handler], begin_epoch=self.state.epoch,
+                    begin_batch=self.state.batch_index,
+                )
+            except BaseException:
+                self._writer.drain()
+                raise
+        reason = self.state.stop_reason
+        if reason in (STOP_LEASE_LOST, STOP_CANCEL):
+            self._writer.drain()  # nothing of this run writes after it returns
+            self.io.flush()
+            return self._result("lease_lost" if reason == STOP_LEASE_LOST else "cancelled")
+        self.io.flush()
+        if reason in (STOP_PAUSE, STOP_SHUTDOWN):
+            self.save_checkpoint(reason, wait=True)
+            return self._result("paused" if reason == STOP_PAUSE else "interrupted")
+        self.save_checkpoint("final", wait=True)
+        return self._result("succeeded")
+
+    def _result(self, outcome: str) -> RunResult:
+        return RunResult(outcome=outcome, step=self.state.step, epoch=self.state.epoch,
+                         final_metrics=dict(self.state.last_metrics),
+                         command_id=self.state.stop_command_id)
+
+
+def _no_uploads(dataset_id: str) -> bytes:
+    raise build.SpecError(f"dataset {dataset_id!r}: uploads are not available here")

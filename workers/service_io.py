@@ -1,0 +1,241 @@
+"""JobIO over core's Redis channel and DB: a control listener and an outbox thread.
+
+The training thread never waits on Redis or the DB per batch:
+
+- :class:`ControlListener` blocks on the job's control stream (XREAD BLOCK) in its own
+  thread and drops commands into a queue; the loop checks that queue at each step
+  boundary, so a command takes effect at most one step after it arrives.
+- :class:`ServiceIO` hands events and metric points to an outbox thread that publishes
+  them to the events stream at once and writes metric points to the DB in batches.
+
+Every write checks the lease first: a worker that lost its job stops talking (fencing).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from core import repositories as repo
+from core.channel import STREAM_START, Channel, control_key
+from core.db import session_scope
+from core.models import utcnow
+from workers.jobio import AppliedLR, ControlCommand
+
+log = logging.getLogger(__name__)
+
+METRIC_FLUSH_SECONDS = 1.0
+PROGRESS_EVERY_SECONDS = 1.0
+
+
+def command_from_stream(command_id: str, command_type: str, data: dict[str, Any]) -> ControlCommand:
+    lr = data.get("learning_rate")
+    return ControlCommand(
+        id=str(data.get("change_id") or command_id),
+        type=command_type,
+        learning_rate=float(lr) if lr is not None else None,
+        mode=data.get("mode"),
+    )
+
+
+class ControlListener:
+    """Reads the control stream in a daemon thread; ``drain()`` never blocks."""
+
+    def __init__(self, channel: Channel, job_id: str, after: str = STREAM_START,
+                 block_ms: int = 250) -> None:
+        self._channel = channel
+        self._job_id = job_id
+        self._after = after
+        self._block_ms = block_ms
+        self._queue: queue.SimpleQueue[ControlCommand] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"control:{job_id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self._block_ms / 1000 + 2)
+
+    def push(self, command: ControlCommand) -> None:
+        self._queue.put(command)
+
+    def drain(self) -> list[ControlCommand]:
+        commands: list[ControlCommand] = []
+        while not self._queue.empty():
+            commands.append(self._queue.get_nowait())
+        return commands
+
+    def _run(self) -> None:
+        key = control_key(self._job_id)
+        client = self._channel.client
+        while not self._stop.is_set():
+            try:
+                reply = client.xread({key: self._after}, count=100, block=self._block_ms)
+            except redis.RedisError as exc:
+                log.warning("control stream read failed: %r; retrying", exc)
+                self._stop.wait(0.5)
+                continue
+            for _, entries in reply or []:
+                for entry_id, fields in entries:
+                    self._after = entry_id
+                    try:
+                        data = json.loads(fields.get("data", "{}"))
+                        self.push(command_from_stream(fields["command_id"], fields["type"], data))
+                    except (KeyError, ValueError) as exc:
+                        log.warning("ignoring malformed control entry %s: %r", entry_id, exc)
+
+
+class ServiceIO:
+    """The production :class:`~workers.jobio.JobIO`: Redis events + batched DB writes."""
+
+    def __init__(self, channel: Channel, job_id: str, still_owner: Callable[[], bool],
+                 listener: ControlListener) -> None:
+        self.channel = channel
+        self.job_id = job_id
+        self._still_owner = still_owner
+        self.listener = listener
+        self._outbox: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
+        self._points: list[repo.MetricPointIn] = []
+        self._progress: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread = threading.Thread(target=self._run, name=f"outbox:{job_id}", daemon=True)
+        self._thread.start()
+
+    # -- JobIO -------------------------------------------------------------------------
+    def still_owner(self) -> bool:
+        return self._still_owner()
+
+    def publish(self, event_type: str, data: dict[str, Any]) -> None:
+        self._send("event", (event_type, data))
+
+    def record_metrics(self, step: int, epoch: int, values: dict[str, float]) -> None:
+        points = [repo.MetricPointIn(step=step, epoch=epoch, name=k, value=v)
+                  for k, v in values.items()]
+        with self._lock:
+            self._points.extend(points)
+
+    def record_progress(self, step: int, epoch: int, learning_rate: float,
+                        metrics: dict[str, float]) -> None:
+        with self._lock:
+            self._progress = {"step": step, "epoch": epoch, "current_lr": learning_rate,
+                              "latest_metrics": metrics}
+
+    def lr_applied(self, change: AppliedLR) -> None:
+        self._send("lr", change)
+
+    def lr_rejected(self, change_id: str, reason: str) -> None:
+        self._send("lr_rejected", (change_id, reason))
+
+    def checkpoint_saved(self, step: int, epoch: int, key_prefix: str, files: dict[str, Any],
+                         size: int, sha256: str) -> None:
+        # Synchronous (on the checkpoint upload thread): the row exists once this returns.
+        if not self.still_owner():
+            return
+        with session_scope() as session:
+            repo.add_checkpoint(session, job_id=self.job_id, step=step, epoch=epoch,
+                                key_prefix=key_prefix, files=files)
+        self.channel.publish_checkpoint(self.job_id, step=step, epoch=epoch, sha256=sha256,
+                                        size=size)
+
+    def checkpoints_pruned(self, steps: list[int]) -> None:
+        if not steps or not self.still_owner():
+            return
+        with session_scope() as session:
+            for step in steps:
+                repo.delete_checkpoint(session, job_id=self.job_id, step=step)
+
+    def poll_commands(self) -> list[ControlCommand]:
+        return self.listener.drain()
+
+    def flush(self) -> None:
+        """Block until everything handed over so far is written."""
+        done = threading.Event()
+        self._outbox.put(("flush", done))
+        done.wait(timeout=30)
+
+    def close(self) -> None:
+        self.flush()
+        self._outbox.put(None)
+        self._thread.join(timeout=10)
+
+    # -- outbox thread -----------------------------------------------------------------
+    def _send(self, kind: str, payload: Any) -> None:
+        self._outbox.put((kind, payload))
+
+    def _run(self) -> None:
+        last_db_write = time.monotonic()
+        while True:
+            try:
+                item = self._outbox.get(timeout=METRIC_FLUSH_SECONDS)
+            except queue.Empty:
+                item = ("tick", None)
+            if item is None:
+                self._write_db()
+                return
+            kind, payload = item
+            try:
+                if kind == "event":
+                    if self.still_owner():
+                        self.channel.publish(self.job_id, payload[0], payload[1])
+                elif kind == "lr":
+                    self._write_db()  # progress recorded before the change must not win
+                    self._write_lr(payload)
+                elif kind == "lr_rejected":
+                    self._write_db()
+                    if self.still_owner():
+                        with session_scope() as session:
+                            repo.mark_lr_change_rejected(session, change_id=payload[0],
+                                                         reason=payload[1])
+                        self.channel.publish_log(self.job_id, level="warning",
+                                                 message=f"lr change rejected: {payload[1]}")
+                if kind in ("flush", "tick") or (
+                    time.monotonic() - last_db_write >= METRIC_FLUSH_SECONDS
+                ):
+                    self._write_db()
+                    last_db_write = time.monotonic()
+            except Exception:  # noqa: BLE001 - a lost event must not kill the job
+                log.exception("outbox failed to write %s for job %s", kind, self.job_id)
+            finally:
+                if kind == "flush":
+                    payload.set()
+
+    def _write_lr(self, change: AppliedLR) -> None:
+        if not self.still_owner():
+            return
+        self.channel.publish_lr_applied(
+            self.job_id, change_id=change.change_id, learning_rate=change.learning_rate,
+            mode=change.mode, applied_step=change.applied_step,
+            applied_at=change.applied_at.timestamp(),
+        )
+        with session_scope() as session:
+            repo.mark_lr_change_applied(session, change_id=change.change_id,
+                                        applied_step=change.applied_step,
+                                        applied_lr=change.learning_rate,
+                                        applied_at=change.applied_at)
+            job = repo.get_job(session, job_id=self.job_id)
+            if job is not None:
+                job.current_lr = change.learning_rate
+                job.updated_at = utcnow()
+
+    def _write_db(self) -> None:
+        with self._lock:
+            points, self._points = self._points, []
+            progress, self._progress = self._progress, None
+        if not (points or progress) or not self.still_owner():
+            return
+        with session_scope() as session:
+            if points:
+                repo.add_metric_points(session, job_id=self.job_id, points=points)
+            if progress:
+                repo.update_job_progress(session, job_id=self.job_id, **progress)

@@ -1,0 +1,35 @@
+"""Worker-only tuning, read from ``RUDDER_WORKER_*`` (core.config has no worker section)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class WorkerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RUDDER_WORKER_", extra="ignore")
+
+    # How long a job stays owned after its worker stops heart-beating. Shorter means a
+    # faster take-over after a crash; the heartbeat renews every ttl/3.
+    lease_ttl_seconds: float = Field(default=30.0, gt=0)
+    # How often the in-worker watchdog looks for running jobs whose lease expired.
+    watchdog_interval_seconds: float = Field(default=10.0, gt=0)
+    watchdog_enabled: bool = True
+    # A queued job untouched for this long with no lease gets its task sent again (the
+    # api's send may have failed after commit); duplicates are harmless no-ops.
+    stale_queued_seconds: float = Field(default=600.0, gt=0)
+    # A job re-queued more often than this fails instead (Determined's max_restarts).
+    max_attempts: int = Field(default=5, ge=1)
+    # Publish train metrics every N optimizer steps (epoch metrics are always published).
+    log_every_steps: int = Field(default=10, ge=1)
+    # ... but no more often than this (seconds), however fast the steps are.
+    metrics_min_interval_seconds: float = Field(default=0.1, ge=0)
+    # Seconds a task waits before retrying a queued job whose old lease is still held.
+    busy_retry_seconds: float = Field(default=2.0, gt=0)
+
+
+@lru_cache(maxsize=1)
+def get_worker_settings() -> WorkerSettings:
+    return WorkerSettings()

@@ -1,0 +1,138 @@
+"""Re-queue running jobs whose lease expired (their worker died or hung).
+
+Runs as a daemon thread inside every worker process rather than as Celery beat: the
+embedded ``rudder up`` then needs no extra process, and a fleet of workers needs no
+singleton scheduler (a dead beat would silently stop recovery). Several watchdogs are safe
+together because the re-queue is a compare-and-set on the job's status: exactly one of them
+moves a job from running to queued and sends the task.
+
+Ordering that makes "running without a lease" mean "orphaned": a worker takes the lease
+*before* it marks the job running, and marks it finished/paused *before* releasing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from core import repositories as repo
+from core.channel import Channel
+from core.db import session_scope
+from core.models import Job, JobStatus, utcnow
+from workers import resources
+from workers.settings import get_worker_settings
+
+log = logging.getLogger(__name__)
+
+Enqueue = Callable[[str, str], None]
+
+
+def sweep(
+    channel: Channel, enqueue: Enqueue = resources.enqueue, max_attempts: int | None = None
+) -> list[str]:
+    """One pass: re-queue (or fail, past max attempts) orphaned running jobs."""
+    if max_attempts is None:
+        max_attempts = get_worker_settings().max_attempts
+    with session_scope() as session:
+        running = session.execute(
+            select(Job.id, Job.queue).where(Job.status == JobStatus.RUNNING.value)
+        ).all()
+    requeued: list[str] = []
+    for job_id, queue in running:
+        if channel.lease_owner(job_id) is not None:
+            continue
+        reason = "worker lost (lease expired); re-queued to resume from its latest checkpoint"
+        with session_scope() as session:
+            moved = repo.transition_job(session, job_id=job_id, to_status=JobStatus.QUEUED,
+                                        from_statuses=[JobStatus.RUNNING], reason=reason)
+            attempts = repo.increment_attempts(session, job_id=job_id) if moved else 0
+        if not moved:
+            continue  # another watchdog, or the worker itself, got there first
+        channel.publish_status(job_id, JobStatus.QUEUED.value, reason=reason)
+        if attempts > max_attempts:
+            why = f"worker lost {attempts} times; giving up"
+            with session_scope() as session:
+                repo.transition_job(session, job_id=job_id, to_status=JobStatus.FAILED,
+                                    from_statuses=[JobStatus.QUEUED], reason=why)
+            channel.publish_status(job_id, JobStatus.FAILED.value, reason=why)
+            continue
+        enqueue(job_id, queue)
+        requeued.append(job_id)
+        log.warning("job %s: lease expired; re-queued (attempt %d)", job_id, attempts)
+    return requeued
+
+
+def resend_stale_queued(channel: Channel, enqueue: Enqueue = resources.enqueue,
+                        stale_seconds: float | None = None) -> list[str]:
+    """Send the task again for queued jobs nobody picked up for a long time.
+
+    Touching the job (a queued -> queued transition, recorded in its history) first means
+    the next sweep waits another full period, so a long queue is not flooded.
+    """
+    if stale_seconds is None:
+        stale_seconds = get_worker_settings().stale_queued_seconds
+    cutoff = utcnow() - timedelta(seconds=stale_seconds)
+    with session_scope() as session:
+        stale = session.execute(
+            select(Job.id, Job.queue).where(
+                Job.status == JobStatus.QUEUED.value, Job.updated_at < cutoff
+            )
+        ).all()
+    resent: list[str] = []
+    for job_id, queue in stale:
+        if channel.lease_owner(job_id) is not None:
+            continue
+        with session_scope() as session:
+            touched = repo.transition_job(
+                session, job_id=job_id, to_status=JobStatus.QUEUED,
+                from_statuses=[JobStatus.QUEUED], reason="not picked up; task sent again",
+            )
+        if touched:
+            enqueue(job_id, queue)
+            resent.append(job_id)
+    return resent
+
+
+class Watchdog:
+    def __init__(self, channel: Channel, interval_seconds: float) -> None:
+        self._channel = channel
+        self._interval = interval_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rudder-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self._interval + 5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                sweep(self._channel)
+                resend_stale_queued(self._channel)
+            except Exception:  # noqa: BLE001 - keep watching; a DB blip must not end recovery
+                log.exception("watchdog sweep failed")
+
+
+_watchdog: Watchdog | None = None
+
+
+def start_watchdog() -> None:
+    global _watchdog
+    if _watchdog is None:
+        interval = get_worker_settings().watchdog_interval_seconds
+        _watchdog = Watchdog(resources.get_channel(), interval)
+        _watchdog.start()
+
+
+def stop_watchdog() -> None:
+    global _watchdog
+    if _watchdog is not None:
+        _watchdog.stop()
+        _watchdog = None

@@ -20,7 +20,7 @@ example: install
 
 test: install
 	scripts/test-services
-	bench/setup --mxnet-only    # MXNet 1.9.1 in bench/.anchors: the oracle for differential tests
+	bench/setup    # MXNet 1.9.1 + PyTorch 2.13 in bench/.anchors: the differential-test oracles
 	$(BIN)/ruff check .
 	RUDDER_REQUIRE_ORACLE=1 $(BIN)/pytest
 

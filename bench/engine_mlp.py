@@ -5,8 +5,11 @@ Measures, in one run and on the same data:
 - hand-written numpy doing the same math (the floor the engine is held to: <= 1.1x),
 - MXNet 1.9.1 (hybridized) and PyTorch 2.13 CPU when `bench/setup` has built them.
 
-Prints milliseconds per iteration (median of several repeats) and ratios to each anchor.
-Usage: python bench/engine_mlp.py [--iters 200] [--repeats 7]
+Prints milliseconds per iteration (best of several interleaved repeats) and ratios to
+each anchor. ``--threads N`` caps every implementation's BLAS/OpenMP threads alike
+(default 1: on a shared 2-core machine single-threaded figures are far steadier; use
+``--threads 2`` for the multi-threaded comparison).
+Usage: python bench/engine_mlp.py [--iters 200] [--repeats 9] [--threads 1]
 """
 
 from __future__ import annotations
@@ -14,10 +17,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from pathlib import Path
 
-import numpy as np
+
+def _threads_from_argv(default: int = 1) -> int:
+    # BLAS reads its thread count when numpy is imported, so this runs before that import.
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        if arg.startswith("--threads="):
+            return int(arg.split("=", 1)[1])
+        if arg == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+    return default
+
+
+THREADS = _threads_from_argv()
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = str(THREADS)
+import time  # noqa: E402 - after the thread settings above
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -189,10 +208,10 @@ def run_anchor(name: str, snippet: str, data, iters: int, repeats: int) -> float
     if anchor_python(name) is None:
         print(f"  {name:<22} not built (run bench/setup) — skipped")
         return None
-    threads = os.cpu_count() or 1
+    threads = THREADS
     code = (snippet.replace("ITERS", str(iters)).replace("REPEATS", str(repeats))
             .replace("THREADS", str(threads)))
-    run = run_in_anchor(name, code, data, timeout=600, threads=None)
+    run = run_in_anchor(name, code, data, timeout=600, threads=threads)
     secs = float(run.json["seconds"])
     print(f"  {name + ' ' + run.json['version']:<22} {secs * 1e3:8.3f} ms/iter")
     return secs
@@ -201,11 +220,12 @@ def run_anchor(name: str, snippet: str, data, iters: int, repeats: int) -> float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads for all")
     args = parser.parse_args()
     data = make_data()
     print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, forward+backward, "
-          f"{os.cpu_count()} cores")
+          f"{THREADS} thread(s) each, {os.cpu_count()} cores")
     check_same_gradients(data)
     times = time_interleaved({"numpy": numpy_step(data), "engine": engine_step(data)},
                              args.iters, args.repeats)

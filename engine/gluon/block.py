@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import initializer as _init
+from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
 from .parameter import DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, ParameterFileError, _brief, load_arrays, save_arrays
@@ -384,8 +385,6 @@ class HybridBlock(Block):
             param._finish_deferred_init()
 
     def forward(self, x: Any, *args: Any) -> Any:
-        from .. import nd
-
         ctx = x.context if isinstance(x, NDArray) else None
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}

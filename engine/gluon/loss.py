@@ -15,6 +15,7 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
 from ..ndarray.nn_ops import softmax_cross_entropy_sparse
 from ..registry import Registry
@@ -40,8 +41,6 @@ def _apply_weighting(loss: NDArray, weight: Any = None, sample_weight: Any = Non
 
 def _reshape_like(x: Any, y: NDArray) -> Any:
     if not isinstance(x, NDArray):
-        from .. import nd
-
         x = nd.array(x, ctx=y.context, dtype=y.dtype)
     if x.shape == y.shape:
         return x
@@ -67,8 +66,6 @@ class Loss(HybridBlock):
         return loss.mean(axis=self._batch_axis, exclude=True)
 
     def forward(self, pred: Any, label: Any, *args: Any, **kwargs: Any) -> Any:
-        from .. import nd
-
         return self.hybrid_forward(nd, pred, label, *args, **kwargs)
 
 
@@ -114,7 +111,10 @@ class SoftmaxCrossEntropyLoss(Loss):
         axis = self._axis % pred.ndim
         if self._sparse_label and not self._from_logits:
             # fused log-softmax + pick: one node, gradient softmax - onehot
-            loss = softmax_cross_entropy_sparse(pred, label, axis=axis).expand_dims(axis)
+            loss = softmax_cross_entropy_sparse(pred, label, axis=axis)
+            if self._weight is None and sample_weight is None and loss.ndim <= 1:
+                return loss  # already the per-sample loss: skip no-op nodes on the hot path
+            loss = loss.expand_dims(axis)
         else:
             logp = pred if self._from_logits else F.log_softmax(pred, axis=axis)
             if self._sparse_label:

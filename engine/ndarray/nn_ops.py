@@ -180,18 +180,28 @@ def softmax_cross_entropy_sparse(logits: NDArray, label: Any, axis: int = -1) ->
     x = logits._data
     xp = logits.xp
     ax = axis % x.ndim
-    z = x - x.max(axis=ax, keepdims=True)
+    if ax != x.ndim - 1:  # work with the class axis last
+        x = xp.moveaxis(x, ax, -1)
+    batch_shape, classes = x.shape[:-1], x.shape[-1]
+    x2 = x.reshape(-1, classes)
+    rows = xp.arange(x2.shape[0])
+    cols = as_raw(label).reshape(-1).astype(numpy.int64, copy=False)
+    if cols.shape[0] != rows.shape[0]:
+        raise ValueError(
+            f"softmax cross-entropy: {cols.shape[0]} labels for {rows.shape[0]} predictions "
+            f"(logits shape {logits.shape}, class axis {axis})"
+        )
+    z = x2 - x2.max(axis=1, keepdims=True)
     e = xp.exp(z)
-    s = e.sum(axis=ax, keepdims=True)
-    rows = z.shape[:ax] + z.shape[ax + 1 :]
-    idx = xp.expand_dims(as_raw(label).astype(numpy.int64).reshape(rows), ax)
-    picked = xp.take_along_axis(z, idx, axis=ax)
-    out = (xp.log(s) - picked).squeeze(ax).astype(x.dtype, copy=False)
+    s = e.sum(axis=1)
+    out = (xp.log(s) - z[rows, cols]).astype(x.dtype, copy=False).reshape(batch_shape)
 
     def backward(g: Any) -> tuple[Any]:
-        p = e / s
-        xp.put_along_axis(p, idx, xp.take_along_axis(p, idx, axis=ax) - 1, axis=ax)
-        return (p * xp.expand_dims(g, ax),)
+        p = e / s[:, None]
+        p[rows, cols] -= 1
+        p *= g.reshape(-1, 1)
+        grad = p.reshape(x.shape)
+        return (xp.moveaxis(grad, -1, ax) if ax != grad.ndim - 1 else grad,)
 
     return apply_op(out, (logits,), backward)
 

@@ -7,8 +7,7 @@ Measures, in one run and on the same data:
 
 Prints milliseconds per iteration (best of several interleaved repeats) and ratios to
 each anchor. ``--threads N`` caps every implementation's BLAS/OpenMP threads alike
-(default 1: on a shared 2-core machine single-threaded figures are far steadier; use
-``--threads 2`` for the multi-threaded comparison).
+(see bench/threads.py).
 Usage: python bench/engine_mlp.py [--iters 200] [--repeats 9] [--threads 1]
 """
 
@@ -18,21 +17,10 @@ import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from threads import cap_threads  # noqa: E402
 
-def _threads_from_argv(default: int = 1) -> int:
-    # BLAS reads its thread count when numpy is imported, so this runs before that import.
-    argv = sys.argv[1:]
-    for i, arg in enumerate(argv):
-        if arg.startswith("--threads="):
-            return int(arg.split("=", 1)[1])
-        if arg == "--threads" and i + 1 < len(argv):
-            return int(argv[i + 1])
-    return default
-
-
-THREADS = _threads_from_argv()
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = str(THREADS)
+THREADS = cap_threads()
 import time  # noqa: E402 - after the thread settings above
 from pathlib import Path  # noqa: E402
 

@@ -19,10 +19,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from threads import cap_threads  # noqa: E402
+
+THREADS = cap_threads()
+
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -130,9 +136,9 @@ def run_anchor(name: str, snippet: str, x: np.ndarray, iters: int, repeats: int)
         print(f"  {name:<28} not built (run bench/setup) — skipped")
         return None
     code = (snippet.replace("ITERS", str(iters)).replace("REPEATS", str(repeats))
-            .replace("THREADS", str(os.cpu_count() or 1)).replace("LAYERS", str(LAYERS))
+            .replace("THREADS", str(THREADS)).replace("LAYERS", str(LAYERS))
             .replace("WIDTH", str(WIDTH)).replace("BATCH", str(BATCH)))
-    return run_in_anchor(name, code, {"x": x}, timeout=600, threads=None).json
+    return run_in_anchor(name, code, {"x": x}, timeout=600, threads=THREADS).json
 
 
 def main() -> None:
@@ -141,10 +147,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3,
                         help="measure every contender once per round and keep the best")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS/OpenMP threads for every contender (see bench/threads.py)")
     args = parser.parse_args()
     x = np.random.default_rng(0).standard_normal((BATCH, WIDTH)).astype(np.float32)
     print(f"Trainer.step, Adam, {LAYERS}-layer Dense({WIDTH}) MLP = {2 * LAYERS} parameter "
-          f"tensors, {os.cpu_count()} cores, best of {args.rounds} rounds "
+          f"tensors, {THREADS} thread(s) each, {os.cpu_count()} cores, "
+          f"best of {args.rounds} rounds "
           f"(microseconds per step)")
     step, mark = engine_steps(x)
     engine, mxnet, torch_default, torch_foreach = [], [], [], []

@@ -16,10 +16,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from threads import cap_threads  # noqa: E402
+
+THREADS = cap_threads()
+
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -200,11 +206,11 @@ result['version'] = torch.__version__
 def run_anchor(name: str, snippet: str, data, iters: int, repeats: int) -> float | None:
     if anchor_python(name) is None:
         return None
-    threads = os.cpu_count() or 1
+    threads = THREADS
     code = (snippet.replace("ITERS", str(iters)).replace("REPEATS", str(repeats))
             .replace("THREADS", str(threads)).replace("BATCH", str(BATCH))
             .replace("LR", repr(LR)))
-    run = run_in_anchor(name, code, data, timeout=600, threads=None)
+    run = run_in_anchor(name, code, data, timeout=600, threads=THREADS)
     VERSIONS[name] = str(run.json["version"])
     return float(run.json["seconds"])
 
@@ -220,10 +226,12 @@ def main() -> None:
                         help="measure every contender once per round and report the best "
                              "round (rounds interleave the contenders, so load on a shared "
                              "machine hits all of them alike)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS/OpenMP threads for every contender (see bench/threads.py)")
     args = parser.parse_args()
     data = make_data()
     print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, forward+backward+Adam, "
-          f"{os.cpu_count()} cores, {args.rounds} rounds")
+          f"{THREADS} thread(s) each, {os.cpu_count()} cores, {args.rounds} rounds")
     steps = {"hand-written numpy": numpy_train_step(data), "rudder engine": engine_train_step(data)}
     times: dict[str, list[float]] = {name: [] for name in [*steps, "mxnet", "torch"]}
     for _ in range(args.rounds):

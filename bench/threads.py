@@ -1,0 +1,28 @@
+"""One thread cap for every implementation a benchmark compares.
+
+BLAS and OpenMP read their thread counts when they load, so a benchmark calls
+``cap_threads()`` before it imports numpy; the anchors' subprocesses get the same cap.
+Default 1: on a shared 2-core machine single-threaded figures are far steadier; pass
+``--threads 2`` for the multi-threaded comparison.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def cap_threads(default: int = 1) -> int:
+    """Read ``--threads N`` from the command line (or use ``default``) and apply it."""
+    threads = default
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        if arg.startswith("--threads="):
+            threads = int(arg.split("=", 1)[1])
+        elif arg == "--threads" and i + 1 < len(argv):
+            threads = int(argv[i + 1])
+    for var in THREAD_VARS:
+        os.environ[var] = str(threads)
+    return threads

@@ -1,14 +1,18 @@
-"""Forward + backward of a 784-256-256-10 MLP (batch 128, float32, CPU), side by side.
+"""A 784-256-256-10 MLP (relu, batch 128, float32, CPU), side by side with its anchors.
 
-Measures, in one run and on the same data:
-- the engine (gluon.nn Dense layers + SoftmaxCrossEntropyLoss under autograd.record),
-- hand-written numpy doing the same math (the floor the engine is held to: <= 1.1x),
-- MXNet 1.9.1 (hybridized) and PyTorch 2.13 CPU when `bench/setup` has built them.
+Two measurements, each on the same data and weights for every contender:
+- ``fwd+bwd``: forward + backward (issue target: engine <= 1.10x hand-written numpy),
+- ``train``: forward + backward + Adam step (targets: <= 1.15x numpy, <= 1.0x MXNet 1.9.1,
+  <= 1.0x PyTorch 2.13).
 
-Prints milliseconds per iteration (best of several interleaved repeats) and ratios to
-each anchor. ``--threads N`` caps every implementation's BLAS/OpenMP threads alike
-(see bench/threads.py).
-Usage: python bench/engine_mlp.py [--iters 200] [--repeats 9] [--threads 1]
+Contenders: the engine (gluon.nn Dense + SoftmaxCrossEntropyLoss under autograd.record, then
+``Trainer.step`` whose parameters live in one contiguous buffer), hand-written numpy doing
+the same math (in-place Adam into preallocated temporaries: a strong floor), MXNet 1.9.1
+(hybridized, static_alloc) and PyTorch 2.13 when `bench/setup` has built them.
+
+Each figure is the best of interleaved rounds; ``--threads N`` caps every contender's
+BLAS/OpenMP threads alike (see bench/threads.py).
+Usage: python bench/engine_mlp.py [--iters 100] [--repeats 5] [--rounds 3] [--threads 1]
 """
 
 from __future__ import annotations
@@ -21,17 +25,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from threads import cap_threads  # noqa: E402
 
 THREADS = cap_threads()
-import time  # noqa: E402 - after the thread settings above
+
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from anchors import anchor_python, run_in_anchor  # noqa: E402
 
 BATCH, SIZES = 128, (784, 256, 256, 10)
+LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8
+TARGETS = {"fwd+bwd": {"numpy": 1.10}, "train": {"numpy": 1.15, "mxnet": 1.0, "torch": 1.0}}
 
 
 def make_data(seed: int = 0) -> dict[str, np.ndarray]:
@@ -45,17 +51,12 @@ def make_data(seed: int = 0) -> dict[str, np.ndarray]:
     return data
 
 
-def time_it(step, iters: int, repeats: int) -> float:
-    """Best seconds per iteration over ``repeats`` runs of ``iters`` iterations.
-
-    The minimum, not the median: on a shared 2-core machine other processes only ever add
-    time, so the fastest run is the closest to the code's own cost.
-    """
-    return time_interleaved({"_": step}, iters, repeats)["_"]
-
-
 def time_interleaved(steps: dict, iters: int, repeats: int) -> dict[str, float]:
-    """Time several implementations in alternating runs so load spikes hit them alike."""
+    """Best seconds per iteration of each step, timed in alternating runs.
+
+    The minimum, not the median: on a shared machine other processes only ever add time,
+    and alternating the contenders makes a load spike hit them alike.
+    """
     for step in steps.values():
         for _ in range(max(5, iters // 10)):
             step()
@@ -69,36 +70,65 @@ def time_interleaved(steps: dict, iters: int, repeats: int) -> dict[str, float]:
     return best
 
 
-def numpy_step(d: dict[str, np.ndarray]):
-    """The same forward/backward written by hand (summed softmax cross-entropy)."""
+# ------------------------------------------------------------------ hand-written numpy
+def numpy_step(d: dict[str, np.ndarray], adam: bool = False):
+    """Forward, backward of the summed CE (as ``loss.backward()`` on a batch), and
+    optionally 1.x Adam with rescale 1/batch, in place."""
     x, y = d["x"], d["y"].astype(np.int64)
-    ws = [d["w0"], d["w1"], d["w2"]]
-    bs = [d["b0"], d["b1"], d["b2"]]
+    params = [d[k].copy() for k in ("w0", "b0", "w1", "b1", "w2", "b2")]
     rows = np.arange(BATCH)
+    moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
+    scratch = [(np.empty_like(p), np.empty_like(p)) for p in params]
+    count = [0]
+
+    def adam_update(p, g, m, v, big_g, tmp, t):
+        np.multiply(g, 1.0 / BATCH, out=big_g)
+        m *= BETA1
+        np.multiply(big_g, 1 - BETA1, out=tmp)
+        m += tmp
+        v *= BETA2
+        np.multiply(big_g, big_g, out=tmp)
+        tmp *= 1 - BETA2
+        v += tmp
+        lr_t = LR * np.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)
+        np.sqrt(v, out=tmp)
+        tmp += EPS
+        np.divide(m, tmp, out=tmp)
+        tmp *= lr_t
+        p -= tmp
 
     def step():
-        h1 = x @ ws[0].T + bs[0]
+        w0, b0, w1, b1, w2, b2 = params
+        h1 = x @ w0.T + b0
         a1 = np.maximum(h1, 0)
-        h2 = a1 @ ws[1].T + bs[1]
+        h2 = a1 @ w1.T + b1
         a2 = np.maximum(h2, 0)
-        z = a2 @ ws[2].T + bs[2]
+        z = a2 @ w2.T + b2
         z = z - z.max(axis=1, keepdims=True)
         e = np.exp(z)
         s = e.sum(axis=1, keepdims=True)
         loss = np.log(s[:, 0]) - z[rows, y]
         g = e / s
-        g[rows, y] -= 1  # d(sum of per-sample losses), as loss.backward() on a batch
+        g[rows, y] -= 1
         gw2, gb2 = g.T @ a2, g.sum(0)
-        g2 = (g @ ws[2]) * (h2 > 0)
+        g2 = (g @ w2) * (h2 > 0)
         gw1, gb1 = g2.T @ a1, g2.sum(0)
-        g1 = (g2 @ ws[1]) * (h1 > 0)
+        g1 = (g2 @ w1) * (h1 > 0)
         gw0, gb0 = g1.T @ x, g1.sum(0)
-        return loss.mean(), gw0, gb0, gw1, gb1, gw2, gb2
+        grads = (gw0, gb0, gw1, gb1, gw2, gb2)
+        if adam:
+            count[0] += 1
+            for p, grad, (m, v), (big_g, tmp) in zip(params, grads, moments, scratch,
+                                                    strict=True):
+                adam_update(p, grad, m, v, big_g, tmp, count[0])
+        return loss, grads
 
+    step.params = params  # type: ignore[attr-defined]
     return step
 
 
-def engine_step(d: dict[str, np.ndarray]):
+# ----------------------------------------------------------------------------- engine
+def engine_step(d: dict[str, np.ndarray], adam: bool = False):
     from engine import autograd, gluon, nd
 
     net = gluon.nn.Sequential()
@@ -111,20 +141,40 @@ def engine_step(d: dict[str, np.ndarray]):
         layer.bias.set_data(nd.array(d[f"b{i}"]))
     net.hybridize()
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": LR}) if adam else None
     x, y = nd.array(d["x"]), nd.array(d["y"])
 
     def step():
         with autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()
+        if trainer is not None:
+            trainer.step(BATCH)
         return loss
 
     step.net = net  # type: ignore[attr-defined]
     return step
 
 
+def check_same_math(data) -> None:
+    """Refuse to time contenders that do not compute the same thing."""
+    _, grads = numpy_step(data)()
+    step = engine_step(data)
+    step()
+    got = step.net[0].weight.grad().asnumpy()
+    np.testing.assert_allclose(got, grads[0], rtol=2e-3, atol=1e-4)
+    numpy_train, engine_train = numpy_step(data, adam=True), engine_step(data, adam=True)
+    for _ in range(3):
+        numpy_train()
+        engine_train()
+    # after 3 Adam steps both must hold the same weights
+    np.testing.assert_allclose(engine_train.net[2].weight.data().asnumpy(),
+                               numpy_train.params[4], rtol=1e-3, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- anchors
 MXNET_SNIPPET = """
-import time, statistics
+import time
 import mxnet as mx
 from mxnet import autograd, gluon, nd
 net = gluon.nn.HybridSequential()
@@ -136,11 +186,14 @@ for i, layer in enumerate(net):
     layer.bias.set_data(nd.array(inputs['b%d' % i]))
 net.hybridize(static_alloc=True, static_shape=True)
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+trainer = gluon.Trainer(net.collect_params(), 'adam', {'learning_rate': LR})
 x, y = nd.array(inputs['x']), nd.array(inputs['y'])
 def step():
     with autograd.record():
         loss = loss_fn(net(x), y)
     loss.backward()
+    if ADAM:
+        trainer.step(BATCH)
     net[0].weight.grad().wait_to_read()
 for _ in range(max(5, ITERS // 10)): step()
 runs = []
@@ -151,11 +204,10 @@ for _ in range(REPEATS):
     runs.append((time.perf_counter() - t0) / ITERS)
 result['seconds'] = min(runs)
 result['version'] = mx.__version__
-outputs['gw0'] = net[0].weight.grad()
 """
 
 TORCH_SNIPPET = """
-import time, statistics
+import time
 import torch
 torch.set_num_threads(THREADS)
 layers = [torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
@@ -166,11 +218,14 @@ with torch.no_grad():
         lin.weight.copy_(torch.from_numpy(inputs['w%d' % i]))
         lin.bias.copy_(torch.from_numpy(inputs['b%d' % i]))
 x, y = torch.from_numpy(inputs['x']), torch.from_numpy(inputs['y']).long()
-loss_fn = torch.nn.CrossEntropyLoss()
+loss_fn = torch.nn.CrossEntropyLoss(reduction='sum')
+opt = torch.optim.Adam(net.parameters(), lr=LR)
 def step():
-    net.zero_grad(set_to_none=False)
+    opt.zero_grad(set_to_none=False)
     loss = loss_fn(net(x), y)
     loss.backward()
+    if ADAM:
+        opt.step()
 for _ in range(max(5, ITERS // 10)): step()
 runs = []
 for _ in range(REPEATS):
@@ -179,55 +234,72 @@ for _ in range(REPEATS):
     runs.append((time.perf_counter() - t0) / ITERS)
 result['seconds'] = min(runs)
 result['version'] = torch.__version__
-outputs['gw0'] = layers[0].weight.grad
 """
 
-
-def check_same_gradients(data) -> None:
-    """Refuse to time implementations that do not compute the same thing."""
-    expected = numpy_step(data)()
-    step = engine_step(data)
-    step()
-    got = step.net[0].weight.grad().asnumpy()
-    np.testing.assert_allclose(got, expected[1], rtol=2e-3, atol=1e-4)
+VERSIONS: dict[str, str] = {}
 
 
-def run_anchor(name: str, snippet: str, data, iters: int, repeats: int) -> float | None:
+def run_anchor(name: str, data, adam: bool, iters: int, repeats: int) -> float | None:
     if anchor_python(name) is None:
-        print(f"  {name:<22} not built (run bench/setup) — skipped")
         return None
-    threads = THREADS
+    snippet = MXNET_SNIPPET if name == "mxnet" else TORCH_SNIPPET
     code = (snippet.replace("ITERS", str(iters)).replace("REPEATS", str(repeats))
-            .replace("THREADS", str(threads)))
-    run = run_in_anchor(name, code, data, timeout=600, threads=threads)
-    secs = float(run.json["seconds"])
-    print(f"  {name + ' ' + run.json['version']:<22} {secs * 1e3:8.3f} ms/iter")
-    return secs
+            .replace("THREADS", str(THREADS)).replace("BATCH", str(BATCH))
+            .replace("LR", repr(LR)).replace("ADAM", str(adam)))
+    run = run_in_anchor(name, code, data, timeout=600, threads=THREADS)
+    VERSIONS[name] = str(run.json["version"])
+    return float(run.json["seconds"])
+
+
+def measure(data, adam: bool, args) -> dict[str, list[float]]:
+    steps = {"numpy": numpy_step(data, adam), "engine": engine_step(data, adam)}
+    times: dict[str, list[float]] = {name: [] for name in [*steps, "mxnet", "torch"]}
+    for _ in range(args.rounds):
+        for name, secs in time_interleaved(steps, args.iters, args.repeats).items():
+            times[name].append(secs)
+        for name in ("mxnet", "torch"):
+            secs = run_anchor(name, data, adam, args.iters, args.repeats)
+            if secs is not None:
+                times[name].append(secs)
+    return {name: ts for name, ts in times.items() if ts}
+
+
+def report(title: str, times: dict[str, list[float]], targets: dict[str, float]) -> None:
+    labels = {"numpy": "hand-written numpy", "engine": "rudder engine",
+              "mxnet": f"mxnet {VERSIONS.get('mxnet', '')}",
+              "torch": f"pytorch {VERSIONS.get('torch', '')}"}
+    print(f"{title}:")
+    best = {name: min(ts) for name, ts in times.items()}
+    for name, secs in best.items():
+        spread = ", ".join(f"{t * 1e3:.2f}" for t in times[name])
+        print(f"  {labels[name]:<26} {secs * 1e3:8.3f} ms/iter   (rounds: {spread})")
+    for name in ("mxnet", "torch"):
+        if name not in best:
+            print(f"  {name:<26} not built (run bench/setup) — skipped")
+    for name in ("numpy", "mxnet", "torch"):
+        if name in best:
+            target = f"(target <= {targets[name]:.2f})" if name in targets else ""
+            ratio = best["engine"] / best[name]
+            print(f"  engine / {name:<7} = {ratio:6.3f}   {target}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iters", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads for all")
+    parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS/OpenMP threads for every contender (see bench/threads.py)")
+    parser.add_argument("--only", choices=("fwd+bwd", "train"))
     args = parser.parse_args()
     data = make_data()
-    print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, forward+backward, "
-          f"{THREADS} thread(s) each, {os.cpu_count()} cores")
-    check_same_gradients(data)
-    times = time_interleaved({"numpy": numpy_step(data), "engine": engine_step(data)},
-                             args.iters, args.repeats)
-    t_numpy, t_engine = times["numpy"], times["engine"]
-    print(f"  {'hand-written numpy':<22} {t_numpy * 1e3:8.3f} ms/iter")
-    print(f"  {'rudder engine':<22} {t_engine * 1e3:8.3f} ms/iter")
-    t_mx = run_anchor("mxnet", MXNET_SNIPPET, data, args.iters, args.repeats)
-    t_torch = run_anchor("torch", TORCH_SNIPPET, data, args.iters, args.repeats)
-    print("ratios (engine / anchor; lower is better):")
-    print(f"  engine / numpy   = {t_engine / t_numpy:6.3f}   (target <= 1.10)")
-    if t_mx:
-        print(f"  engine / mxnet   = {t_engine / t_mx:6.3f}")
-    if t_torch:
-        print(f"  engine / pytorch = {t_engine / t_torch:6.3f}")
+    check_same_math(data)
+    print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, {THREADS} thread(s) each, "
+          f"{os.cpu_count()} cores, best of {args.rounds} rounds")
+    for mode, adam in (("fwd+bwd", False), ("train", True)):
+        if args.only in (None, mode):
+            title = "forward+backward" if not adam else "forward+backward+Adam step"
+            report(title, measure(data, adam, args), TARGETS[mode])
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ output, so every output element contributes with a distinct weight (a plain ``su
 hide errors whose gradient sums to zero, e.g. in softmax or batch norm).
 
     import numpy as np
+import pytest
     from engine import nd
     from tests.engine.gradcheck import check_grad
 
@@ -24,10 +25,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
-from engine import autograd
-from engine.context import Context, cpu
+from engine import autograd, backend
+from engine.context import Context, cpu, gpu
 from engine.ndarray.ndarray import NDArray
+
+# Every device test runs on numpy, and on cupy where a GPU is present (marker `gpu`).
+CONTEXTS = [
+    pytest.param(cpu(), id="numpy"),
+    pytest.param(gpu(0), id="cupy", marks=[
+        pytest.mark.gpu,
+        pytest.mark.skipif(backend.gpu_count() == 0, reason="needs cupy and a CUDA GPU"),
+    ]),
+]
 
 
 def _as_outputs(out: Any) -> list[NDArray]:

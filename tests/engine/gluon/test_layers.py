@@ -4,18 +4,9 @@
 import numpy as np
 import pytest
 
-from engine import autograd, backend, init, nd
-from engine.context import cpu, gpu
+from engine import autograd, init, nd
 from engine.gluon import nn
-from tests.engine.gradcheck import check_grad
-
-CONTEXTS = [
-    pytest.param(cpu(), id="numpy"),
-    pytest.param(gpu(0), id="cupy", marks=[
-        pytest.mark.gpu,
-        pytest.mark.skipif(backend.gpu_count() == 0, reason="needs cupy and a CUDA GPU"),
-    ]),
-]
+from tests.engine.gradcheck import CONTEXTS, check_grad
 
 rng = np.random.default_rng(1)
 

@@ -4,18 +4,9 @@ numerical gradients (float64), and the loss registry."""
 import numpy as np
 import pytest
 
-from engine import autograd, backend, nd
-from engine.context import cpu, gpu
+from engine import autograd, nd
 from engine.gluon import loss as gloss
-from tests.engine.gradcheck import check_grad
-
-CONTEXTS = [
-    pytest.param(cpu(), id="numpy"),
-    pytest.param(gpu(0), id="cupy", marks=[
-        pytest.mark.gpu,
-        pytest.mark.skipif(backend.gpu_count() == 0, reason="needs cupy and a CUDA GPU"),
-    ]),
-]
+from tests.engine.gradcheck import CONTEXTS, check_grad
 
 rng = np.random.default_rng(2)
 pred = rng.standard_normal((4, 3))

@@ -22,6 +22,7 @@ test: install
 	scripts/test-services
 	bench/setup    # MXNet 1.9.1 + PyTorch 2.13 in bench/.anchors: the differential-test oracles
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	RUDDER_REQUIRE_ORACLE=1 $(BIN)/pytest
 
 lint: install

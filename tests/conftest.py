@@ -11,12 +11,7 @@ bucket), ``make_settings``, ``api`` (the app on a real uvicorn + an httpx client
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -26,40 +21,20 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
-from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.config import Settings
 from core.db import make_engine, make_sessionmaker
 from core.migrate import upgrade
 from core.tokens import issue_token
+from tests.services import free_port, postgres_database, redis_server, wait_until
 
-PG_ADMIN_URL = os.environ.get(
-    "RUDDER_TEST_PG_ADMIN", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 TEST_SECRET = "test-secret-not-for-production"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
     """Poll ``check`` until it returns something truthy (exceptions count as not yet)."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except Exception as exc:  # keep polling until the deadline
-            last = exc
-        time.sleep(0.05)
-    raise TimeoutError(f"timed out after {timeout}s waiting for {what} (last error: {last!r})")
+    return wait_until(check, timeout, what=what)
 
 
 # ---------------------------------------------------------------- redis
@@ -68,24 +43,8 @@ def wait_for(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A private ``redis-server`` on a free loopback port."""
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="rudder-redis-")
-    process = subprocess.Popen(
-        [shutil.which("redis-server") or "redis-server", "--port", str(port),
-         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    try:
-        wait_for(client.ping, timeout=10, what="redis-server")
+    with redis_server() as url:
         yield url
-    finally:
-        client.close()
-        process.terminate()
-        process.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -106,18 +65,8 @@ def embedded_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, built by ``alembic upgrade``."""
-    name = f"rudder_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        upgrade(url)
+    with postgres_database() as url:
         yield url
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")

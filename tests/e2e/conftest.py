@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from rudder.client import Client
+from tests import services
 from tests.e2e.harness import ROOT, Stack, stack_env
-from tests.workers import services
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import httpx
 
-from tests.workers.services import free_port, wait_until
+from tests.services import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

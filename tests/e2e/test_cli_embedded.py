@@ -19,7 +19,7 @@ from rudder.cli import ProgressLine
 from rudder.client import parse_sse
 from tests.e2e.conftest import example_spec
 from tests.e2e.harness import ROOT
-from tests.workers.services import free_port
+from tests.services import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from rudder.client import Client, RudderError
 from tests.e2e.conftest import example_spec
 from tests.e2e.events import EventTap, is_status, metric_at_least
 from tests.e2e.harness import Stack
-from tests.workers.services import wait_until
+from tests.services import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from core.channel import Channel
 from core.config import get_settings
 from core.db import reset_engine_cache
 from core.storage import LocalStore, ObjectStore, S3Store
-from tests.workers import services
+from tests import services
 
 
 # Private Redis and PostgreSQL database for worker tests (not the shared session ones):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import time
 
 from core.channel import Channel, lease_key
-from tests.workers.services import wait_until
+from tests.services import wait_until
 from workers.lease import Lease
 
 JOB = "00000000-0000-0000-0000-00000000000a"

@@ -16,7 +16,7 @@ from core.channel import Channel
 from core.db import session_scope
 from core.models import LRChangeMode
 from core.storage import store_from_settings
-from tests.workers.services import wait_until
+from tests.services import wait_until
 from workers.checkpoints import latest_complete_checkpoint
 
 SPEC: dict[str, Any] = {

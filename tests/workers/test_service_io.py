@@ -6,7 +6,7 @@ from core import repositories as repo
 from core.channel import Channel
 from core.db import session_scope
 from core.models import LRChangeMode, utcnow
-from tests.workers.services import wait_until
+from tests.services import wait_until
 from workers.jobio import AppliedLR
 from workers.service_io import ControlListener, ServiceIO
 

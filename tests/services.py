@@ -1,5 +1,6 @@
-"""Real services for worker/e2e tests and the service benchmarks: a private redis-server
-and a fresh PostgreSQL database with the Alembic schema (usable outside pytest)."""
+"""Real services for the tests and the service benchmarks: a private redis-server and a
+fresh PostgreSQL database with the Alembic schema (context managers, usable outside
+pytest; tests/conftest.py wraps them in session fixtures)."""
 
 from __future__ import annotations
 
@@ -53,21 +54,23 @@ def redis_server() -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
     try:
-        wait_until(lambda: redis.Redis.from_url(url).ping(), 10, what="redis-server")
+        wait_until(client.ping, 10, what="redis-server")
         yield url
     finally:
+        client.close()
         process.terminate()
         process.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 @contextmanager
-def postgres_database() -> Iterator[str]:
+def postgres_database(prefix: str = "rudder_test") -> Iterator[str]:
     """A fresh database on the local PostgreSQL with the schema migrated; yields its URL."""
     from core.migrate import upgrade
 
-    name = f"rudder_w_{uuid.uuid4().hex[:10]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))

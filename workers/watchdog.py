@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
@@ -39,11 +39,13 @@ def sweep(
         max_attempts = get_worker_settings().max_attempts
     with session_scope() as session:
         running = session.execute(
-            select(Job.id, Job.queue).where(Job.status == JobStatus.RUNNING.value)
+            select(Job.id, Job.queue, Job.started_at).where(Job.status == JobStatus.RUNNING.value)
         ).all()
     requeued: list[str] = []
-    for job_id, queue in running:
+    for job_id, queue, started_at in running:
         if channel.lease_owner(job_id) is not None:
+            continue
+        if _settle_unapplied_stop(channel, job_id, started_at):
             continue
         reason = "worker lost (lease expired); re-queued to resume from its latest checkpoint"
         with session_scope() as session:
@@ -64,6 +66,34 @@ def sweep(
         requeued.append(job_id)
         log.warning("job %s: lease expired; re-queued (attempt %d)", job_id, attempts)
     return requeued
+
+
+def _settle_unapplied_stop(channel: Channel, job_id: str, started_at: datetime | None) -> bool:
+    """Honour a pause or cancel its lost worker read but never applied.
+
+    A command sent after the job last started running, on a job that is still 'running',
+    was not applied (applying it leaves the job paused or cancelled). Re-queueing would
+    silently drop it, so the watchdog carries it out instead: the latest complete
+    checkpoint stands, and a paused job resumes from it. Stream ids are Redis timestamps
+    in milliseconds, which is what makes "sent after it started" a cheap XRANGE.
+    """
+    if started_at is None:
+        return False
+    since = f"{int(started_at.timestamp() * 1000)}-0"
+    kinds = {command.type for command in channel.read_commands(job_id, after=since, count=1000)}
+    target = (JobStatus.CANCELLED if "cancel" in kinds
+              else JobStatus.PAUSED if "pause" in kinds else None)
+    if target is None:
+        return False
+    reason = (f"{target.value} (requested while running; its worker was lost before the "
+              "command took effect, so the latest checkpoint stands)")
+    with session_scope() as session:
+        moved = repo.transition_job(session, job_id=job_id, to_status=target,
+                                    from_statuses=[JobStatus.RUNNING], reason=reason)
+    if moved:
+        channel.publish_status(job_id, target.value, reason=reason)
+        log.warning("job %s: lease expired with a %s pending; %s", job_id, target.value, reason)
+    return True
 
 
 def resend_stale_queued(channel: Channel, enqueue: Enqueue = resources.enqueue,

@@ -58,6 +58,26 @@ def test_orphaned_running_job_is_requeued_once(worker_env: dict[str, str],
     assert "lease expired" in events[0].data["reason"]
 
 
+def test_pause_or_cancel_a_lost_worker_never_applied_is_carried_out(
+    worker_env: dict[str, str], channel: Channel
+) -> None:
+    paused, cancelled, earlier = (_job(JobStatus.RUNNING) for _ in range(3))
+    channel.send_command(paused, "pause")
+    channel.send_command(cancelled, "pause")
+    channel.send_command(cancelled, "cancel")
+    with session_scope() as session:  # this job's pause was sent before its latest start
+        channel.send_command(earlier, "pause")
+        session.execute(update(Job).where(Job.id == earlier)
+                        .values(started_at=utcnow() + timedelta(seconds=5)))
+    assert sweep(channel) == [earlier]
+    assert _status(paused) == ("paused", 0)
+    assert _status(cancelled) == ("cancelled", 0)
+    assert _status(earlier) == ("queued", 1)
+    assert _queued_tasks(channel) == [repr([earlier])]
+    status = channel.read_events(paused)[-1].data
+    assert status["status"] == "paused" and "latest checkpoint stands" in status["reason"]
+
+
 def test_job_lost_too_often_fails(worker_env: dict[str, str], channel: Channel) -> None:
     job_id = _job(JobStatus.RUNNING)
     assert sweep(channel, max_attempts=0) == []

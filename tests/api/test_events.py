@@ -61,11 +61,15 @@ def test_live_events_arrive_with_stream_ids(api: ApiHarness, channel: Channel) -
         )
         channel.publish_status(job_id, "succeeded")
 
-    threading.Thread(target=publish_later).start()
+    publisher = threading.Thread(target=publish_later)
+    publisher.start()
     with api.client.stream("GET", f"/v1/jobs/{job_id}/events", headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         events = parse_sse(response.iter_lines(), 3)
+    # the SSE client can see the last event before the publisher has read Redis's reply;
+    # let it finish before the channel fixture closes the connection under it
+    publisher.join(timeout=10)
     assert [e["event"] for e in events] == ["metric", "lr", "status"]
     assert events[0]["id"] == first
     assert events[0]["data"]["values"] == {"train_loss": 2.3}

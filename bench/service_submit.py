@@ -34,7 +34,12 @@ from pydantic import BaseModel, Field
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.services import free_port, postgres_database, redis_server  # noqa: E402
+from tests.services import (  # noqa: E402
+    free_port,
+    postgres_database,
+    redis_server,
+    wait_until,
+)
 
 SECRET = "bench-secret"
 SPEC: dict[str, Any] = {
@@ -48,15 +53,7 @@ SPEC: dict[str, Any] = {
 
 
 def wait_http(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"{url} did not come up")
+    wait_until(lambda: httpx.get(url, timeout=1).status_code < 500, timeout, what=url)
 
 
 # ---------------------------------------------------------------- the bare floor

@@ -139,6 +139,16 @@ class Channel:
         )
         return str(entry_id)
 
+    def publish_many(self, job_id: str, events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+        """Append several events in order with one round trip; returns their stream ids."""
+        if not events:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for event_type, data in events:
+            pipe.xadd(events_key(job_id), cast(Any, _event_fields(event_type, data)),
+                      maxlen=self.events_maxlen, approximate=True)
+        return [str(entry_id) for entry_id in pipe.execute()]
+
     def publish_metric(
         self,
         job_id: str,

@@ -365,11 +365,11 @@ def latest_checkpoint(session: Session, *, job_id: str) -> Checkpoint | None:
     return session.scalars(query.order_by(Checkpoint.step.desc()).limit(1)).one_or_none()
 
 
-def delete_checkpoint(session: Session, *, job_id: str, step: int) -> None:
-    session.execute(
-        delete(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step == step)
-    )
-    session.flush()
+def delete_checkpoints(session: Session, *, job_id: str, steps: list[int]) -> None:
+    if steps:
+        session.execute(
+            delete(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step.in_(steps))
+        )
 
 
 # ---------------------------------------------------------------- datasets

@@ -157,8 +157,14 @@ class LocalStore(ObjectStore):
             raise ObjectNotFound(key) from exc
 
     def list(self, prefix: str = "") -> list[ObjectInfo]:
+        # Walk only the deepest directory the prefix names, not the whole store.
+        directory = self.root
+        if "/" in prefix:
+            directory = self.root / _check_key(prefix.rsplit("/", 1)[0])
+        if not directory.is_dir():
+            return []
         found = []
-        for path in self.root.rglob("*"):
+        for path in directory.rglob("*"):
             if not path.is_file() or path.name.startswith(".tmp-"):
                 continue
             key = path.relative_to(self.root).as_posix()

@@ -70,12 +70,12 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(body)
         return 0
-    print(f"{'ID':36}  {'NAME':20} {'STATUS':10} {'EPOCH':>5} {'STEP':>8} {'LR':>10}")
+    print(f"{'ID':36}  {'NAME':20} {'STATUS':10} {'EPOCHS':>6} {'STEP':>8} {'LR':>10}")
     for job in jobs:
         progress = job.get("progress") or job
         lr = progress.get("current_lr")
         print(f"{job['id']:36}  {str(job.get('name'))[:20]:20} {job.get('status', ''):10} "
-              f"{progress.get('epoch', 0):>5} {progress.get('step', 0):>8} "
+              f"{progress.get('epoch', 0):>6} {progress.get('step', 0):>8} "
               f"{'' if lr is None else f'{lr:.3g}':>10}")
     return 0
 
@@ -133,7 +133,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(body)
         return 0
-    print(f"{'STEP':>10} {'EPOCH':>5} {'SIZE':>10}  SHA256")
+    print(f"{'STEP':>10} {'EPOCHS':>6} {'SIZE':>10}  SHA256")
     for item in items:
         print(f"{item['step']:>10} {item.get('epoch', 0):>5} {item.get('size', 0):>10}  "
               f"{str(item.get('sha256', ''))[:16]}")

@@ -170,11 +170,6 @@ def _delete_keys(store: ObjectStore, keys: list[str]) -> None:
         store.delete(key)
 
 
-def delete_checkpoint(store: ObjectStore, job_id: str, step: int) -> None:
-    """Remove one checkpoint (meta.json first)."""
-    _delete_keys(store, [item.key for item in store.list(checkpoint_prefix(job_id, step))])
-
-
 def delete_known_checkpoint(store: ObjectStore, job_id: str, step: int) -> None:
     """Delete a checkpoint this process wrote, by name (no listing): meta.json first."""
     prefix = checkpoint_prefix(job_id, step)
@@ -183,45 +178,60 @@ def delete_known_checkpoint(store: ObjectStore, job_id: str, step: int) -> None:
 
 
 class Pruner:
-    """keep_last pruning for one run: lists the store once (to find older checkpoints and
-    debris), then tracks the steps it writes, so later prunes need no listing."""
+    """keep_last pruning for one run, in two halves so the DB never lists a checkpoint
+    whose files are gone: :meth:`plan` names the steps to drop once a new checkpoint is
+    complete, the caller removes their DB rows, then :meth:`delete` removes the files.
+
+    The first plan lists the store once (older checkpoints, debris of a crashed run); after
+    that the pruner tracks the steps it writes and needs no listing.
+    """
 
     def __init__(self, store: ObjectStore, job_id: str, keep_last: int) -> None:
         self.store = store
         self.job_id = job_id
         self.keep_last = max(keep_last, 1)
         self._complete: list[int] | None = None  # newest first
+        self._listed: dict[int, list[str]] = {}  # keys found by the first listing
 
-    def written(self, step: int) -> list[int]:
-        """Record a new complete checkpoint at ``step``; returns the steps removed."""
+    def plan(self, step: int) -> list[int]:
+        """Record a new complete checkpoint at ``step``; returns the steps to remove."""
         if self._complete is None:
-            removed = prune_checkpoints(self.store, self.job_id, self.keep_last)
-            remaining = list_checkpoint_steps(self.store, self.job_id)
-            self._complete = [s for s in remaining if s <= step][: self.keep_last]
+            self._listed = _keys_by_step(self.store, self.job_id)
+            removed = _steps_to_prune(self._listed, self.keep_last)
+            kept = [s for s in sorted(self._listed, reverse=True) if s not in removed]
+            self._complete = [s for s in kept if s <= step][: self.keep_last]
             return removed
         self._complete = sorted({step, *self._complete}, reverse=True)
         removed = self._complete[self.keep_last :]
         self._complete = self._complete[: self.keep_last]
-        for old in removed:
-            delete_known_checkpoint(self.store, self.job_id, old)
         return removed
+
+    def delete(self, steps: list[int]) -> None:
+        for old in steps:
+            keys = self._listed.pop(old, None)
+            if keys is not None:
+                _delete_keys(self.store, keys)
+            else:
+                delete_known_checkpoint(self.store, self.job_id, old)
+
+
+def _steps_to_prune(grouped: dict[int, list[str]], keep_last: int) -> list[int]:
+    """Complete checkpoints beyond the newest ``keep_last``, and incomplete directories
+    older than the newest complete one. Newer incomplete directories are left alone: they
+    may belong to a write in progress."""
+    steps = sorted(grouped, reverse=True)
+    complete = [s for s in steps if any(k.endswith("/" + META_FILE) for k in grouped[s])]
+    if not complete:
+        return []
+    keep = set(complete[: max(keep_last, 1)])
+    return [s for s in steps if s not in keep and s <= complete[0]]
 
 
 def prune_checkpoints(store: ObjectStore, job_id: str, keep_last: int) -> list[int]:
-    """Keep the newest ``keep_last`` complete checkpoints; delete older ones (and debris).
-
-    Incomplete directories newer than the newest complete checkpoint are left alone: they
-    may belong to a write in progress. One listing of the store, however many steps.
-    """
+    """Keep the newest ``keep_last`` complete checkpoints; delete older ones (and debris)
+    with one listing of the store; returns the steps removed."""
     grouped = _keys_by_step(store, job_id)
-    steps = sorted(grouped, reverse=True)
-    complete = [s for s in steps if any(k.endswith("/" + META_FILE) for k in grouped[s])]
-    keep = set(complete[: max(keep_last, 1)])
-    newest_complete = complete[0] if complete else None
-    removed: list[int] = []
-    for step in steps:
-        if step in keep or newest_complete is None or step > newest_complete:
-            continue
+    removed = _steps_to_prune(grouped, keep_last)
+    for step in removed:
         _delete_keys(store, grouped[step])
-        removed.append(step)
     return removed

@@ -24,6 +24,7 @@ from workers.jobio import ControlCommand, JobIO
 _TrainBegin: Any = engine.gluon.estimator.TrainBegin
 _BatchEnd: Any = engine.gluon.estimator.BatchEnd
 _EpochEnd: Any = engine.gluon.estimator.EpochEnd
+_TrainEnd: Any = engine.gluon.estimator.TrainEnd
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +71,35 @@ def metric_values(prefix: str, metrics: list[Any]) -> dict[str, float]:
     return values
 
 
-class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd):
+@dataclass(frozen=True)
+class Pacing:
+    """How often the loop does its boundary work (worker settings, not the job spec)."""
+
+    log_every: int = 10  # publish train metrics every N steps ...
+    # ... but no more often than this (seconds). Epoch-end metrics are all stored, and
+    # sent live at most this often too (the last epoch's always): a job doing fifty
+    # epochs a second would otherwise spend its time publishing what no chart can show.
+    min_publish_interval: float = 0.0
+    # An interval checkpoint is due every ``checkpoint.every_steps`` steps, but no sooner
+    # than this many seconds after the previous one: each costs milliseconds of CPU
+    # (serialise, hash, write, DB row), which sub-millisecond steps cannot amortise.
+    checkpoint_min_interval: float = 0.0
+
+
+class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
     """Publishes metrics, applies control commands and checkpoints at batch boundaries.
 
     Runs after the estimator's MetricHandler and ValidationHandler (priority -1000), so the
     metric values it reads are current; returning True from ``batch_end`` stops training
     at that boundary (the run then checkpoints for a pause, or ends for a cancel).
+
+    Metric events: train values every ``log_every`` steps and train + val values at each
+    epoch end, each kind at most once per ``min_publish_interval`` on the live stream;
+    every epoch-end point reaches the DB.
+
+    Per step it only counts and checks two flags: the boundary work runs at the steps it
+    is due (metrics, checkpoint, LR replay) or when ``io.wake`` says a command arrived or
+    the lease was lost, so a command still takes effect at the very next step boundary.
     """
 
     priority = 0
@@ -88,26 +112,34 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd):
         apply_lr: Callable[[ControlCommand], None],
         save_checkpoint: Callable[[str], bool],
         current_lr: Callable[[], float],
-        log_every: int,
         checkpoint_every: int,
-        min_publish_interval: float = 0.0,
+        pacing: Pacing = Pacing(),
+        replay: Callable[[int], int | None] | None = None,
     ) -> None:
         self.io = io
         self.state = state
         self._apply_lr = apply_lr
         self._save_checkpoint = save_checkpoint
         self._current_lr = current_lr
-        self.log_every = max(1, log_every)
-        # Fast jobs (sub-millisecond steps) would otherwise send hundreds of events a
-        # second: more than any chart shows, and a real cost to the training loop.
-        self.min_publish_interval = min_publish_interval
-        self._last_publish = 0.0
+        self.pacing = pacing
+        self.log_every = max(1, pacing.log_every)
         self.checkpoint_every = checkpoint_every
+        # ``replay(step)`` re-applies LR changes due before ``step``; returns the next
+        # step that has one (None: no more).
+        self._replay = replay
+        self._next_replay: int | None = None
+        self._last_publish = -math.inf  # batch events
+        self._last_epoch_publish = -math.inf
+        self._pending_epoch_event: dict[str, Any] | None = None  # throttled, newest
         self._last_checkpoint_step = state.step
+        self._last_checkpoint_time = time.monotonic()
+        self._due_step = 0  # the next step whose boundary has work to do
 
     # -- control -----------------------------------------------------------------------
     def follow_commands(self) -> bool:
         """Apply pending commands at this boundary; True when training must stop now."""
+        if self.io.wake.is_set():
+            self.io.wake.clear()  # before draining: a command arriving now sets it again
         if not self.io.still_owner():
             self.state.stop_reason = STOP_LEASE_LOST
             return True
@@ -127,40 +159,80 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd):
 
     # -- estimator hooks ---------------------------------------------------------------
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        self._replay_due()
         # Changes requested while the job waited in the queue take effect before step 1.
         self.follow_commands()
+        self._schedule()
 
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         state = self.state
         state.step += 1
         state.batch_index += 1
-        if state.step % self.log_every == 0 and (
-            time.monotonic() - self._last_publish >= self.min_publish_interval
-        ):
-            self._publish_train_metrics(estimator)
-        if self.follow_commands():
-            return True
-        if self.checkpoint_every and state.step - self._last_checkpoint_step >= (
-            self.checkpoint_every
-        ):
-            self.checkpoint("interval")
-        return False
+        if (state.step < self._due_step and not self.io.wake.is_set()
+                and not shutdown_requested.is_set()):
+            return False
+        return self._boundary(estimator)
 
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         state = self.state
         values = metric_values("train", list(getattr(estimator, "train_metrics", [])))
         values.update(metric_values("val", list(getattr(estimator, "val_metrics", []))))
         values["lr"] = self._current_lr()
-        self._emit_metrics(values)
         state.epoch += 1
         state.batch_index = 0
+        self._emit_metrics(values, epoch=state.epoch - 1, epoch_end=True)
         return state.stop_reason is not None
 
+    def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        # However fast the job, the last epoch's values reach the live stream.
+        if self._pending_epoch_event is not None and self.io.still_owner():
+            self.io.publish("metric", self._pending_epoch_event)
+        self._pending_epoch_event = None
+
     # -- helpers -----------------------------------------------------------------------
+    def _boundary(self, estimator: Any) -> bool:
+        """The work of one due step boundary, in a fixed order: publish, follow commands,
+        checkpoint, then re-apply LR changes the next step must see."""
+        state = self.state
+        if state.step % self.log_every == 0 and (
+            time.monotonic() - self._last_publish >= self.pacing.min_publish_interval
+        ):
+            self._publish_train_metrics(estimator)
+        if self.follow_commands():
+            return True
+        if self.checkpoint_every and state.step - self._last_checkpoint_step >= (
+            self.checkpoint_every
+        ) and (time.monotonic() - self._last_checkpoint_time
+               >= self.pacing.checkpoint_min_interval):
+            self.checkpoint("interval")
+        self._replay_due()
+        self._schedule()
+        return False
+
+    def _replay_due(self) -> None:
+        if self._replay is not None:
+            self._next_replay = self._replay(self.state.step + 1)
+
+    def _schedule(self) -> None:
+        """Find the next step whose boundary has work: a metric publish, a checkpoint
+        (re-checked every ``log_every`` steps while its time floor holds it back), or an
+        LR change to replay before the step after it."""
+        step = self.state.step
+        due = (step // self.log_every + 1) * self.log_every
+        checkpoint_due = self._last_checkpoint_step + self.checkpoint_every
+        if self.checkpoint_every and checkpoint_due > step:
+            due = min(due, checkpoint_due)
+        # (an overdue checkpoint is being held back by its time floor: the log_every
+        # boundaries re-check it, so the loop does not look at the clock every step)
+        if self._next_replay is not None:
+            due = min(due, max(self._next_replay - 1, step + 1))
+        self._due_step = due
+
     def checkpoint(self, reason: str) -> bool:
         ok = self._save_checkpoint(reason)
         if ok:
             self._last_checkpoint_step = self.state.step
+            self._last_checkpoint_time = time.monotonic()
         return ok
 
     def _publish_train_metrics(self, estimator: Any) -> None:
@@ -168,15 +240,28 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd):
         values["lr"] = self._current_lr()
         self._emit_metrics(values)
 
-    def _emit_metrics(self, values: dict[str, float]) -> None:
+    def _emit_metrics(self, values: dict[str, float], epoch: int | None = None,
+                      epoch_end: bool = False) -> None:
+        """Record ``values`` and publish them, throttled. ``epoch`` is the 0-based epoch
+        they belong to (MXNet's numbering; the current one by default); the job's progress
+        counts the epochs completed (``state.epoch``), so a finished 12-epoch job shows 12."""
         state = self.state
-        self._last_publish = time.monotonic()
+        now = time.monotonic()
+        if not epoch_end:
+            self._last_publish = now
         state.last_metrics.update(values)
         if not self.io.still_owner():
             return
-        self.io.publish(
-            "metric",
-            {"step": state.step, "epoch": state.epoch, "time": time.time(), "values": values},
-        )
-        self.io.record_metrics(state.step, state.epoch, values)
+        epoch = state.epoch if epoch is None else epoch
+        event = {"step": state.step, "epoch": epoch, "epochs_done": state.epoch,
+                 "time": time.time(), "values": values}
+        if not epoch_end:
+            self.io.publish("metric", event)
+        elif now - self._last_epoch_publish >= self.pacing.min_publish_interval:
+            self._last_epoch_publish = now
+            self._pending_epoch_event = None
+            self.io.publish("metric", event)
+        else:
+            self._pending_epoch_event = event
+        self.io.record_metrics(state.step, epoch, values)
         self.io.record_progress(state.step, state.epoch, values["lr"], dict(state.last_metrics))

@@ -7,6 +7,7 @@ the training-loop logic be tested without caring how events are carried.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -35,6 +36,10 @@ class AppliedLR:
 class JobIO(Protocol):
     """Everything a training job writes outside its own process."""
 
+    #: Set when the loop must look up at its next step boundary: a command arrived or the
+    #: lease was lost. The loop clears it, then polls commands and checks ownership.
+    wake: threading.Event
+
     def still_owner(self) -> bool:
         """False once the lease is lost: nothing may be written any more."""
         ...
@@ -52,9 +57,10 @@ class JobIO(Protocol):
     def lr_rejected(self, change_id: str, reason: str) -> None: ...
 
     def checkpoint_saved(self, step: int, epoch: int, key_prefix: str, files: dict[str, Any],
-                         size: int, sha256: str) -> None: ...
-
-    def checkpoints_pruned(self, steps: list[int]) -> None: ...
+                         size: int, sha256: str, pruned: list[int]) -> bool:
+        """Record the complete checkpoint at ``step`` and forget the ``pruned`` ones, in
+        one transaction; False when fenced off (nothing written)."""
+        ...
 
     def poll_commands(self) -> list[ControlCommand]:
         """Commands that arrived since the last call; never blocks."""

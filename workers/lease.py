@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 import redis
 
@@ -53,6 +54,19 @@ class Lease:
         self._acquired = False
         self._thread: threading.Thread | None = None
         self._last_renewed = 0.0
+        self._on_lost: list[Callable[[], None]] = []
+
+    def when_lost(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from whichever thread notices) once the lease is lost, so
+        the training loop stops at its next step instead of its next check."""
+        self._on_lost.append(callback)
+
+    def _mark_lost(self) -> None:
+        if self._lost.is_set():
+            return
+        self._lost.set()
+        for callback in self._on_lost:
+            callback()
 
     @property
     def held(self) -> bool:
@@ -61,10 +75,13 @@ class Lease:
             return False
         # A heartbeat that has not succeeded for a whole TTL means Redis may already
         # have expired the key and handed the job to someone else.
-        if time.monotonic() - self._last_renewed > self.ttl_ms / 1000:
-            self._lost.set()
+        if self._expired():
+            self._mark_lost()
             return False
         return True
+
+    def _expired(self) -> bool:
+        return time.monotonic() - self._last_renewed > self.ttl_ms / 1000
 
     def acquire(self) -> bool:
         """Take the lease if nobody holds it; starts the heartbeat on success."""
@@ -91,7 +108,7 @@ class Lease:
             self._last_renewed = time.monotonic()
         else:
             log.error("lease %s lost: another worker owns the job now", self.job_id)
-            self._lost.set()
+            self._mark_lost()
         return ok
 
     def release(self) -> None:
@@ -111,7 +128,8 @@ class Lease:
         while not self._stop.wait(interval):
             if self._lost.is_set():
                 return
-            self.renew()
+            if not self.renew() and self._expired():
+                self._mark_lost()
 
     def __enter__(self) -> Lease:
         return self

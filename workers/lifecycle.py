@@ -119,10 +119,10 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         listener.push(command)
     listener.start()
     job_io = ServiceIO(channel, job_id, still_owner=lambda: lease.held, listener=listener)
+    lease.when_lost(job_io.wake.set)
     try:
         runner = JobRunner(job_id, spec, get_store(), job_io, load_upload=_load_upload,
-                           replay=replay, log_every=worker_settings.log_every_steps,
-                           min_publish_interval=worker_settings.metrics_min_interval_seconds)
+                           replay=replay, pacing=worker_settings.pacing())
         result = runner.run()
     except Exception as exc:  # noqa: BLE001 - any failure ends the job as failed, with why
         job_io.close()

@@ -39,13 +39,12 @@ from workers.hooks import (
     STOP_PAUSE,
     STOP_SHUTDOWN,
     LoopState,
+    Pacing,
     ServiceHandler,
 )
 from workers.jobio import AppliedLR, ControlCommand, JobIO
 
 log = logging.getLogger(__name__)
-
-DEFAULT_LOG_EVERY = 10
 
 
 @dataclass(frozen=True)
@@ -82,8 +81,7 @@ class JobRunner:
         *,
         load_upload: Callable[[str], bytes] | None = None,
         replay: list[ReplayedChange] | None = None,
-        log_every: int | None = None,
-        min_publish_interval: float = 0.0,
+        pacing: Pacing | None = None,
     ) -> None:
         self.job_id = job_id
         self.spec = spec
@@ -94,8 +92,8 @@ class JobRunner:
         self._replay = sorted(replay or [], key=lambda r: r.applied_step)
         self._applied_ids: set[str] = set()
         self._load_upload = load_upload or _no_uploads
-        self.log_every = log_every or DEFAULT_LOG_EVERY
-        self.min_publish_interval = min_publish_interval
+        self.pacing = pacing or Pacing()
+        self.loop_seconds = 0.0  # time inside the fit loop, for logs and benchmarks
         checkpoint_spec = spec.get("checkpoint") or {}
         self.checkpoint_every = int(checkpoint_spec.get("every_steps") or 0)
         self.keep_last = int(checkpoint_spec.get("keep_last") or 3)
@@ -175,8 +173,10 @@ class JobRunner:
             applied_at=utcnow(),
         ))
 
-    def _replay_due_changes(self) -> None:
-        while self._replay and self._replay[0].applied_step <= self.state.step + 1:
+    def _replay_due_changes(self, next_step: int) -> int | None:
+        """Re-apply the changes that took effect at or before ``next_step``; returns the
+        step of the next one still to come (None: none left)."""
+        while self._replay and self._replay[0].applied_step <= next_step:
             change = self._replay.pop(0).command
             self._applied_ids.add(change.id)
             try:
@@ -185,6 +185,7 @@ class JobRunner:
             except (ValueError, TypeError, UserWarning) as exc:  # it was accepted before
                 log.error("job %s: replaying lr change %s failed: %s", self.job_id,
                           change.id, exc)
+        return self._replay[0].applied_step if self._replay else None
 
     # ---------------------------------------------------------------- checkpoints
     def save_checkpoint(self, reason: str, wait: bool = False) -> bool:
@@ -212,10 +213,14 @@ class JobRunner:
             meta_bytes = final.to_json()
             files[META_FILE] = {"sha256": sha256_hex(meta_bytes), "size": len(meta_bytes)}
             size = sum(int(f["size"]) for f in files.values())
-            self.io.checkpoint_saved(final.step, final.epoch,
-                                     checkpoint_prefix(self.job_id, final.step), files, size,
-                                     final.sha256)
-            self.io.checkpoints_pruned(self._pruner.written(final.step))
+            pruned = self._pruner.plan(final.step)
+            # One DB transaction adds this checkpoint and drops the pruned ones; their
+            # files go after it, so a listed checkpoint always has its files.
+            if not self.io.checkpoint_saved(final.step, final.epoch,
+                                            checkpoint_prefix(self.job_id, final.step), files,
+                                            size, final.sha256, pruned=pruned):
+                return False
+            self._pruner.delete(pruned)
             log.info("job %s checkpoint at step %d (%s) in %.3fs", self.job_id, final.step,
                      reason, time.perf_counter() - started)
             return True
@@ -241,23 +246,10 @@ class JobRunner:
 
     # ---------------------------------------------------------------- the loop
     def make_handler(self) -> ServiceHandler:
-        runner = self
-
-        class _Handler(ServiceHandler):
-            def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
-                stop = super().batch_end(estimator, *args, **kwargs)
-                runner._replay_due_changes()
-                return stop
-
-            def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
-                runner._replay_due_changes()
-                super().train_begin(estimator, *args, **kwargs)
-
-        return _Handler(
+        return ServiceHandler(
             self.io, self.state, apply_lr=self.apply_lr, save_checkpoint=self.save_checkpoint,
-            current_lr=self.current_lr, log_every=self.log_every,
-            checkpoint_every=self.checkpoint_every,
-            min_publish_interval=self.min_publish_interval,
+            current_lr=self.current_lr, checkpoint_every=self.checkpoint_every,
+            pacing=self.pacing, replay=self._replay_due_changes,
         )
 
     def run(self) -> RunResult:
@@ -267,21 +259,36 @@ class JobRunner:
         return self.train()
 
     def train(self) -> RunResult:
-        handler = self.make_handler()
+        """The training loop, then what its outcome calls for (a checkpoint, mostly)."""
+        self.fit()
+        return self.finish()
+
+    def fit(self) -> None:
+        """Run the engine's fit loop from where the state stands until it ends or stops."""
+        if self.state.epoch >= self.epochs:
+            return
         estimator = engine.gluon.estimator.Estimator(
             self.net, self.loss, train_metrics=self.train_metrics,
             val_metrics=self.val_metrics, trainer=self.trainer, context=self.ctx,
         )
-        if self.state.epoch < self.epochs:
-            try:
-                estimator.fit(
-                    self.train_data, val_data=self.val_data, epochs=self.epochs,
-                    event_handlers=[handler], begin_epoch=self.state.epoch,
-                    begin_batch=self.state.batch_index,
-                )
-            except BaseException:
-                self._writer.drain()
-                raise
+        handler = self.make_handler()
+        first_step, started = self.state.step, time.perf_counter()
+        try:
+            estimator.fit(
+                self.train_data, val_data=self.val_data, epochs=self.epochs,
+                event_handlers=[handler], begin_epoch=self.state.epoch,
+                begin_batch=self.state.batch_index,
+            )
+        except BaseException:
+            self._writer.drain()
+            raise
+        self.loop_seconds = time.perf_counter() - started
+        steps = self.state.step - first_step
+        log.info("job %s trained %d steps in %.3fs (%.0f steps/s)", self.job_id, steps,
+                 self.loop_seconds, steps / max(self.loop_seconds, 1e-9))
+
+    def finish(self) -> RunResult:
+        """Checkpoint as the loop's outcome requires and report it."""
         reason = self.state.stop_reason
         if reason in (STOP_LEASE_LOST, STOP_CANCEL):
             self._writer.drain()  # nothing of this run writes after it returns

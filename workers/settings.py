@@ -7,6 +7,8 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from workers.hooks import Pacing
+
 
 class WorkerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RUDDER_WORKER_", extra="ignore")
@@ -26,8 +28,18 @@ class WorkerSettings(BaseSettings):
     log_every_steps: int = Field(default=10, ge=1)
     # ... but no more often than this (seconds), however fast the steps are.
     metrics_min_interval_seconds: float = Field(default=0.1, ge=0)
+    # An interval checkpoint (the spec's checkpoint.every_steps) is skipped when the last
+    # one is younger than this: each costs milliseconds of CPU (serialise, hash, write,
+    # DB row), so a fast job asking for one every 200 steps would spend a tenth of its
+    # time checkpointing. Pause, shutdown and the end of the job always checkpoint.
+    checkpoint_min_interval_seconds: float = Field(default=1.0, ge=0)
     # Seconds a task waits before retrying a queued job whose old lease is still held.
     busy_retry_seconds: float = Field(default=2.0, gt=0)
+
+    def pacing(self) -> Pacing:
+        return Pacing(log_every=self.log_every_steps,
+                      min_publish_interval=self.metrics_min_interval_seconds,
+                      checkpoint_min_interval=self.checkpoint_min_interval_seconds)
 
 
 @lru_cache(maxsize=1)

@@ -238,7 +238,7 @@ function handleFrame(jobId, frame) {
     if (data.step >= state.liveStep) {
       state.liveStep = data.step;
       $("#job-step").textContent = data.step;
-      $("#job-epoch").textContent = data.epoch;
+      $("#job-epoch").textContent = data.epochs_done ?? data.epoch;
     }
   } else if (event.type === "lr") {
     setLiveLr(data.learning_rate);

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from core.jobspec import JobSpec
 from core.models import Job
@@ -14,7 +14,7 @@ class JobCreate(JobSpec):
 
 
 class JobProgress(BaseModel):
-    epoch: int
+    epoch: int = Field(description="epochs completed (a finished 12-epoch job shows 12)")
     step: int
     current_lr: float | None
     metrics: dict[str, Any]

@@ -54,6 +54,18 @@ def test_events_round_trip_in_order(channel: Channel, job_id: str) -> None:
     assert channel.last_event_id(job_id) == ids[-1]
 
 
+def test_publish_many_keeps_order_in_one_round_trip(channel: Channel, job_id: str) -> None:
+    first = channel.publish_log(job_id, level="info", message="before")
+    ids = channel.publish_many(job_id, [("metric", {"step": i, "values": {}})
+                                        for i in range(5)])
+    events = channel.read_events(job_id, after=first)
+    assert [e.id for e in events] == ids
+    assert [e.data["step"] for e in events] == [0, 1, 2, 3, 4]
+    assert channel.publish_many(job_id, []) == []
+    with pytest.raises(ValueError, match="unknown event type"):
+        channel.publish_many(job_id, [("gossip", {})])
+
+
 def test_events_are_validated(channel: Channel, job_id: str) -> None:
     with pytest.raises(ValueError, match="unknown event type"):
         channel.publish(job_id, "gossip", {})

@@ -160,7 +160,7 @@ def test_checkpoints_latest_and_pruning(db_session: Session) -> None:
     assert again.size == 12
     latest = repo.latest_checkpoint(db_session, job_id=job.id)
     assert latest is not None and latest.step == 600
-    repo.delete_checkpoint(db_session, job_id=job.id, step=200)
+    repo.delete_checkpoints(db_session, job_id=job.id, steps=[200])
     assert [c.step for c in repo.list_checkpoints(db_session, job_id=job.id)] == [400, 600]
 
 

@@ -43,6 +43,18 @@ def test_put_get_list_delete(store: ObjectStore, tmp_path: Path) -> None:
     store.check()
 
 
+def test_list_sees_only_its_prefix(store: ObjectStore) -> None:
+    store.put("jobs/a/checkpoints/1/x", b"1")
+    store.put("jobs/ab/y", b"2")
+    store.put("jobsfile", b"3")
+    assert [o.key for o in store.list("jobs/a")] == ["jobs/a/checkpoints/1/x", "jobs/ab/y"]
+    assert [o.key for o in store.list("jobs/a/")] == ["jobs/a/checkpoints/1/x"]
+    assert [o.key for o in store.list("jobs")] == [
+        "jobs/a/checkpoints/1/x", "jobs/ab/y", "jobsfile"]
+    assert store.list("jobs/none/") == []
+    assert store.list("nothing/here/") == []
+
+
 def test_missing_and_invalid_keys(store: ObjectStore) -> None:
     with pytest.raises(ObjectNotFound):
         store.get("nope")

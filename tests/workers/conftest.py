@@ -39,6 +39,8 @@ def worker_env(
         "RUDDER_REDIS_URL": worker_redis_url,
         "RUDDER_STORAGE_URL": f"file://{tmp_path / 'objects'}",
         "RUDDER_WORKER_LEASE_TTL_SECONDS": "2",
+        # These jobs train in well under a second; tests count their interval checkpoints.
+        "RUDDER_WORKER_CHECKPOINT_MIN_INTERVAL_SECONDS": "0",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

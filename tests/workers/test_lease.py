@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 import time
 
 from core.channel import Channel, lease_key
@@ -46,3 +47,18 @@ def test_lease_counts_as_lost_when_heartbeats_stop_for_a_ttl(channel: Channel) -
     time.sleep(0.5)
     assert not lease.held
     lease.release()
+
+
+def test_heartbeat_reports_a_lost_lease_without_being_asked(channel: Channel) -> None:
+    # The training loop checks one flag per step; the heartbeat thread must raise it.
+    lost = threading.Event()
+    old = Lease(channel, JOB, ttl_seconds=0.3)
+    old.when_lost(lost.set)
+    assert old.acquire()
+    channel.client.delete(lease_key(JOB))
+    new = Lease(channel, JOB, ttl_seconds=5)
+    assert new.acquire()
+    assert lost.wait(2), "the heartbeat did not report the takeover"
+    assert not old.held
+    old.release()
+    new.release()

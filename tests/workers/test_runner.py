@@ -112,6 +112,35 @@ def test_job_trains_publishes_and_checkpoints(storage_kind: str, channel: Channe
     assert run_job(job_id).result == "skipped:succeeded"  # a re-delivered task is a no-op
 
 
+def test_pacing_spares_fast_jobs_without_losing_data(
+    worker_env: dict[str, str], channel: Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job far faster than the publish and checkpoint floors: interval checkpoints are
+    skipped (the final one is written), the live stream gets the first and the last
+    epoch's values, and the DB still gets every epoch's points."""
+    from tests.workers.conftest import _clear_caches
+    from workers.lifecycle import run_job
+
+    monkeypatch.setenv("RUDDER_WORKER_CHECKPOINT_MIN_INTERVAL_SECONDS", "3600")
+    monkeypatch.setenv("RUDDER_WORKER_METRICS_MIN_INTERVAL_SECONDS", "3600")
+    _clear_caches()
+    spec = {**SPEC, "epochs": 6, "lr_scheduler": None}
+    job_id = _submit(spec)
+    assert run_job(job_id).result == "succeeded"
+    job = _job(job_id)
+    assert job.epoch == 6  # epochs completed
+    with session_scope() as session:
+        rows = repo.list_checkpoints(session, job_id=job_id)
+        val_points = [p for p in repo.list_metric_points(session, job_id=job_id)
+                      if p.name == "val_accuracy"]
+    assert [r.step for r in rows] == [job.step]  # only the end-of-job checkpoint
+    assert sorted(p.epoch for p in val_points) == [0, 1, 2, 3, 4, 5]
+    epoch_events = [e.data for e in channel.read_events(job_id, count=10_000)
+                    if e.type == "metric" and "val_accuracy" in e.data["values"]]
+    assert [(e["epoch"], e["epochs_done"]) for e in epoch_events] == [(0, 1), (5, 6)]
+    assert epoch_events[-1]["step"] == job.step
+
+
 def _run_in_child(job_id: str) -> None:
     from workers.lifecycle import run_job
 

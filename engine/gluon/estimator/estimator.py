@@ -204,7 +204,9 @@ class Estimator:
     # ---------------------------------------------------------------- batches
     def _split(self, batch: Any) -> tuple[Any, Any]:
         """``(data, label)`` of a loader batch: a (data, label) pair or an io.DataBatch."""
-        if hasattr(batch, "data") and hasattr(batch, "label") and not isinstance(batch, tuple):
+        if isinstance(batch, (list, tuple)) and len(batch) >= 2:
+            return batch[0], batch[1]
+        if hasattr(batch, "data") and hasattr(batch, "label"):
             return batch.data[0], batch.label[0]
         if not isinstance(batch, (list, tuple)) or len(batch) < 2:
             raise ValueError("each batch must be (data, label) or an io.DataBatch")

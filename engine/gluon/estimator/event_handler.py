@@ -119,6 +119,8 @@ class MetricHandler(EpochBegin, BatchEnd):
     def __init__(self, metrics: Sequence[Any], priority: float = -1000) -> None:
         self.metrics = list(metrics)
         self.priority = priority
+        self._kinds_of: list[Any] | None = None
+        self._kinds_cache: list[tuple[Any, bool]] = []
 
     def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         for m in self.metrics:
@@ -126,11 +128,18 @@ class MetricHandler(EpochBegin, BatchEnd):
 
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         pred, label, loss = kwargs["pred"], kwargs["label"], kwargs["loss"]
-        for m in self.metrics:
-            if isinstance(m, metric_mod.Loss):
+        for m, is_loss in self._kinds():
+            if is_loss:
                 m.update(0, loss)
             else:
                 m.update(label, pred)
+
+    def _kinds(self) -> list[tuple[Any, bool]]:
+        # Which metrics take the loss, worked out once per metrics list (this runs per batch).
+        if self._kinds_of is not self.metrics or len(self._kinds_cache) != len(self.metrics):
+            self._kinds_of = self.metrics
+            self._kinds_cache = [(m, isinstance(m, metric_mod.Loss)) for m in self.metrics]
+        return self._kinds_cache
 
 
 class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
@@ -167,7 +176,7 @@ class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
             self._run()
 
 
-class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
+class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchEnd):
     """Log training progress and metrics through :mod:`logging`.
 
     ``log_interval='epoch'`` logs once per epoch; an integer logs every that many batches.
@@ -220,9 +229,6 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, Bat
         elapsed = time.time() - self.epoch_start
         _log.info("[Epoch %d] Finished in %.3fs, %s", estimator.current_epoch, elapsed,
                   self._metric_text())
-
-    def batch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
-        pass
 
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         if not isinstance(self.log_interval, int):

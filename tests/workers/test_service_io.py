@@ -32,10 +32,12 @@ def test_commands_reach_the_loop_without_blocking_it(worker_env: dict[str, str],
         started = time.perf_counter()
         assert listener.drain() == []
         assert time.perf_counter() - started < 0.01  # the loop never waits on Redis
+        assert not listener.wake.is_set()  # the loop's one per-step check stays quiet
         channel.send_command(job_id, "set_lr",
                              {"change_id": "c1", "learning_rate": 0.5, "mode": "override"},
                              command_id="c1")
         channel.send_command(job_id, "cancel", {"requested_by": "x"})
+        assert listener.wake.wait(5), "a command must wake the loop"
         commands: list = []
         wait_until(lambda: commands.extend(listener.drain()) or len(commands) == 2, 5,
                    what="commands")

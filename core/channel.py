@@ -8,6 +8,9 @@ Per job (prefix ``rudder:job:{id}:``):
   with its own ``command_id``; the worker polls it without blocking and keeps its last id.
 - ``lease``   the running worker's owner token with a TTL; renew and release compare the
   owner atomically (Lua), so a worker whose lease expired cannot extend or drop another's.
+- ``lr-changes`` a sorted set of the learning-rate changes admitted in the rate-limit
+  window (score: admission time in ms on the Redis clock); check-and-admit is one Lua
+  step, so concurrent requests on any number of api processes cannot overrun the limit.
 """
 
 from __future__ import annotations
@@ -46,12 +49,16 @@ def lease_key(job_id: str) -> str:
     return job_prefix(job_id) + "lease"
 
 
+def lr_changes_key(job_id: str) -> str:
+    return job_prefix(job_id) + "lr-changes"
+
+
 def ticket_key(ticket: str) -> str:
     return f"rudder:stream-ticket:{ticket}"
 
 
 def job_keys(job_id: str) -> list[str]:
-    return [events_key(job_id), control_key(job_id), lease_key(job_id)]
+    return [events_key(job_id), control_key(job_id), lease_key(job_id), lr_changes_key(job_id)]
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,40 @@ return 0
 """
 
 
+# Sliding-window admission. Counting and adding must be one atomic step: counted first
+# and added later, concurrent requests all see the same count and all pass. The clock is
+# Redis's own (TIME), so api processes with skewed clocks share one window.
+# Returns {1, 0} when admitted, else {0, ms until the oldest blocking admission leaves}.
+_ADMIT_LUA = """
+local clock = redis.call('time')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('zremrangebyscore', KEYS[1], '-inf', now - window)
+local count = redis.call('zcard', KEYS[1])
+if count < limit then
+  redis.call('zadd', KEYS[1], now, ARGV[3])
+  redis.call('pexpire', KEYS[1], window)
+  return {1, 0}
+end
+local blocking = redis.call('zrange', KEYS[1], count - limit, count - limit, 'WITHSCORES')
+return {0, tonumber(blocking[2]) + window - now}
+"""
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The answer of a sliding-window rate limit.
+
+    ``token`` names the admission so it can be given back (``release_lr_change``) when
+    the admitted work failed; ``retry_after_s`` is 0 when admitted.
+    """
+
+    admitted: bool
+    retry_after_s: float
+    token: str = ""
+
+
 class Channel:
     """Synchronous access to the live channel (workers, the api's request handlers)."""
 
@@ -117,6 +158,7 @@ class Channel:
         self.events_maxlen = events_maxlen
         self._renew = client.register_script(_RENEW_LUA)
         self._release = client.register_script(_RELEASE_LUA)
+        self._admit = client.register_script(_ADMIT_LUA)
 
     @classmethod
     def from_url(cls, url: str, *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN) -> Channel:
@@ -266,6 +308,28 @@ class Channel:
     def lease_owner(self, job_id: str) -> str | None:
         value = self.client.get(lease_key(job_id))
         return str(value) if value is not None else None
+
+    # ------------------------------------------------------------ rate limits
+
+    def admit_lr_change(
+        self, job_id: str, *, max_changes: int, window_seconds: float
+    ) -> Admission:
+        """Admit one learning-rate change if fewer than ``max_changes`` were admitted for
+        this job in the last ``window_seconds`` (a sliding window, atomic across clients).
+        """
+        window_ms = max(1, round(window_seconds * 1000))
+        token = uuid.uuid4().hex
+        admitted, wait_ms = cast(
+            list[int],
+            self._admit(keys=[lr_changes_key(job_id)], args=[window_ms, max_changes, token]),
+        )
+        if admitted:
+            return Admission(admitted=True, retry_after_s=0.0, token=token)
+        return Admission(admitted=False, retry_after_s=int(wait_ms) / 1000)
+
+    def release_lr_change(self, job_id: str, token: str) -> None:
+        """Give back an admission whose change was never recorded."""
+        self.client.zrem(lr_changes_key(job_id), token)
 
     # ------------------------------------------------------------ stream tickets
 

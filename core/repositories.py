@@ -233,12 +233,23 @@ def list_metric_points(
     *,
     job_id: str,
     after_step: int | None = None,
+    after: tuple[int, str] | None = None,
     names: Sequence[str] | None = None,
     limit: int = 10_000,
 ) -> list[MetricPoint]:
+    """Points ordered by (step, name), the unique key within a job, so ``after`` (the
+    (step, name) of the last point already read) resumes exactly where a page ended."""
     query = select(MetricPoint).where(MetricPoint.job_id == job_id)
     if after_step is not None:
         query = query.where(MetricPoint.step > after_step)
+    if after is not None:
+        step, name = after
+        query = query.where(
+            or_(
+                MetricPoint.step > step,
+                and_(MetricPoint.step == step, MetricPoint.name > name),
+            )
+        )
     if names:
         query = query.where(MetricPoint.name.in_(list(names)))
     query = query.order_by(MetricPoint.step, MetricPoint.name).limit(limit)

@@ -149,13 +149,32 @@ class Client:
         return self._request("GET", f"/v1/jobs/{job_id}/learning-rate")
 
     def metrics(self, job_id: str, after_step: int | None = None,
-                names: list[str] | None = None) -> Any:
+                names: list[str] | None = None, *, limit: int | None = None,
+                cursor: str | None = None) -> Any:
+        """One page of metric history (``next_cursor`` continues it); see
+        :meth:`metric_points` for all of it."""
         params: dict[str, Any] = {}
         if after_step is not None:
             params["after_step"] = after_step
         if names:
             params["names"] = ",".join(names)
+        if limit is not None:
+            params["limit"] = limit
+        if cursor is not None:
+            params["cursor"] = cursor
         return self._request("GET", f"/v1/jobs/{job_id}/metrics", params=params)
+
+    def metric_points(self, job_id: str, after_step: int | None = None,
+                      names: list[str] | None = None,
+                      page_size: int | None = None) -> Iterator[dict[str, Any]]:
+        """Every stored point in (step, name) order, following the pages' cursors."""
+        cursor = None
+        while True:
+            page = self.metrics(job_id, after_step, names, limit=page_size, cursor=cursor)
+            yield from page["points"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
 
     def checkpoints(self, job_id: str) -> Any:
         return self._request("GET", f"/v1/jobs/{job_id}/checkpoints")

@@ -145,14 +145,14 @@ async function selectJob(jobId) {
 }
 
 async function loadHistory(jobId) {
-  let after = null;
+  let cursor = null;
   for (let page = 0; page < 20; page++) {
-    const query = after === null ? "" : `?after_step=${after}`;
+    const query = cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`;
     const body = await api(`/v1/jobs/${jobId}/metrics${query}`);
     if (state.selected !== jobId) return;
     for (const p of body.points) chart.add(p.name, p.step, p.value);
-    if (body.next_after_step === null) return;
-    after = body.next_after_step;
+    if (body.next_cursor === null) return;
+    cursor = body.next_cursor;
   }
 }
 

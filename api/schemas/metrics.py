@@ -16,5 +16,9 @@ class MetricPointPublic(BaseModel):
 class MetricsPublic(BaseModel):
     job_id: str
     points: list[MetricPointPublic]
-    # Pass as ``after_step`` to get the next page; None when this page was the last.
+    # Pass as ``cursor`` to get the next page; None when this page was the last.
+    next_cursor: str | None
+    # Older paging: pass as ``after_step``. None on the last page, and also when a single
+    # step has more points than ``limit`` and this page ended inside it (only
+    # ``next_cursor`` can continue there).
     next_after_step: int | None

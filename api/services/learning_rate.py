@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from datetime import timedelta
 
+import redis
 from sqlalchemy.orm import Session
 
 from api import telemetry
@@ -13,27 +15,85 @@ from api.errors import ApiError, field_error
 from api.schemas.learning_rate import LearningRateUpdate
 from api.state import ServiceState
 from core import repositories
+from core.channel import Channel
+from core.config import LearningRateLimits
 from core.models import TERMINAL_STATUSES, Job, JobStatus, LRChange, LRChangeMode, User, utcnow
 
 log = logging.getLogger("rudder.api")
 
+# Without Redis (RUDDER_REDIS_URL unset: the single-process development setup) the limit
+# is counted in the database, and this lock makes count-then-insert one step within the
+# process. With Redis the limit lives there and holds across any number of api processes.
+_COUNT_IN_DB = threading.Lock()
 
-def _check_rate_limit(session: Session, *, state: ServiceState, job: Job) -> None:
-    limits = state.settings.lr
-    now = utcnow()
-    window = timedelta(seconds=limits.window_seconds)
-    recent = repositories.lr_change_times_since(session, job_id=job.id, since=now - window)
-    if len(recent) >= limits.max_changes:
-        oldest = recent[-limits.max_changes]
-        retry_after = max(1, math.ceil((oldest + window - now).total_seconds()))
-        raise ApiError(
-            429,
-            "rate_limited",
-            f"at most {limits.max_changes} learning-rate changes per "
-            f"{limits.window_seconds:g} s for one job; retry in {retry_after} s",
-            details={"retry_after": retry_after},
-            headers={"Retry-After": str(retry_after)},
+
+def _rate_limited(limits: LearningRateLimits, wait_seconds: float) -> ApiError:
+    retry_after = max(1, math.ceil(wait_seconds))
+    return ApiError(
+        429,
+        "rate_limited",
+        f"at most {limits.max_changes} learning-rate changes per "
+        f"{limits.window_seconds:g} s for one job; retry in {retry_after} s",
+        details={"retry_after": retry_after},
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+def _store(session: Session, *, job: Job, user: User, body: LearningRateUpdate) -> LRChange:
+    change = repositories.create_lr_change(
+        session,
+        job_id=job.id,
+        requested_lr=body.learning_rate,
+        mode=LRChangeMode(body.mode),
+        requested_by=user.id,
+    )
+    session.commit()
+    return change
+
+
+def _store_admitted_by_redis(
+    session: Session, *, channel: Channel, job: Job, user: User, body: LearningRateUpdate,
+    limits: LearningRateLimits,
+) -> LRChange:
+    try:
+        admission = channel.admit_lr_change(
+            job.id, max_changes=limits.max_changes, window_seconds=limits.window_seconds
         )
+    except redis.RedisError as exc:
+        # Fail closed with a retryable 503 rather than store the change unlimited: a
+        # running worker hears of changes only through Redis, so a change accepted now
+        # would sit "pending" unseen until the job restarts, which is worse than a retry.
+        log.warning("lr change for job %s refused: Redis is not answering (%s)", job.id, exc)
+        raise ApiError(
+            503, "unavailable",
+            "the live channel (Redis) is not answering; the change was not recorded, "
+            "retry shortly",
+        ) from exc
+    if not admission.admitted:
+        raise _rate_limited(limits, admission.retry_after_s)
+    try:
+        return _store(session, job=job, user=user, body=body)
+    except Exception:
+        # Not stored, so it must not count against the job's limit.
+        try:
+            channel.release_lr_change(job.id, admission.token)
+        except redis.RedisError:
+            log.warning("could not give back the rate-limit slot of job %s", job.id)
+        raise
+
+
+def _store_counted_in_db(
+    session: Session, *, job: Job, user: User, body: LearningRateUpdate,
+    limits: LearningRateLimits,
+) -> LRChange:
+    with _COUNT_IN_DB:
+        now = utcnow()
+        window = timedelta(seconds=limits.window_seconds)
+        recent = repositories.lr_change_times_since(session, job_id=job.id, since=now - window)
+        if len(recent) >= limits.max_changes:
+            blocking = recent[-limits.max_changes]
+            raise _rate_limited(limits, (blocking + window - now).total_seconds())
+        return _store(session, job=job, user=user, body=body)
 
 
 def request_change(
@@ -44,18 +104,15 @@ def request_change(
             409, "invalid_state", f"cannot change the learning rate of a {job.status} job",
             details={"status": job.status},
         )
-    bounds = state.settings.lr
-    if not bounds.min <= body.learning_rate <= bounds.max:
-        raise field_error("learning_rate", f"must be between {bounds.min:g} and {bounds.max:g}")
-    _check_rate_limit(session, state=state, job=job)
-    change = repositories.create_lr_change(
-        session,
-        job_id=job.id,
-        requested_lr=body.learning_rate,
-        mode=LRChangeMode(body.mode),
-        requested_by=user.id,
-    )
-    session.commit()
+    limits = state.settings.lr
+    if not limits.min <= body.learning_rate <= limits.max:
+        raise field_error("learning_rate", f"must be between {limits.min:g} and {limits.max:g}")
+    if state.channel is None:
+        change = _store_counted_in_db(session, job=job, user=user, body=body, limits=limits)
+    else:
+        change = _store_admitted_by_redis(
+            session, channel=state.channel, job=job, user=user, body=body, limits=limits
+        )
     telemetry.LR_CHANGES.inc()
     # After commit: the worker confirms against the row, so the row must exist first.
     # A job that is not running yet applies its pending changes from the DB when it starts.

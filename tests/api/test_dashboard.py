@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,37 +12,11 @@ from core import repositories
 from core.channel import Channel
 from core.config import Settings
 from core.models import JobStatus
+from tests.api.browser import requires_chromium
 from tests.api.specs import digits_spec
 from tests.conftest import TEST_SECRET, ApiHarness, serve
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-
-pytestmark = pytest.mark.skipif(
-    shutil.which(CHROMIUM) is None or shutil.which(CHROMEDRIVER) is None,
-    reason="Debian chromium + chromedriver are not installed",
-)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="rudder-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+pytestmark = requires_chromium
 
 
 @pytest.fixture
@@ -113,5 +85,34 @@ def test_job_and_live_metrics_appear(api: ApiHarness, browser: Any, redis_url: s
         assert browser.find_element(By.ID, "lr-current").text == "0.01"
     finally:
         channel.close()
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_history_longer_than_one_page_is_drawn_whole(api: ApiHarness, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, headers = api.make_user()
+    job_id = api.client.post("/v1/jobs", json=digits_spec(name="long-job"), headers=headers)
+    job_id = job_id.json()["id"]
+    names = ("lr", "train_accuracy", "train_loss")
+    steps = 2100  # 6300 points: the page loads them in two pages of at most 5000
+    with api.sessions() as session:
+        repositories.add_metric_points(session, job_id=job_id, points=[
+            repositories.MetricPointIn(step=step, epoch=0, name=name, value=1.0 / step)
+            for step in range(1, steps + 1) for name in names
+        ])
+        session.commit()
+    wait = WebDriverWait(browser, 20)
+    browser.get(api.url + "/")
+    browser.find_element(By.ID, "token-input").send_keys(headers["Authorization"].split()[1])
+    browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
+    wait.until(ec.element_to_be_clickable(
+        (By.CSS_SELECTOR, f'#jobs tr[data-job-id="{job_id}"]')
+    )).click()
+    wait.until(lambda d: d.find_element(By.ID, "chart").get_attribute("data-points")
+               == str(steps * len(names)))
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []

@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
+
+import httpx
 
 from core import repositories
 from core.channel import Channel
 from core.models import JobStatus
 from tests.api.specs import digits_spec
-from tests.conftest import ApiHarness
+from tests.conftest import ApiHarness, serve
+from tests.services import redis_server
 
 
 def _running_job(api: ApiHarness, headers: dict[str, str], **spec: Any) -> str:
@@ -18,6 +24,33 @@ def _running_job(api: ApiHarness, headers: dict[str, str], **spec: Any) -> str:
         assert repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
         session.commit()
     return job_id
+
+
+def _put_concurrently(
+    api: ApiHarness, headers: dict[str, str], job_id: str, *, max_changes: int
+) -> list[str]:
+    """Fire 3 x max_changes changes at once; check exactly max_changes got through and
+    the rest were told when to retry. Returns the accepted change ids, sorted."""
+    attempts = 3 * max_changes
+    start = threading.Barrier(attempts)
+
+    def put(index: int) -> httpx.Response:
+        with httpx.Client(base_url=api.url, headers=headers, timeout=30) as client:
+            start.wait()
+            return client.put(
+                f"/v1/jobs/{job_id}/learning-rate", json={"learning_rate": 0.01 * (index + 1)}
+            )
+
+    with ThreadPoolExecutor(max_workers=attempts) as pool:
+        responses = list(pool.map(put, range(attempts)))
+    accepted = [r for r in responses if r.status_code == 202]
+    limited = [r for r in responses if r.status_code == 429]
+    assert len(accepted) == max_changes
+    assert len(limited) == attempts - max_changes
+    for response in limited:
+        assert 1 <= int(response.headers["retry-after"]) <= 30
+        assert response.json()["error"]["code"] == "rate_limited"
+    return sorted(r.json()["change_id"] for r in accepted)
 
 
 class TestChangeLearningRate:
@@ -91,6 +124,48 @@ class TestChangeLearningRate:
         assert limited.json()["error"]["code"] == "rate_limited"
         state = api.client.get(url, headers=headers).json()
         assert [c["requested_lr"] for c in state["changes"]] == [0.01, 0.02]
+
+    def test_concurrent_changes_cannot_overrun_the_rate_limit(
+        self, make_api: Any, redis_url: str
+    ) -> None:
+        api = make_api(lr={"max_changes": 4, "window_seconds": 30})
+        _, headers = api.make_user()
+        job_id = _running_job(api, headers)
+        accepted_ids = _put_concurrently(api, headers, job_id, max_changes=4)
+        # only the admitted changes were stored, and each was sent to the worker
+        with api.sessions() as session:
+            stored = repositories.list_lr_changes(session, job_id=job_id)
+        assert sorted(c.id for c in stored) == accepted_ids
+        channel = Channel.from_url(redis_url)
+        try:
+            sent = channel.read_commands(job_id)
+        finally:
+            channel.close()
+        assert sorted(c.command_id for c in sent) == accepted_ids
+
+    def test_without_redis_the_limit_still_holds_in_one_process(self, make_api: Any) -> None:
+        api = make_api(redis_url=None, lr={"max_changes": 3, "window_seconds": 30})
+        _, headers = api.make_user()
+        job_id = _running_job(api, headers)
+        accepted_ids = _put_concurrently(api, headers, job_id, max_changes=3)
+        with api.sessions() as session:
+            stored = repositories.list_lr_changes(session, job_id=job_id)
+        assert sorted(c.id for c in stored) == accepted_ids
+
+    def test_unreachable_redis_refuses_the_change_and_stores_nothing(
+        self, make_settings: Any
+    ) -> None:
+        with ExitStack() as redis_stack:
+            private_redis = redis_stack.enter_context(redis_server())
+            with serve(make_settings(redis_url=private_redis)) as api:
+                _, headers = api.make_user()
+                job_id = _running_job(api, headers)
+                redis_stack.close()  # Redis goes away while the api runs
+                url = f"/v1/jobs/{job_id}/learning-rate"
+                response = api.client.put(url, json={"learning_rate": 0.1}, headers=headers)
+                assert response.status_code == 503
+                assert response.json()["error"]["code"] == "unavailable"
+                assert api.client.get(url, headers=headers).json()["changes"] == []
 
     def test_rate_limit_is_per_job(self, make_api: Any) -> None:
         api = make_api(lr={"max_changes": 1, "window_seconds": 30})

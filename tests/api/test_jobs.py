@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import base64
+import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -28,6 +31,13 @@ def _wait_for_message(redis_url: str, queue: str, job_id: str) -> bytes:
     )
 
 
+def _task_job_id(message: bytes) -> str:
+    """The job id a Celery (protocol 2) ``rudder.train`` message carries."""
+    envelope = json.loads(message)
+    args, _kwargs, _embed = json.loads(base64.b64decode(envelope["body"]))
+    return str(args[0])
+
+
 class TestSubmit:
     def test_submit_stores_job_and_enqueues_task_by_name(
         self, api: ApiHarness, redis_url: str
@@ -44,6 +54,45 @@ class TestSubmit:
         assert response.headers["location"] == f"/v1/jobs/{job['id']}"
         message = _wait_for_message(redis_url, "cpu", job["id"])
         assert b"rudder.train" in message
+
+    def test_submit_answer_is_the_stored_job_with_its_first_status_row(
+        self, api: ApiHarness
+    ) -> None:
+        _, headers = api.make_user()
+        submitted = api.client.post("/v1/jobs", json=digits_spec(), headers=headers)
+        assert submitted.status_code == 201
+        job = submitted.json()
+        stored = api.client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
+        assert stored == job  # every field, timestamps included, as the database has it
+        with api.sessions() as session:
+            events = repositories.list_status_events(session, job_id=job["id"])
+            assert [(e.status, e.reason) for e in events] == [("queued", "submitted")]
+            assert events[0].created_at == repositories.get_job(
+                session, job_id=job["id"]
+            ).created_at  # type: ignore[union-attr]
+
+    def test_a_burst_of_submits_enqueues_every_job_once(
+        self, api: ApiHarness, redis_url: str
+    ) -> None:
+        _, headers = api.make_user()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            responses = list(pool.map(
+                lambda i: api.client.post(
+                    "/v1/jobs", json=digits_spec(name=f"burst-{i}"), headers=headers
+                ),
+                range(24),
+            ))
+        assert [r.status_code for r in responses] == [201] * 24
+        job_ids = {r.json()["id"] for r in responses}
+        wait_for(
+            lambda: job_ids <= {
+                _task_job_id(m) for m in _celery_messages(redis_url, "cpu")
+            },
+            timeout=10,
+            what="a rudder.train message for every job of the burst",
+        )
+        sent = [_task_job_id(m) for m in _celery_messages(redis_url, "cpu")]
+        assert sorted(j for j in sent if j in job_ids) == sorted(job_ids)
 
     def test_gpu_device_goes_to_gpu_queue(self, api: ApiHarness, redis_url: str) -> None:
         _, headers = api.make_user()
@@ -62,6 +111,22 @@ class TestSubmit:
         assert second.headers["idempotent-replayed"] == "true"
         listed = api.client.get("/v1/jobs", headers=headers).json()["data"]
         assert [j["id"] for j in listed] == [first.json()["id"]]
+
+    def test_concurrent_submits_with_one_idempotency_key_make_one_job(
+        self, api: ApiHarness
+    ) -> None:
+        _, headers = api.make_user()
+        key = {"Idempotency-Key": f"race-{uuid.uuid4()}"}
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            responses = list(pool.map(
+                lambda _: api.client.post("/v1/jobs", json=digits_spec(), headers=headers | key),
+                range(8),
+            ))
+        assert [r.status_code for r in responses] == [201] * 8
+        assert len({r.json()["id"] for r in responses}) == 1
+        assert sum(r.headers.get("idempotent-replayed") == "true" for r in responses) == 7
+        listed = api.client.get("/v1/jobs", headers=headers).json()["data"]
+        assert [j["id"] for j in listed] == [responses[0].json()["id"]]
 
     def test_idempotency_key_reused_with_other_body_is_a_conflict(self, api: ApiHarness) -> None:
         _, headers = api.make_user()

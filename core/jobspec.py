@@ -7,7 +7,7 @@ checked against :mod:`core.registry_names` (the api cannot import the engine).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -169,9 +169,11 @@ class NamedComponent(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     type: str
-    _names: tuple[str, ...] = ()
-    _params: frozenset[str] = frozenset()
-    _what: str = "component"
+    # Class-level tables, set by each subclass (as ClassVars pydantic leaves them alone
+    # instead of copying them into every instance as private attributes).
+    _names: ClassVar[tuple[str, ...]] = ()
+    _params: ClassVar[frozenset[str]] = frozenset()
+    _what: ClassVar[str] = "component"
 
     @model_validator(mode="after")
     def _validate(self) -> NamedComponent:

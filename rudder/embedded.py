@@ -151,6 +151,7 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)  # also when started with SIGINT ignored (&)
     try:
         if not env.get("RUDDER_REDIS_URL"):
             redis_port = free_port()

@@ -290,6 +290,12 @@ class JobRunner:
     def finish(self) -> RunResult:
         """Checkpoint as the loop's outcome requires and report it."""
         reason = self.state.stop_reason
+        if reason != STOP_LEASE_LOST and self.io.still_owner():
+            # Progress is otherwise recorded with (throttled) metrics: make the job row
+            # show the step it stopped at, the one its checkpoint and a resume start from.
+            state = self.state
+            self.io.record_progress(state.step, state.epoch, self.current_lr(),
+                                    dict(state.last_metrics))
         if reason in (STOP_LEASE_LOST, STOP_CANCEL):
             self._writer.drain()  # nothing of this run writes after it returns
             self.io.flush()

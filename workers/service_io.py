@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import redis
@@ -108,7 +109,7 @@ class ServiceIO:
         self.listener = listener
         self.wake = listener.wake
         self._outbox: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
-        self._points: list[tuple[int, int, dict[str, float]]] = []
+        self._points: list[tuple[int, int, dict[str, float], datetime]] = []
         self._progress: dict[str, Any] | None = None
         self._lock = threading.Lock()
         self._idle = threading.Event()
@@ -126,7 +127,7 @@ class ServiceIO:
     def record_metrics(self, step: int, epoch: int, values: dict[str, float]) -> None:
         # Only a reference is kept here; the rows are built on the outbox thread.
         with self._lock:
-            self._points.append((step, epoch, values))
+            self._points.append((step, epoch, values, utcnow()))  # measured now
 
     def record_progress(self, step: int, epoch: int, learning_rate: float,
                         metrics: dict[str, float]) -> None:
@@ -254,8 +255,8 @@ class ServiceIO:
             progress, self._progress = self._progress, None
         if not (recorded or progress) or not self.still_owner():
             return
-        points = [repo.MetricPointIn(step=step, epoch=epoch, name=name, value=value)
-                  for step, epoch, values in recorded for name, value in values.items()]
+        points = [repo.MetricPointIn(step=step, epoch=epoch, name=name, value=value, time=at)
+                  for step, epoch, values, at in recorded for name, value in values.items()]
         with session_scope() as session:
             if points:
                 repo.add_metric_points(session, job_id=self.job_id, points=points)

@@ -55,7 +55,9 @@ def test_live_lr_pause_resume_and_checkpoints(stack: Stack, client: Client,
         client.pause(job["id"])
         paused = tap.wait_for(is_status("paused"), 60, "paused status")
         paused_step = paused.data["step"]
-        assert client.get_job(job["id"])["status"] == "paused"
+        paused_job = client.get_job(job["id"])
+        assert paused_job["status"] == "paused"
+        assert paused_job["progress"]["step"] == paused_step  # where it resumes from
         assert paused_step in [c["step"] for c in _checkpoints(client, job["id"])]
 
         # A change made while paused is applied at the first step after resuming.

@@ -12,7 +12,7 @@ Ways to train the same spec, seed and data:
   redis-server, SQLite with the Alembic schema, a local object store) and the worker's
   default settings: metric events, batched DB points, control-stream checks, lease
   checks, and the spec's interval checkpoints (no more often than
-  ``RUDDER_WORKER_CHECKPOINT_MIN_INTERVAL_SECONDS``, default 1 s);
+  ``RUDDER_WORKER_CHECKPOINT_MIN_INTERVAL_SECONDS``, default 5 s);
 - ``service-ckpt``: the same with that floor at 0, so every ``checkpoint.every_steps``
   (200 for the example: one every ~60 ms of training) is written.
 

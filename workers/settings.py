@@ -29,10 +29,12 @@ class WorkerSettings(BaseSettings):
     # ... but no more often than this (seconds), however fast the steps are.
     metrics_min_interval_seconds: float = Field(default=0.1, ge=0)
     # An interval checkpoint (the spec's checkpoint.every_steps) is skipped when the last
-    # one is younger than this: each costs milliseconds of CPU (serialise, hash, write,
-    # DB row), so a fast job asking for one every 200 steps would spend a tenth of its
-    # time checkpointing. Pause, shutdown and the end of the job always checkpoint.
-    checkpoint_min_interval_seconds: float = Field(default=1.0, ge=0)
+    # one is younger than this: each costs ~1 ms on the training thread and ~10 ms of CPU
+    # beside it (serialise, hash, write, DB row) even for a small model, so a fast job
+    # asking for one every 200 steps would spend a tenth of its time checkpointing (and
+    # bench/service_loop.py still saw a few percent at a 1 s floor). A crash loses at most
+    # this much more work. Pause, shutdown and the end of the job always checkpoint.
+    checkpoint_min_interval_seconds: float = Field(default=5.0, ge=0)
     # Seconds a task waits before retrying a queued job whose old lease is still held.
     busy_retry_seconds: float = Field(default=2.0, gt=0)
 

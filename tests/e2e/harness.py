@@ -105,6 +105,8 @@ def stack_env(database_url: str, redis_url: str, storage_url: str,
         "RUDDER_WORKER_LEASE_TTL_SECONDS": "2",
         "RUDDER_WORKER_WATCHDOG_INTERVAL_SECONDS": "0.5",
         "RUDDER_WORKER_LOG_EVERY_STEPS": "20",
+        # These jobs train for seconds; crash tests need interval checkpoints inside that.
+        "RUDDER_WORKER_CHECKPOINT_MIN_INTERVAL_SECONDS": "0.2",
         "PYTHONPATH": str(ROOT),
     })
     env.update({k: str(v) for k, v in (extra or {}).items()})

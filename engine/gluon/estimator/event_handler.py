@@ -176,6 +176,20 @@ class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
             self._run()
 
 
+class _MetricText:
+    """``name: value, ...`` of some metrics, computed when logging formats it."""
+
+    def __init__(self, metrics: Sequence[Any]) -> None:
+        self.metrics = metrics
+
+    def __str__(self) -> str:
+        parts = []
+        for m in self.metrics:
+            for name, value in m.get_name_value():
+                parts.append(f"{name}: {value:.4f}")
+        return ", ".join(parts)
+
+
 class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchEnd):
     """Log training progress and metrics through :mod:`logging`.
 
@@ -192,12 +206,10 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchEnd):
         self.batch_index = 0
         self.processed_samples = 0
 
-    def _metric_text(self) -> str:
-        parts = []
-        for m in self.metrics:
-            for name, value in m.get_name_value():
-                parts.append(f"{name}: {value:.4f}")
-        return ", ".join(parts)
+    def _metric_text(self) -> _MetricText:
+        # Formatted only if the record is emitted: reading every metric each epoch (or
+        # batch) costs the loop time even when INFO logging is off.
+        return _MetricText(self.metrics)
 
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         self.train_start = time.time()
@@ -213,9 +225,8 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchEnd):
 
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         elapsed = time.time() - self.train_start
-        text = self._metric_text()
         _log.info("Train finished using total %ds with %d epochs. %s", elapsed,
-                  estimator.current_epoch + 1, text)
+                  estimator.current_epoch + 1, self._metric_text())
 
     def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         self.epoch_start = self.interval_start = time.time()

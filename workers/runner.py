@@ -43,6 +43,7 @@ from workers.hooks import (
     ServiceHandler,
 )
 from workers.jobio import AppliedLR, ControlCommand, JobIO
+from workers.loop import run_epochs
 
 log = logging.getLogger(__name__)
 
@@ -264,20 +265,18 @@ class JobRunner:
         return self.finish()
 
     def fit(self) -> None:
-        """Run the engine's fit loop from where the state stands until it ends or stops."""
+        """Train from where the state stands until the last epoch ends or a hook stops."""
         if self.state.epoch >= self.epochs:
             return
-        estimator = engine.gluon.estimator.Estimator(
-            self.net, self.loss, train_metrics=self.train_metrics,
-            val_metrics=self.val_metrics, trainer=self.trainer, context=self.ctx,
-        )
         handler = self.make_handler()
         first_step, started = self.state.step, time.perf_counter()
         try:
-            estimator.fit(
-                self.train_data, val_data=self.val_data, epochs=self.epochs,
-                event_handlers=[handler], begin_epoch=self.state.epoch,
-                begin_batch=self.state.batch_index,
+            run_epochs(
+                net=self.net, loss_fn=self.loss, trainer=self.trainer,
+                train_data=self.train_data, val_data=self.val_data,
+                train_metrics=self.train_metrics, val_metrics=self.val_metrics,
+                epochs=self.epochs, begin_epoch=self.state.epoch,
+                begin_batch=self.state.batch_index, handler=handler,
             )
         except BaseException:
             self._writer.drain()

@@ -2,46 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from core import repositories
 from core.channel import Channel
-from core.config import Settings
 from core.models import JobStatus
 from tests.api.browser import requires_chromium
 from tests.api.specs import digits_spec
-from tests.conftest import TEST_SECRET, ApiHarness, serve
+from tests.conftest import ApiHarness
 
 pytestmark = requires_chromium
 
 
-@pytest.fixture
-def api(sqlite_url: str, redis_url: str, tmp_path: Path) -> Iterator[ApiHarness]:
-    """The embedded database is enough for the browser (the api tests cover both)."""
-    settings = Settings(
-        environment="test", secret_key=TEST_SECRET, database_url=sqlite_url,
-        redis_url=redis_url, storage_url=f"file://{tmp_path / 'objects'}",
-    )
-    with serve(settings) as harness:
-        yield harness
-
-
-def test_job_and_live_metrics_appear(api: ApiHarness, browser: Any, redis_url: str) -> None:
+def test_job_and_live_metrics_appear(sqlite_api: ApiHarness, browser: Any, redis_url: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _, headers = api.make_user()
-    job_id = api.client.post("/v1/jobs", json=digits_spec(name="browser-job"), headers=headers)
-    job_id = job_id.json()["id"]
+    _, headers = sqlite_api.make_user()
+    job_id = sqlite_api.client.post("/v1/jobs", json=digits_spec(name="browser-job"),
+                                    headers=headers).json()["id"]
     token = headers["Authorization"].split()[1]
     wait = WebDriverWait(browser, 20)
 
-    browser.get(api.url + "/")
+    browser.get(sqlite_api.url + "/")
     browser.find_element(By.ID, "token-input").send_keys(token)
     browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
     row = wait.until(ec.element_to_be_clickable(
@@ -54,7 +38,7 @@ def test_job_and_live_metrics_appear(api: ApiHarness, browser: Any, redis_url: s
 
     channel = Channel.from_url(redis_url)
     try:
-        with api.sessions() as session:  # what a worker does when it starts the job
+        with sqlite_api.sessions() as session:  # what a worker does when it starts the job
             repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
             session.commit()
         channel.publish_status(job_id, "running")
@@ -89,24 +73,24 @@ def test_job_and_live_metrics_appear(api: ApiHarness, browser: Any, redis_url: s
     assert errors == []
 
 
-def test_history_longer_than_one_page_is_drawn_whole(api: ApiHarness, browser: Any) -> None:
+def test_history_longer_than_one_page_is_drawn_whole(sqlite_api: ApiHarness, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _, headers = api.make_user()
-    job_id = api.client.post("/v1/jobs", json=digits_spec(name="long-job"), headers=headers)
+    _, headers = sqlite_api.make_user()
+    job_id = sqlite_api.client.post("/v1/jobs", json=digits_spec(name="long-job"), headers=headers)
     job_id = job_id.json()["id"]
     names = ("lr", "train_accuracy", "train_loss")
     steps = 2100  # 6300 points: the page loads them in two pages of at most 5000
-    with api.sessions() as session:
+    with sqlite_api.sessions() as session:
         repositories.add_metric_points(session, job_id=job_id, points=[
             repositories.MetricPointIn(step=step, epoch=0, name=name, value=1.0 / step)
             for step in range(1, steps + 1) for name in names
         ])
         session.commit()
     wait = WebDriverWait(browser, 20)
-    browser.get(api.url + "/")
+    browser.get(sqlite_api.url + "/")
     browser.find_element(By.ID, "token-input").send_keys(headers["Authorization"].split()[1])
     browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
     wait.until(ec.element_to_be_clickable(

@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from core.config import Settings
 from tests.api.browser import requires_chromium
-from tests.conftest import TEST_SECRET, ApiHarness, serve
+from tests.conftest import ApiHarness
 
 CONTENT_TYPES = {
     ".js": ("text/javascript", "application/javascript"),
     ".css": ("text/css",),
     ".png": ("image/png",),
 }
-
-
-@pytest.fixture
-def api(sqlite_url: str, redis_url: str, tmp_path: Path) -> Iterator[ApiHarness]:
-    """The docs do not touch the database: one backend is enough."""
-    settings = Settings(
-        environment="test", secret_key=TEST_SECRET, database_url=sqlite_url,
-        redis_url=redis_url, storage_url=f"file://{tmp_path / 'objects'}",
-    )
-    with serve(settings) as harness:
-        yield harness
 
 
 class _AssetLinks(HTMLParser):
@@ -43,8 +27,8 @@ class _AssetLinks(HTMLParser):
                 self.urls.append(value)
 
 
-def test_docs_page_loads_only_assets_served_by_the_api(api: ApiHarness) -> None:
-    page = api.client.get("/docs")
+def test_docs_page_loads_only_assets_served_by_the_api(sqlite_api: ApiHarness) -> None:
+    page = sqlite_api.client.get("/docs")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "://" not in page.text  # no CDN, nor any other absolute URL
@@ -53,26 +37,26 @@ def test_docs_page_loads_only_assets_served_by_the_api(api: ApiHarness) -> None:
     assert len(links.urls) == 3  # Swagger UI's script, its stylesheet and the icon
     for url in links.urls:
         assert url.startswith("/") and not url.startswith("//"), url
-        asset = api.client.get(url)
+        asset = sqlite_api.client.get(url)
         assert asset.status_code == 200, url
         suffix = url[url.rindex("."):]
         assert asset.headers["content-type"].split(";")[0] in CONTENT_TYPES[suffix], url
         assert len(asset.content) > 0
     assert "url: '/openapi.json'" in page.text
-    assert api.client.get("/openapi.json").json()["info"]["title"] == "Rudder"
+    assert sqlite_api.client.get("/openapi.json").json()["info"]["title"] == "Rudder"
 
 
-def test_redoc_and_cdn_pages_are_gone(api: ApiHarness) -> None:
-    assert api.client.get("/redoc").status_code == 404
-    assert api.client.get("/docs/oauth2-redirect").status_code == 404
+def test_redoc_and_cdn_pages_are_gone(sqlite_api: ApiHarness) -> None:
+    assert sqlite_api.client.get("/redoc").status_code == 404
+    assert sqlite_api.client.get("/docs/oauth2-redirect").status_code == 404
 
 
 @requires_chromium
-def test_swagger_ui_renders_the_api_in_a_browser(api: ApiHarness, browser: Any) -> None:
+def test_swagger_ui_renders_the_api_in_a_browser(sqlite_api: ApiHarness, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(api.url + "/docs")
+    browser.get(sqlite_api.url + "/docs")
     WebDriverWait(browser, 20).until(
         lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")
     )
@@ -82,6 +66,6 @@ def test_swagger_ui_renders_the_api_in_a_browser(api: ApiHarness, browser: Any) 
     fetched = browser.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name)"
     )
-    assert fetched and all(url.startswith(api.url + "/") for url in fetched), fetched
+    assert fetched and all(url.startswith(sqlite_api.url + "/") for url in fetched), fetched
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []

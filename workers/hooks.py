@@ -89,9 +89,11 @@ class Pacing:
 class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
     """Publishes metrics, applies control commands and checkpoints at batch boundaries.
 
-    Runs after the estimator's MetricHandler and ValidationHandler (priority -1000), so the
-    metric values it reads are current; returning True from ``batch_end`` stops training
-    at that boundary (the run then checkpoints for a pause, or ends for a cancel).
+    :func:`workers.loop.run_epochs` calls it after each step's metric updates and after
+    each epoch's validation, so the values it reads are current (it is also an estimator
+    event handler, priority 0: after the estimator's MetricHandler and ValidationHandler).
+    Returning True from ``batch_end`` stops training at that boundary (the run then
+    checkpoints for a pause, or ends for a cancel).
 
     Metric events: train values every ``log_every`` steps and train + val values at each
     epoch end, each kind at most once per ``min_publish_interval`` on the live stream;
@@ -157,7 +159,7 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
                 log.warning("ignoring unknown control command %r", command.type)
         return False
 
-    # -- estimator hooks ---------------------------------------------------------------
+    # -- loop hooks --------------------------------------------------------------------
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         self._replay_due()
         # Changes requested while the job waited in the queue take effect before step 1.

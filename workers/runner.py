@@ -1,4 +1,4 @@
-"""Train one job: spec -> engine objects -> resume -> the engine's fit loop with our hooks.
+"""Train one job: spec -> engine objects -> resume -> the training loop with our hooks.
 
 The runner knows nothing about Celery, and talks to Redis and the DB only through
 :class:`~workers.jobio.JobIO`, so it runs the same in a worker, a test or a benchmark.
@@ -94,7 +94,7 @@ class JobRunner:
         self._applied_ids: set[str] = set()
         self._load_upload = load_upload or _no_uploads
         self.pacing = pacing or Pacing()
-        self.loop_seconds = 0.0  # time inside the fit loop, for logs and benchmarks
+        self.loop_seconds = 0.0  # time inside the training loop, for logs and benchmarks
         checkpoint_spec = spec.get("checkpoint") or {}
         self.checkpoint_every = int(checkpoint_spec.get("every_steps") or 0)
         self.keep_last = int(checkpoint_spec.get("keep_last") or 3)

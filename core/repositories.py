@@ -61,8 +61,7 @@ def get_user_by_name(session: Session, *, name: str) -> User | None:
 # ---------------------------------------------------------------- jobs
 
 
-def create_job(
-    session: Session,
+def new_job_row(
     *,
     owner_id: str,
     name: str,
@@ -71,23 +70,29 @@ def create_job(
     current_lr: float | None = None,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
-) -> Job:
-    job = Job(
-        id=new_id(),
-        owner_id=owner_id,
-        name=name,
-        spec=spec,
-        queue=queue,
-        status=JobStatus.QUEUED.value,
-        current_lr=current_lr,
-        latest_metrics={},
-        idempotency_key=idempotency_key,
-        request_hash=request_hash,
-    )
-    # One flush for both rows: submit is the hottest write path.
-    session.add_all(
-        [job, JobStatusEvent(job_id=job.id, status=JobStatus.QUEUED.value, reason="submitted")]
-    )
+) -> dict[str, Any]:
+    """Every column of a job as it is submitted: queued, nothing trained yet."""
+    now = utcnow()
+    return {
+        "id": new_id(), "owner_id": owner_id, "name": name, "spec": spec, "queue": queue,
+        "status": JobStatus.QUEUED.value, "status_reason": None, "epoch": 0, "step": 0,
+        "current_lr": current_lr, "latest_metrics": {}, "attempts": 0,
+        "idempotency_key": idempotency_key, "request_hash": request_hash,
+        "created_at": now, "updated_at": now, "started_at": None, "finished_at": None,
+    }
+
+
+def _first_event(job: dict[str, Any]) -> dict[str, Any]:
+    return {"status": JobStatus.QUEUED.value, "reason": "submitted",
+            "created_at": job["created_at"]}
+
+
+def create_job(session: Session, **fields: Any) -> Job:
+    """A queued job (:func:`new_job_row`'s fields) and its first status row, through the
+    ORM: the job is attached to ``session``."""
+    row = new_job_row(**fields)
+    job = Job(**row)
+    session.add_all([job, JobStatusEvent(job_id=job.id, **_first_event(row))])
     session.flush()
     return job
 
@@ -122,17 +127,7 @@ _INSERT_JOB = insert(_JOBS)
 _INSERT_JOB_EVENT = insert(_JOB_STATUS_EVENTS)
 
 
-def insert_submitted_job(
-    session: Session,
-    *,
-    owner_id: str,
-    name: str,
-    spec: dict[str, Any],
-    queue: str,
-    current_lr: float | None = None,
-    idempotency_key: str | None = None,
-    request_hash: str | None = None,
-) -> Job:
+def insert_submitted_job(session: Session, **fields: Any) -> Job:
     """:func:`create_job` for ``POST /v1/jobs``, the hottest write: the job row and its
     first status-history row in as few round trips as the database allows, without the
     unit of work. On PostgreSQL both rows go in one statement, so a session in autocommit
@@ -141,15 +136,8 @@ def insert_submitted_job(
 
     Returns a ``Job`` that is not attached to the session, every column set as stored.
     """
-    now = utcnow()
-    values: dict[str, Any] = {
-        "id": new_id(), "owner_id": owner_id, "name": name, "spec": spec, "queue": queue,
-        "status": JobStatus.QUEUED.value, "status_reason": None, "epoch": 0, "step": 0,
-        "current_lr": current_lr, "latest_metrics": {}, "attempts": 0,
-        "idempotency_key": idempotency_key, "request_hash": request_hash,
-        "created_at": now, "updated_at": now, "started_at": None, "finished_at": None,
-    }
-    event = {"status": JobStatus.QUEUED.value, "reason": "submitted", "created_at": now}
+    values = new_job_row(**fields)
+    event = _first_event(values)
     if session.get_bind().dialect.name == "postgresql":
         session.execute(
             _INSERT_JOB_WITH_FIRST_EVENT,

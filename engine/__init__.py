@@ -13,12 +13,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import autograd, nd, random
+from . import autograd, base, nd, random
 from . import np as np
+from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
 from .ndarray import NDArray
 
-__version__ = "0.1.0"
+# The MXNet release whose behaviour the engine mirrors (code checks mx.__version__ for it);
+# Rudder's own version is __rudder_version__.
+__version__ = "1.9.1"
+__rudder_version__ = "0.1.0"
 
 _LAZY = {
     "gluon": "engine.gluon",
@@ -38,7 +42,16 @@ _LAZY = {
     "model": "engine.model",
     "npx": "engine.npx",
     "test_utils": "engine.test_utils",
+    "runtime": "engine.runtime",
+    "util": "engine.util",
 }
+
+
+def np_shape(active: bool = True) -> Any:
+    """A scope with numpy shape semantics (``mx.np_shape``); see :mod:`engine.util`."""
+    from .util import np_shape as scope
+
+    return scope(active)
 
 
 def __getattr__(name: str) -> Any:
@@ -50,6 +63,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Context", "NDArray", "autograd", "cpu", "cpu_pinned", "current_context", "gpu",
-    "nd", "np", "num_gpus", "random", *_LAZY,
+    "Context", "MXNetError", "NDArray", "autograd", "base", "cpu", "cpu_pinned", "current_context", "gpu",
+    "nd", "np", "np_shape", "num_gpus", "random", *_LAZY,
 ]

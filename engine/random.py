@@ -60,3 +60,23 @@ def set_state(state: dict[str, Any]) -> None:
     _seed_value = int(state.get("seed", 0))
     _numpy_rng.bit_generator.state = state["numpy"]
     _cupy_rng = None if backend.cupy is None else _cupy_rng
+
+
+# mx.random.uniform(...), mx.random.normal(...): MXNet exposes the array draws at this level
+# too. They live in engine.ndarray.random, which imports this module, so they are looked up
+# on first use instead of imported here.
+_DRAWS = (
+    "uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson",
+    "negative_binomial", "generalized_negative_binomial", "multinomial", "shuffle",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DRAWS:
+        from .ndarray import random as draws
+
+        return getattr(draws, name)
+    raise AttributeError(f"module 'engine.random' has no attribute {name!r}")
+
+
+__all__ = ["generator", "get_state", "seed", "set_state", *_DRAWS]

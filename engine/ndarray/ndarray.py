@@ -101,12 +101,21 @@ class NDArray:
         return numpy.array(backend.to_numpy(self._data), copy=True)
 
     def asscalar(self) -> Any:
+        """The single value as a numpy scalar of the array's dtype (``numpy.float32(1.5)``)."""
         if self.size != 1:
             raise ValueError(f"asscalar needs an array of size 1, got shape {self.shape}")
-        return self.asnumpy().reshape(()).item()
+        return backend.to_numpy(self._data).reshape(())[()]
 
     def item(self) -> Any:
-        return self.asscalar()
+        return self.asscalar().item()
+
+    def tostype(self, stype: str) -> NDArray:
+        """A copy in storage type ``stype``; only dense ('default') storage exists here."""
+        if stype != "default":
+            raise NotImplementedError(
+                f"storage type {stype!r} is not supported: the engine stores arrays densely"
+            )
+        return self.copy()
 
     def tolist(self) -> Any:
         return self.asnumpy().tolist()
@@ -197,6 +206,8 @@ class NDArray:
             yield self[i]
 
     def __bool__(self) -> bool:
+        if self.size == 0:
+            return False  # as MXNet: an empty array is falsy
         if self.size != 1:
             raise ValueError(
                 "the truth value of an NDArray with more than one element is ambiguous"
@@ -223,11 +234,27 @@ class NDArray:
         return getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """Write into this array's buffer (never recorded by autograd, as in MXNet)."""
+        """Write into this array's buffer.
+
+        Under ``autograd.record()`` an array that is part of the graph cannot be written
+        (its gradient would silently be wrong), so this raises MXNetError as MXNet does.
+        """
         from .shape_ops import raw_index
 
+        if _ag._state.recording and needs_grad(self):
+            from ..base import MXNetError
+
+            raise MXNetError(
+                "Assigning to NDArrays that are already in a computational graph will cause "
+                "undefined behavior when evaluating gradients. Please call backward first to "
+                "clear the graph or do this out side of a record section."
+            )
         raw_key = raw_index(key)
-        self._data[raw_key] = as_raw(value, self)
+        raw = as_raw(value, self)
+        if getattr(raw, "ndim", 0) and raw.size == 1:
+            # numpy 2 refuses a 1-element array where a scalar goes; MXNet broadcasts it
+            raw = raw.reshape(())
+        self._data[raw_key] = raw
 
     # operators are attached in ops.py, next to their backward rules
 

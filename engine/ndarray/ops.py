@@ -75,13 +75,23 @@ def _xp(*xs: Any) -> Any:
 
 
 def binary(name: str, lhs: Any, rhs: Any) -> NDArray:
-    """Apply a broadcasting binary op; either side may be a scalar."""
+    """Apply a broadcasting binary op; either side may be a scalar.
+
+    As in MXNet, a scalar operand takes the array's dtype and the result keeps it: integer
+    arrays stay integer (``/`` truncates toward zero), float32 stays float32.
+    """
+    if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
+        return _scalar_binary(name, lhs, rhs)
     like = lhs if isinstance(lhs, NDArray) else rhs
     a, b = _raw_operand(lhs, like), _raw_operand(rhs, like)
     forward, rule = _BINARY[name]
     out = forward(a, b)
     if not hasattr(out, "shape"):
         out = like.xp.asarray(out)
+    dtype = like._data.dtype
+    if out.dtype != dtype and not (isinstance(lhs, NDArray) and isinstance(rhs, NDArray)
+                                   and lhs._data.dtype != rhs._data.dtype):
+        a, b, out = _keep_dtype(name, a, b, dtype)
     arrays = tuple(x for x in (lhs, rhs) if isinstance(x, NDArray))
 
     def backward(g: Any) -> list[Any]:
@@ -94,6 +104,25 @@ def binary(name: str, lhs: Any, rhs: Any) -> NDArray:
         return grads
 
     return apply_op(out, arrays, backward, like._ctx)
+
+
+def _keep_dtype(name: str, a: Any, b: Any, dtype: Any) -> tuple[Any, Any, Any]:
+    """Redo ``a <name> b`` in ``dtype``: the scalar side is cast first, as MXNet does."""
+    xp = _xp(a, b)
+    a = a if hasattr(a, "shape") else xp.asarray(a).astype(dtype)
+    b = b if hasattr(b, "shape") else xp.asarray(b).astype(dtype)
+    if name == "div" and numpy.dtype(dtype).kind in "iu":
+        with numpy.errstate(divide="ignore", invalid="ignore"):
+            quotient = xp.trunc(a.astype(numpy.float64) / b)
+        out = xp.where(b == 0, 0, quotient).astype(dtype)
+    else:
+        out = xp.asarray(_BINARY[name][0](a, b)).astype(dtype, copy=False)
+    return a, b, out
+
+
+def _scalar_binary(name: str, lhs: Any, rhs: Any) -> Any:
+    """Both operands are numbers: MXNet's ``nd.power(0.9, 3)`` returns a Python number."""
+    return _BINARY[name][0](lhs, rhs)
 
 
 def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]:
@@ -120,7 +149,8 @@ _UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]] =
     "cos": (lambda x: _xp(x).cos(x), lambda g, x, o: -g * _xp(x).sin(x)),
     "tanh": (lambda x: _xp(x).tanh(x), lambda g, x, o: g * (1 - o * o)),
     "sigmoid": (lambda x: _sigmoid(x), lambda g, x, o: g * o * (1 - o)),
-    "relu": (lambda x: _xp(x).maximum(x, 0), lambda g, x, o: g * (x > 0)),
+    # sign(relu(x)) is 1, 0, or NaN at NaN: MXNet's relu gradient propagates NaN
+    "relu": (lambda x: _xp(x).maximum(x, 0), lambda g, x, o: g * _xp(o).sign(o)),
     "softsign": (lambda x: x / (1 + abs(x)), lambda g, x, o: g / (1 + abs(x)) ** 2),
     "softrelu": (
         lambda x: _xp(x).logaddexp(0, x),
@@ -194,7 +224,11 @@ def _expand_back(g: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None) -
 
 def reduce_sum(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
     axes = _axes(axis, x.ndim, exclude)
-    out = x._data.sum(axis=axes, keepdims=keepdims)
+    data = x._data
+    if data.dtype == numpy.float16:  # MXNet accumulates half precision in float32
+        out = data.sum(axis=axes, keepdims=keepdims, dtype=numpy.float32).astype(data.dtype)
+    else:
+        out = data.sum(axis=axes, keepdims=keepdims)
     shape = x.shape
     xp = x.xp
     return apply_op(
@@ -205,7 +239,8 @@ def reduce_sum(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bo
 
 def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
     axes = _axes(axis, x.ndim, exclude)
-    out = x._data.mean(axis=axes, keepdims=keepdims)
+    acc = numpy.float32 if x._data.dtype == numpy.float16 else None
+    out = x._data.mean(axis=axes, keepdims=keepdims, dtype=acc)
     shape = x.shape
     count = x.size if axes is None else int(numpy.prod([shape[a] for a in axes]))
     xp = x.xp

@@ -11,19 +11,65 @@ import numpy
 from .ndarray import NDArray, apply_op, as_raw, unbroadcast
 
 
-def _mxnet_shape(src: tuple[int, ...], shape: Sequence[int]) -> tuple[int, ...]:
-    """Resolve MXNet's special reshape codes 0 (copy this dim) and -1 (infer)."""
-    out = []
-    for i, s in enumerate(shape):
-        if s == 0:
+def _mxnet_shape(src: tuple[int, ...], shape: Sequence[int], reverse: bool = False):
+    """Resolve MXNet's reshape codes: 0 copies a dimension, -1 infers one, -2 copies all
+    remaining ones, -3 merges two, -4 splits one into the next two values (one may be -1).
+    ``reverse`` reads both shapes from the right."""
+    if reverse:
+        return tuple(reversed(_mxnet_shape(src[::-1], _reverse_codes(shape))))
+    out: list[int] = []
+    i = j = 0
+    codes = [int(s) for s in shape]
+    while j < len(codes):
+        code = codes[j]
+        if code == -2:
+            out.extend(src[i:])
+            i = len(src)
+        elif code == -3:
+            if i + 1 >= len(src):
+                raise ValueError(f"reshape: code -3 at position {j} needs two source dimensions")
+            out.append(src[i] * src[i + 1])
+            i += 2
+        elif code == -4:
+            if j + 2 >= len(codes) or i >= len(src):
+                raise ValueError("reshape: code -4 must be followed by two dimensions")
+            d1, d2 = codes[j + 1], codes[j + 2]
+            if d1 == -1:
+                d1 = src[i] // d2
+            if d2 == -1:
+                d2 = src[i] // d1
+            if d1 * d2 != src[i]:
+                raise ValueError(f"reshape: -4 split {d1}x{d2} does not match dimension {src[i]}")
+            out += [d1, d2]
+            i += 1
+            j += 2
+        elif code == 0:
             if i >= len(src):
-                raise ValueError(f"reshape: code 0 at position {i} has no source dimension")
+                raise ValueError(f"reshape: code 0 at position {j} has no source dimension")
             out.append(src[i])
-        elif s < -1:
-            raise ValueError(f"reshape: codes below -1 are not supported, got {s}")
+            i += 1
+        elif code < -4:
+            raise ValueError(f"reshape: unknown shape code {code}")
         else:
-            out.append(int(s))
+            out.append(code)
+            i += 1
+        j += 1
     return tuple(out)
+
+
+def _reverse_codes(shape: Sequence[int]) -> list[int]:
+    """Shape codes read right to left; a -4 keeps its two following values in order."""
+    codes = [int(s) for s in shape]
+    groups: list[list[int]] = []
+    j = 0
+    while j < len(codes):
+        if codes[j] == -4:
+            groups.append([-4, codes[j + 2], codes[j + 1]])
+            j += 3
+        else:
+            groups.append([codes[j]])
+            j += 1
+    return [c for group in reversed(groups) for c in group]
 
 
 def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
@@ -31,9 +77,13 @@ def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
         shape = kwargs.pop("shape")
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    reverse = bool(kwargs.pop("reverse", False))
+    kwargs.pop("inplace", None)  # MXNet's hint; a reshape here is always a view
+    kwargs.pop("target_shape", None)
+    kwargs.pop("keep_highest", None)
     if kwargs:
         raise TypeError(f"reshape got unexpected arguments {sorted(kwargs)}")
-    target = _mxnet_shape(x.shape, shape)
+    target = _mxnet_shape(x.shape, shape, reverse)
     src = x.shape
     try:
         out = x._data.reshape(target)
@@ -50,17 +100,17 @@ def transpose(x: NDArray, *axes: Any) -> NDArray:
     return apply_op(x._data.transpose(perm), (x,), lambda g: (g.transpose(inverse),))
 
 
-def expand_dims(x: NDArray, axis: int) -> NDArray:
+def expand_dims(x: NDArray, axis: int, inplace: bool = False) -> NDArray:
     src = x.shape
     return apply_op(x.xp.expand_dims(x._data, axis), (x,), lambda g: (g.reshape(src),))
 
 
-def squeeze(x: NDArray, axis: Any = None) -> NDArray:
+def squeeze(x: NDArray, axis: Any = None, inplace: bool = False) -> NDArray:
     src = x.shape
     return apply_op(x.xp.squeeze(x._data, axis=axis), (x,), lambda g: (g.reshape(src),))
 
 
-def flatten(x: NDArray) -> NDArray:
+def flatten(x: NDArray, inplace: bool = False) -> NDArray:
     """Collapse all axes but the first (MXNet's ``Flatten``)."""
     return reshape(x, (x.shape[0], -1) if x.ndim else (1, 1))
 

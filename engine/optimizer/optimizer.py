@@ -153,7 +153,7 @@ class Optimizer(StateDictMixin):
         """Like ``create_state``, plus an fp32 master copy for fp16 weights when enabled."""
         if self.multi_precision and weight.dtype == numpy.float16:
             master = weight.astype(numpy.float32)
-            return (master, self.create_state(index, master))
+            return self._mp_state(master, self.create_state(index, master))
         if weight.dtype == numpy.float16:
             _log.warning("Accumulating with float16 in optimizer can lead to poor accuracy or "
                          "slow convergence. Consider using multi_precision=True option of the "
@@ -180,11 +180,22 @@ class Optimizer(StateDictMixin):
                 self.update_multi_precision(i, w, g, s)
             return
         if self.multi_precision and weight.dtype == numpy.float16:
-            master, inner = state
+            master, inner = self._mp_parts(state)
             self.update(index, master, grad.astype(numpy.float32), inner)
             weight._data[...] = master._data.astype(numpy.float16)
         else:
             self.update(index, weight, grad, state)
+
+    # MXNet 1.x orders a multi-precision state (fp32 master, inner state), except SGD, NAG
+    # and LARS, which store (inner state, fp32 master); saved trainer states depend on it.
+    _master_last = False
+
+    def _mp_state(self, master: Any, inner: Any) -> tuple[Any, Any]:
+        return (inner, master) if self._master_last else (master, inner)
+
+    def _mp_parts(self, state: Any) -> tuple[Any, Any]:
+        """(fp32 master, inner state) of a multi-precision state, whatever its order."""
+        return (state[1], state[0]) if self._master_last else (state[0], state[1])
 
     def _rule(self, w: Any, g: Any, state: Any, lr: Any, wd: Any, t: Any, seg: Any) -> None:
         """Apply the update to raw ``w`` in place; lr/wd/t are floats or per-segment vectors."""
@@ -208,7 +219,7 @@ class Optimizer(StateDictMixin):
         wd = scalar_or_vector(self._get_wds(indices))
         t = scalar_or_vector([counts[i] for i in indices])
         if self.multi_precision and w.dtype == numpy.float16:
-            master, inner = state
+            master, inner = self._mp_parts(state)
             self._rule(master, g.astype(numpy.float32), inner, lr, wd, t, seg)
             w[...] = master.astype(numpy.float16)
             return

@@ -50,6 +50,7 @@ class SGD(Optimizer):
     """
 
     _elementwise = True
+    _master_last = True  # MXNet 1.x: (momentum, weight32)
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -74,6 +75,7 @@ class NAG(Optimizer):
     """
 
     _elementwise = True
+    _master_last = True  # MXNet 1.x: (momentum, weight32)
 
     def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -155,8 +157,11 @@ class SGLD(Optimizer):
         if _nonzero(wd):
             G += seg.expand(wd, w) * w
         w -= seg.expand(lr / 2.0, w) * G
-        noise = engine_random.generator(xp).standard_normal(w.shape, dtype=w.dtype)
-        w += seg.expand(_sqrt(lr), w) * noise
+        # Drawn as nd.random.normal(0, √lr, dtype=w.dtype) draws it (float64, then cast),
+        # so a seeded run adds exactly the noise MXNet's SGLD formula describes.
+        noise = engine_random.generator(xp).standard_normal(w.shape)
+        noise *= seg.expand(_sqrt(lr), noise)
+        w += noise.astype(w.dtype, copy=False)
 
 
 @register
@@ -207,6 +212,8 @@ class LARS(Optimizer):
     (parameters named ``*gamma``, ``*beta``, ``*bias`` keep lr), then the SGD rule. With
     ``momentum_correction`` the momentum is scaled by ``lr_t / lr_{t−1}`` of the schedule.
     """
+
+    _master_last = True  # MXNet 1.x: (momentum, weight32)
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, eta: float = 0.001,
                  eps: float = 0, momentum_correction: bool = True, **kwargs: Any) -> None:

@@ -1,0 +1,32 @@
+"""MXNet's ``mx.base`` basics: the error type the engine raises where MXNet raises
+``MXNetError``, and the numeric type tuples user code checks against.
+
+>>> from engine.base import MXNetError
+>>> issubclass(MXNetError, RuntimeError)
+True
+"""
+
+from __future__ import annotations
+
+import numpy
+
+__all__ = ["MXNetError", "integer_types", "numeric_types", "string_types", "py_str"]
+
+
+class MXNetError(RuntimeError):
+    """An operator or engine check failed (MXNet's ``mxnet.base.MXNetError``)."""
+
+
+class MXNetShapeError(MXNetError, ValueError):
+    """A shape check failed. MXNet raises MXNetError here; it is also a ValueError so code
+    written against the engine's earlier, numpy-style errors keeps working."""
+
+
+integer_types = (int, numpy.integer)
+numeric_types = (float, int, numpy.generic)
+string_types = (str,)
+
+
+def py_str(x: bytes | str) -> str:
+    """Bytes decoded as UTF-8 (strings pass through)."""
+    return x.decode("utf-8") if isinstance(x, bytes) else x

@@ -1,0 +1,134 @@
+"""``mx.util``: the numpy-shape switches MXNet 1.9 code toggles (``mx.np_shape``,
+``set_np_shape``, ``is_np_array``, ``use_np``).
+
+The engine always uses numpy shape semantics for its own arrays; these switches record what
+the caller asked for so code that queries them gets its own answer back.
+
+>>> import engine as mx
+>>> with mx.np_shape(True):
+...     mx.util.is_np_shape()
+True
+>>> mx.util.is_np_shape()
+False
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = [
+    "getenv", "is_np_array", "is_np_default_dtype", "is_np_shape", "makedirs", "np_array",
+    "np_shape", "reset_np", "set_np", "set_np_shape", "setenv", "use_np", "use_np_array",
+    "use_np_shape", "wraps_safely",
+]
+
+
+class _Flags(threading.local):
+    np_shape = False
+    np_array = False
+    np_default_dtype = False
+
+
+_flags = _Flags()
+
+
+def set_np_shape(active: bool) -> bool:
+    """Turn numpy shape semantics on or off; returns the previous setting."""
+    previous, _flags.np_shape = _flags.np_shape, bool(active)
+    return previous
+
+
+def is_np_shape() -> bool:
+    return _flags.np_shape
+
+
+def is_np_array() -> bool:
+    return _flags.np_array
+
+
+def is_np_default_dtype() -> bool:
+    return _flags.np_default_dtype
+
+
+@contextmanager
+def np_shape(active: bool = True) -> Iterator[None]:
+    """A scope with numpy shape semantics on (or off)."""
+    previous = set_np_shape(active)
+    try:
+        yield
+    finally:
+        set_np_shape(previous)
+
+
+@contextmanager
+def np_array(active: bool = True) -> Iterator[None]:
+    """A scope with numpy array semantics on (or off)."""
+    previous, _flags.np_array = _flags.np_array, bool(active)
+    try:
+        yield
+    finally:
+        _flags.np_array = previous
+
+
+def set_np(shape: bool = True, array: bool = True, dtype: bool = False) -> None:
+    """Turn numpy semantics on (MXNet: ``npx.set_np``)."""
+    _flags.np_shape, _flags.np_array, _flags.np_default_dtype = bool(shape), bool(array), dtype
+
+
+def reset_np() -> None:
+    set_np(False, False, False)
+
+
+def _scoped(scope: Callable[[bool], Any]) -> Callable[[Any], Any]:
+    def decorate(func: Any) -> Any:
+        if isinstance(func, type):
+            return func
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with scope(True):
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+use_np_shape = _scoped(np_shape)
+use_np_array = _scoped(np_array)
+
+
+def use_np(func: Any) -> Any:
+    """Decorator: run ``func`` with numpy shape and array semantics."""
+    return use_np_shape(use_np_array(func))
+
+
+def wraps_safely(wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS) -> Any:
+    """``functools.wraps`` that skips attributes ``wrapped`` lacks."""
+    return functools.wraps(wrapped, [a for a in assigned if hasattr(wrapped, a)])
+
+
+def makedirs(d: str) -> None:
+    """Create a directory and its parents if missing."""
+    import os
+
+    os.makedirs(os.path.expanduser(d), exist_ok=True)
+
+
+def getenv(name: str) -> str | None:
+    import os
+
+    return os.environ.get(name)
+
+
+def setenv(name: str, value: str | None) -> None:
+    import os
+
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value

@@ -63,6 +63,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Context", "MXNetError", "NDArray", "autograd", "base", "cpu", "cpu_pinned", "current_context", "gpu",
+    "Context", "MXNetError", "NDArray", "autograd", "base", "cpu", "cpu_pinned",
+    "current_context", "gpu",
     "nd", "np", "np_shape", "num_gpus", "random", *_LAZY,
 ]

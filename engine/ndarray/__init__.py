@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from . import random
@@ -148,10 +149,6 @@ def broadcast_to(data: NDArray, shape: Any) -> NDArray:
     return data.broadcast_to(shape)
 
 
-def broadcast_like(lhs: NDArray, rhs: NDArray) -> NDArray:
-    return lhs.broadcast_to(rhs.shape)
-
-
 def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
     """Sum over the batch of ``-log softmax(data)[label]`` (MXNet's operator)."""
     from .nn_ops import softmax_cross_entropy_sparse
@@ -159,4 +156,264 @@ def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
     return reduce_sum(softmax_cross_entropy_sparse(data, label, axis=-1))
 
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+# ------------------------------------------------ the rest of MXNet 1.9's nd namespace
+from . import contrib, output_ops  # noqa: E402
+from .contrib import isfinite, isinf, isnan  # noqa: E402
+from .fluent import accepting_out, install_methods, methods_accept_out  # noqa: E402
+from .math_ops import (  # noqa: E402
+    RELATION_FUNCTIONS,
+    UNARY_FUNCTIONS,
+    as_dtype,
+    cumsum,
+    hard_sigmoid,
+    hypot,
+    modulo,
+    moments,
+    nanprod,
+    nansum,
+    smooth_l1,
+    softmin,
+    sum_axis,
+    true_divide,
+)
+from .random import shuffle  # noqa: E402
+from .select_ops import (  # noqa: E402
+    add_n,
+    argmax_channel,
+    argsort,
+    batch_take,
+    choose_element_0index,
+    fill_element_0index,
+    gather_nd,
+    histogram,
+    khatri_rao,
+    onehot_encode,
+    ravel_multi_index,
+    reset_arrays,
+    scatter_nd,
+    sequence_last,
+    sequence_mask,
+    sequence_reverse,
+    shape_array,
+    size_array,
+    sort,
+    topk,
+    unravel_index,
+)
+from .slice_ops import (  # noqa: E402
+    broadcast_axes,
+    broadcast_like,
+    concatenate,
+    crop,
+    depth_to_space,
+    diag,
+    flip,
+    moveaxis,
+    pad,
+    reshape_like,
+    slice,
+    slice_axis,
+    slice_like,
+    space_to_depth,
+    split_v2,
+)
+from .update_ops import (  # noqa: E402
+    adam_update,
+    all_finite,
+    ftml_update,
+    ftrl_update,
+    lamb_update_phase1,
+    lamb_update_phase2,
+    mp_lamb_update_phase1,
+    mp_lamb_update_phase2,
+    mp_nag_mom_update,
+    mp_sgd_mom_update,
+    mp_sgd_update,
+    multi_all_finite,
+    multi_lars,
+    multi_mp_sgd_mom_update,
+    multi_mp_sgd_update,
+    multi_sgd_mom_update,
+    multi_sgd_update,
+    multi_sum_sq,
+    nag_mom_update,
+    preloaded_multi_mp_sgd_mom_update,
+    preloaded_multi_mp_sgd_update,
+    preloaded_multi_sgd_mom_update,
+    preloaded_multi_sgd_update,
+    rmsprop_update,
+    rmspropalex_update,
+    sgd_mom_update,
+    sgd_update,
+    signsgd_update,
+    signum_update,
+)
+
+globals().update(UNARY_FUNCTIONS)  # arcsin, trunc, erf, gamma, identity, logical_not, ...
+globals().update(RELATION_FUNCTIONS)  # equal, greater, logical_and, ...
+for _name, _fn in RELATION_FUNCTIONS.items():
+    globals()[f"broadcast_{_name}"] = _fn
+broadcast_plus = add
+broadcast_mod = modulo
+broadcast_hypot = hypot
+broadcast_axis = broadcast_axes
+reverse = flip
+SwapAxis = swapaxes
+SliceChannel = split
+Cast = cast = as_dtype
+amp_cast = as_dtype
+Crop = crop
+Pad = pad
+ElementWiseSum = add_n
+max_axis = max
+min_axis = min
+Reshape = reshape
+SequenceLast = sequence_last
+SequenceMask = sequence_mask
+SequenceReverse = sequence_reverse
+Softmax = SoftmaxOutput = output_ops.softmax_output
+LinearRegressionOutput = output_ops.linear_regression_output
+LogisticRegressionOutput = output_ops.logistic_regression_output
+MAERegressionOutput = output_ops.mae_regression_output
+MakeLoss = make_loss = output_ops.make_loss
+SoftmaxActivation = output_ops.softmax_activation
+L2Normalization = output_ops.l2_normalization
+LRN = output_ops.lrn
+UpSampling = output_ops.upsampling
+BatchNorm_v1 = BatchNorm
+Convolution_v1 = Convolution
+Pooling_v1 = Pooling
+
+
+def amp_multicast(*data: NDArray, num_outputs: int | None = None, cast_narrow: bool = False,
+                  **_: Any) -> list[NDArray]:
+    """Cast all inputs to their widest (or, with ``cast_narrow``, narrowest) float type."""
+    import numpy
+
+    widths = [numpy.dtype(d.dtype).itemsize for d in data]
+    pick_width = builtins.min if cast_narrow else builtins.max
+    target = data[widths.index(pick_width(widths))].dtype
+    return [d.astype(target) for d in data]
+
+
+def from_numpy(ndarray: Any, zero_copy: bool = True, array_cls: Any = None) -> NDArray:
+    """An NDArray over a C-contiguous numpy array (sharing its memory when ``zero_copy``)."""
+    import numpy
+
+    host = numpy.ascontiguousarray(ndarray)
+    return NDArray(host if zero_copy else host.copy())
+
+
+def from_dlpack(dlpack: Any) -> NDArray:
+    """An NDArray from any object exporting ``__dlpack__`` (e.g. a torch tensor)."""
+    import numpy
+
+    return NDArray(numpy.from_dlpack(dlpack))
+
+
+# Legacy flat random names: nd.uniform, nd.random_normal, nd.sample_gamma, ...
+uniform = random_uniform = sample_uniform = random.uniform
+normal = random_normal = sample_normal = random.normal
+random_randint = random.randint
+random_exponential = sample_exponential = random.exponential
+random_gamma = sample_gamma = random.gamma
+random_poisson = sample_poisson = random.poisson
+random_negative_binomial = sample_negative_binomial = random.negative_binomial
+random_generalized_negative_binomial = random.generalized_negative_binomial
+sample_generalized_negative_binomial = random.generalized_negative_binomial
+sample_multinomial = random.multinomial
+
+
+def _to_dlpack(self: NDArray) -> Any:
+    """A DLPack capsule sharing this array's memory."""
+    return self._data.__dlpack__()
+
+
+def _slice_assign(self: NDArray, rhs: Any, begin: Any, end: Any, step: Any = ()) -> NDArray:
+    """Write ``rhs`` into ``self[begin:end:step]`` in place; returns ``self``."""
+    steps = tuple(step) + (None,) * (len(begin) - len(tuple(step)))
+    key = tuple(builtins.slice(b, e, st) for b, e, st in zip(begin, end, steps, strict=True))
+    self[key] = rhs
+    return self
+
+
+NDArray.to_dlpack_for_read = NDArray.to_dlpack_for_write = _to_dlpack  # type: ignore[attr-defined]
+NDArray.slice_assign = NDArray.slice_assign_scalar = _slice_assign  # type: ignore[attr-defined]
+NDArray.writable = True  # type: ignore[attr-defined]
+to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
+
+__all__ = [
+    "Activation", "BatchNorm", "BatchNorm_v1", "BlockGrad", "Cast", "Concat", "Convolution",
+    "Convolution_v1", "Crop", "Dropout", "ElementWiseSum", "Embedding", "Flatten",
+    "FullyConnected", "L2Normalization", "LRN", "LayerNorm", "LeakyReLU", "LinearRegressionOutput",
+    "LogisticRegressionOutput", "MAERegressionOutput", "MakeLoss", "NDArray", "Pad", "Pooling",
+    "Pooling_v1", "Reshape", "SequenceLast", "SequenceMask", "SequenceReverse", "SliceChannel",
+    "Softmax", "SoftmaxActivation", "SoftmaxOutput", "SwapAxis", "UpSampling", "abs",
+    "adam_update", "add", "add_n", "all_finite", "amp_cast", "amp_multicast", "arange", "arccos",
+    "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax", "argmax_channel", "argmin",
+    "argsort", "array", "batch_dot", "batch_take", "broadcast_add", "broadcast_axes",
+    "broadcast_axis", "broadcast_div", "broadcast_equal", "broadcast_greater",
+    "broadcast_greater_equal", "broadcast_hypot", "broadcast_lesser", "broadcast_lesser_equal",
+    "broadcast_like", "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor",
+    "broadcast_maximum", "broadcast_minimum", "broadcast_minus", "broadcast_mod", "broadcast_mul",
+    "broadcast_not_equal", "broadcast_plus", "broadcast_power", "broadcast_sub", "broadcast_to",
+    "cast", "cbrt", "ceil", "choose_element_0index", "clip", "concat", "concatenate", "contrib",
+    "cos", "cosh", "crop", "cumsum", "degrees", "depth_to_space", "diag", "divide", "dot",
+    "elemwise_add", "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "equal", "erf",
+    "erfinv", "exp", "expand_dims", "expm1", "eye", "fill_element_0index", "fix", "flatten",
+    "flip", "floor", "from_dlpack", "from_numpy", "ftml_update", "ftrl_update", "full",
+    "full_like", "gamma", "gammaln", "gather_nd", "greater", "greater_equal", "hard_sigmoid",
+    "histogram", "hypot", "identity", "isfinite", "isinf", "isnan", "khatri_rao",
+    "lamb_update_phase1", "lamb_update_phase2", "lesser", "lesser_equal", "linspace", "load",
+    "log", "log10", "log1p", "log2", "log_softmax", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "make_loss", "max", "max_axis", "maximum", "mean", "min", "min_axis", "minimum",
+    "modulo", "moments", "moveaxis", "mp_lamb_update_phase1", "mp_lamb_update_phase2",
+    "mp_nag_mom_update", "mp_sgd_mom_update", "mp_sgd_update", "multi_all_finite", "multi_lars",
+    "multi_mp_sgd_mom_update", "multi_mp_sgd_update", "multi_sgd_mom_update", "multi_sgd_update",
+    "multi_sum_sq", "multiply", "nag_mom_update", "nanprod", "nansum", "negative", "norm",
+    "normal", "not_equal", "one_hot", "onehot_encode", "ones", "ones_like", "pad", "pick", "power",
+    "preloaded_multi_mp_sgd_mom_update", "preloaded_multi_mp_sgd_update",
+    "preloaded_multi_sgd_mom_update", "preloaded_multi_sgd_update", "prod", "radians", "random",
+    "random_exponential", "random_gamma", "random_generalized_negative_binomial",
+    "random_negative_binomial", "random_normal", "random_poisson", "random_randint",
+    "random_uniform", "ravel_multi_index", "rcbrt", "reciprocal", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_sum", "relu", "repeat", "reset_arrays", "reshape", "reshape_like",
+    "reverse", "rint", "rmsprop_update", "rmspropalex_update", "round", "rsqrt",
+    "sample_exponential", "sample_gamma", "sample_generalized_negative_binomial",
+    "sample_multinomial", "sample_negative_binomial", "sample_normal", "sample_poisson",
+    "sample_uniform", "save", "scatter_nd", "sequence_last", "sequence_mask", "sequence_reverse",
+    "sgd_mom_update", "sgd_update", "shape_array", "shuffle", "sigmoid", "sign", "signsgd_update",
+    "signum_update", "sin", "sinh", "size_array", "slice", "slice_axis", "slice_like", "smooth_l1",
+    "softmax", "softmax_cross_entropy", "softmin", "softsign", "sort", "space_to_depth", "split",
+    "split_v2", "sqrt", "square", "squeeze", "stack", "stop_gradient", "subtract", "sum",
+    "sum_axis", "swapaxes", "take", "tan", "tanh", "tile", "to_dlpack_for_read",
+    "to_dlpack_for_write", "topk", "transpose", "true_divide", "trunc", "uniform", "unravel_index",
+    "waitall", "where", "zeros", "zeros_like"
+]
+
+# Every operator takes out= (MXNet's convention); creation, I/O and the random draws handle
+# it themselves or have no result to write.
+_NO_OUT = {"NDArray", "array", "load", "save", "waitall", "from_numpy", "from_dlpack",
+           "reset_arrays", "random", "contrib", "onehot_encode"}
+for _name in __all__:
+    _value = globals()[_name]
+    if _name not in _NO_OUT and callable(_value) and not isinstance(_value, type):
+        globals()[_name] = accepting_out(_value)
+
+# MXNet's fluent methods: x.slice_axis(...), x.topk(...), x.arcsin(), ...
+install_methods(globals(), (
+    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax_channel", "argsort",
+    "broadcast_axes", "cbrt", "cosh", "degrees", "depth_to_space", "diag", "fix", "flip",
+    "log10", "log2", "log_softmax", "nanprod", "nansum", "one_hot", "pad", "radians", "rcbrt",
+    "reshape_like", "rint", "shape_array", "sinh", "size_array", "slice", "slice_axis",
+    "slice_like", "softmax", "softmin", "sort", "space_to_depth", "split_v2", "tan", "topk",
+    "trunc",
+))
+install_methods(globals(), ("broadcast_like",), replace=True)  # lhs_axes=/rhs_axes=
+methods_accept_out((
+    "abs", "argmax", "argmin", "clip", "exp", "log", "max", "mean", "min", "norm", "prod",
+    "round", "sqrt", "square", "sum", "relu", "sigmoid", "tanh", "sign", "sin", "cos",
+    "floor", "ceil", "expm1", "log1p", "rsqrt", "reciprocal", "tile", "repeat", "transpose",
+    "expand_dims", "flatten", "squeeze", "take", "pick", "swapaxes", "broadcast_to",
+    "zeros_like", "ones_like", "split",
+))

@@ -8,7 +8,7 @@ from typing import Any
 import numpy
 
 from ..context import Context, device_of
-from .ndarray import NDArray, _move
+from .ndarray import NDArray, _move, write_out
 
 DEFAULT_DTYPE = numpy.float32
 
@@ -53,11 +53,19 @@ def array(
     return NDArray(_move(host.astype(dt), device), device)
 
 
-def zeros(shape: Any, ctx: Context | str | None = None, dtype: Any = None, **_: Any) -> NDArray:
+def zeros(shape: Any, ctx: Context | str | None = None, dtype: Any = None,
+          out: NDArray | None = None, **_: Any) -> NDArray:
+    """An array of zeros (written into ``out`` when given)."""
+    if out is not None:
+        return write_out(_alloc("zeros", shape, out.context, dtype or out.dtype), out)
     return _alloc("zeros", shape, ctx, dtype)
 
 
-def ones(shape: Any, ctx: Context | str | None = None, dtype: Any = None, **_: Any) -> NDArray:
+def ones(shape: Any, ctx: Context | str | None = None, dtype: Any = None,
+         out: NDArray | None = None, **_: Any) -> NDArray:
+    """An array of ones (written into ``out`` when given)."""
+    if out is not None:
+        return write_out(_alloc("ones", shape, out.context, dtype or out.dtype), out)
     return _alloc("ones", shape, ctx, dtype)
 
 
@@ -66,11 +74,14 @@ def empty(shape: Any, ctx: Context | str | None = None, dtype: Any = None) -> ND
 
 
 def full(
-    shape: Any, val: float, ctx: Context | str | None = None, dtype: Any = None, **_: Any
+    shape: Any, val: float, ctx: Context | str | None = None, dtype: Any = None,
+    out: NDArray | None = None, **_: Any
 ) -> NDArray:
-    out = _alloc("zeros", shape, ctx, dtype)
-    out._data[...] = val
-    return out
+    """An array filled with ``val`` (written into ``out`` when given)."""
+    result = _alloc("zeros", shape, out.context if out is not None else ctx,
+                    dtype or (out.dtype if out is not None else None))
+    result._data[...] = val
+    return write_out(result, out)
 
 
 def arange(

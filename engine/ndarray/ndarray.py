@@ -312,3 +312,27 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     if axes:
         g = g.sum(axis=axes, keepdims=True)
     return g.reshape(shape)
+
+
+def write_out(result: Any, out: Any) -> Any:
+    """Deliver an operator's result into ``out=`` as MXNet does: same shape, written in place
+    (cast to ``out``'s dtype), ``out`` returned. Lists of results pair with lists of outs."""
+    if out is None:
+        return result
+    if isinstance(result, (list, tuple)):
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        if len(outs) != len(result):
+            raise ValueError(f"out= got {len(outs)} arrays for {len(result)} outputs")
+        return [write_out(r, o) for r, o in zip(result, outs, strict=True)]
+    if not isinstance(out, NDArray):
+        raise TypeError(f"out must be an NDArray, got {type(out).__name__}")
+    raw = result._data if isinstance(result, NDArray) else result
+    shape = tuple(getattr(raw, "shape", ()))
+    if shape != out.shape:
+        from ..base import MXNetShapeError
+
+        raise MXNetShapeError(
+            f"Shape inconsistent, Provided = {list(out.shape)}, inferred shape={list(shape)}"
+        )
+    out._data[...] = as_raw(result, out)
+    return out

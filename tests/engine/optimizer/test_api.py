@@ -127,7 +127,7 @@ def test_multi_precision_keeps_fp32_master_weights() -> None:
     o = opt.SGD(learning_rate=0.1, momentum=0.9, multi_precision=True)
     w = nd.array(np.ones(4), dtype=np.float16)
     state = o.create_state_multi_precision(0, w)
-    master, mom = state
+    mom, master = state  # MXNet 1.x SGD order: (momentum, weight32)
     assert master.dtype == np.float32 and mom.dtype == np.float32
     for _ in range(3):
         o.update_multi_precision(0, w, nd.array(np.full(4, 1e-3), dtype=np.float16), state)

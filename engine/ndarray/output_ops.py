@@ -1,0 +1,153 @@
+"""MXNet's loss-output operators and other legacy layer ops: ``SoftmaxOutput``, the
+``*RegressionOutput`` family, ``MakeLoss``, ``SoftmaxActivation``, ``L2Normalization``,
+``LRN`` and nearest ``UpSampling``.
+
+An output operator's forward is a plain transform; its backward ignores the incoming
+gradient and returns the loss gradient directly (scaled by ``grad_scale``), which is how
+MXNet trains symbols that end in one of them.
+
+>>> from engine import nd, autograd
+>>> x = nd.array([[1.0, 2.0]]); x.attach_grad()
+>>> with autograd.record():
+...     y = nd.SoftmaxOutput(x, nd.array([1]))
+>>> y.backward(); x.grad.asnumpy().round(3).tolist()
+[[0.269, -0.269]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from .ndarray import NDArray, apply_op, as_raw
+from .nn_ops import _softmax_raw
+from .ops import _sigmoid, reduce_sum, unary
+from .shape_ops import concat, getitem, repeat, reshape
+
+
+def softmax_output(data: NDArray, label: NDArray, grad_scale: float = 1.0,
+                   ignore_label: float = -1.0, multi_output: bool = False,
+                   use_ignore: bool = False, preserve_shape: bool = False,
+                   normalization: str = "null", out_grad: bool = False,
+                   smooth_alpha: float = 0.0, **_: Any) -> NDArray:
+    """Softmax forward; backward ``(softmax − onehot(label))·grad_scale``."""
+    x = data._data
+    xp = data.xp
+    axis = 1 if multi_output else -1
+    y = _softmax_raw(x, axis, None)
+    lab = as_raw(label).astype(numpy.int64)
+
+    def backward(g: Any) -> tuple[Any, None]:
+        moved = xp.moveaxis(y, axis, -1)
+        idx = lab.reshape(moved.shape[:-1])
+        onehot = xp.zeros_like(moved)
+        valid = (idx >= 0) & (idx < moved.shape[-1])
+        xp.put_along_axis(onehot, xp.expand_dims(xp.where(valid, idx, 0), -1),
+                          xp.expand_dims(valid.astype(moved.dtype), -1), axis=-1)
+        if smooth_alpha:
+            k = moved.shape[-1]
+            onehot = onehot * (1 - smooth_alpha) + (1 - onehot) * smooth_alpha / (k - 1)
+        grad = moved - onehot
+        keep = xp.ones(idx.shape, dtype=moved.dtype)
+        if use_ignore:
+            keep = (idx != int(ignore_label)).astype(moved.dtype)
+            grad = grad * keep[..., None]
+        scale = grad_scale
+        if normalization == "batch":
+            scale /= x.shape[0]
+        elif normalization == "valid":
+            scale /= max(float(keep.sum()), 1.0)
+        return xp.moveaxis(grad * scale, -1, axis).astype(x.dtype), None
+
+    return apply_op(y.astype(x.dtype), (data, label), backward)
+
+
+def _regression(transform: str):
+    def op(data: NDArray, label: NDArray, grad_scale: float = 1.0, **_: Any) -> NDArray:
+        x = data._data
+        out = _sigmoid(x) if transform == "logistic" else x.copy()
+        batch = x.shape[0] if x.ndim else 1
+        per_sample = max(int(numpy.prod(as_raw(label).shape)) // max(batch, 1), 1)
+
+        def backward(g: Any) -> tuple[Any, None]:
+            diff = out - as_raw(label).reshape(out.shape)
+            if transform == "mae":
+                diff = data.xp.sign(diff)
+            return (diff * (grad_scale / per_sample)).astype(x.dtype), None
+
+        return apply_op(out, (data, label), backward)
+
+    return op
+
+
+linear_regression_output = _regression("linear")
+logistic_regression_output = _regression("logistic")
+mae_regression_output = _regression("mae")
+
+
+def make_loss(data: NDArray, grad_scale: float = 1.0, valid_thresh: float = 0.0,
+              normalization: str = "null", **_: Any) -> NDArray:
+    """Identity forward; backward ``grad_scale`` everywhere (the data is the loss)."""
+    x = data._data
+    xp = data.xp
+
+    def backward(g: Any) -> tuple[Any]:
+        scale = grad_scale
+        if normalization == "batch":
+            scale /= x.shape[0]
+        elif normalization == "valid":
+            scale /= max(float((x > valid_thresh).sum()), 1.0)
+        return (xp.full(x.shape, scale, dtype=x.dtype),)
+
+    return apply_op(x.copy(), (data,), backward)
+
+
+def softmax_activation(data: NDArray, mode: str = "instance", **_: Any) -> NDArray:
+    """Softmax over each instance (all axes but the first) or over channels (axis 1)."""
+    from .nn_ops import softmax
+
+    if mode == "channel":
+        return softmax(data, axis=1)
+    flat = reshape(data, (data.shape[0], -1))
+    return reshape(softmax(flat, axis=-1), data.shape)
+
+
+def l2_normalization(data: NDArray, eps: float = 1e-10, mode: str = "instance",
+                     **_: Any) -> NDArray:
+    """``x / √(Σx² + eps)`` per instance, per channel position, or per spatial map."""
+    if mode == "instance":
+        axes: Any = tuple(range(1, data.ndim))
+    elif mode == "channel":
+        axes = 1
+    elif mode == "spatial":
+        axes = tuple(range(2, data.ndim))
+    else:
+        raise ValueError(f"L2Normalization mode must be instance, channel or spatial: {mode!r}")
+    norm = unary("sqrt", reduce_sum(unary("square", data), axis=axes, keepdims=True) + eps)
+    return data / norm
+
+
+def lrn(data: NDArray, alpha: float = 1e-4, beta: float = 0.75, knorm: float = 2.0,
+        nsize: int = 5, **_: Any) -> NDArray:
+    """Local response normalisation across ``nsize`` neighbouring channels (NCHW)."""
+    sq = unary("square", data)
+    half = nsize // 2
+    c = data.shape[1]
+    zeros = NDArray(data.xp.zeros((data.shape[0], half) + data.shape[2:], data._data.dtype),
+                    data.context)
+    padded = concat(zeros, sq, zeros, dim=1) if half else sq
+    window = None
+    for k in range(nsize):
+        part = getitem(padded, (slice(None), slice(k, k + c)))
+        window = part if window is None else window + part
+    return data / ((window * (alpha / nsize) + knorm) ** beta)
+
+
+def upsampling(*data: NDArray, scale: int = 1, sample_type: str = "nearest",
+               num_args: int = 1, **_: Any) -> NDArray:
+    """Nearest-neighbour upsampling of NCHW maps by an integer ``scale``."""
+    if sample_type != "nearest":
+        raise NotImplementedError("UpSampling supports sample_type='nearest' only")
+    outs = [repeat(repeat(x, scale, axis=2), scale, axis=3) for x in data]
+    return outs[0] if len(outs) == 1 else concat(*outs, dim=1)

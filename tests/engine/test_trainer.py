@@ -384,7 +384,7 @@ def test_float16_parameters_with_multi_precision_update_fp32_masters() -> None:
     assert w.data().dtype == np.float16
     dtypes = sorted(g.weight.dtype.name for _, g in trainer._groups)
     assert dtypes == ["float16", "float32"]
-    master = trainer._updaters[0].states[0][0]
+    master = trainer._updaters[0].states[0][1]  # MXNet 1.x SGD order: (momentum, weight32)
     assert master.dtype == np.float32
     expected = 1 - 1e-4 * (1 + 1.9 + 2.71)   # momentum 0.9 over three steps
     np.testing.assert_allclose(master.asnumpy(), expected, rtol=1e-6)

@@ -89,6 +89,15 @@ class Initializer:
         """``'["name", {kwargs}]'``, the JSON form MXNet attaches to symbol variables."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
+    def __eq__(self, other: object) -> bool:
+        """Initializers are equal when they are the same kind with the same arguments, so
+        parameters shared between blocks with equal custom inits agree (as in MXNet)."""
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and _same_kwargs(self._kwargs, other._kwargs)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable, as MXNet's
+
     # ---------------------------------------------------------------- dispatch
     def __call__(self, desc: Any, arr: NDArray) -> None:
         if not isinstance(desc, InitDesc):
@@ -201,6 +210,20 @@ def create(init: Any, **kwargs: Any) -> Initializer:
 def names() -> list[str]:
     """Every registered initializer name."""
     return _REGISTRY.names()
+
+
+def _same_kwargs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key, left in a.items():
+        right = b[key]
+        if isinstance(left, (NDArray, numpy.ndarray)) or isinstance(
+                right, (NDArray, numpy.ndarray)):
+            if not numpy.array_equal(numpy.asarray(left), numpy.asarray(right)):
+                return False
+        elif left != right:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------- simple fills

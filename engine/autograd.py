@@ -277,16 +277,17 @@ def grad(
 ) -> list[NDArray]:
     """Gradients of ``heads`` with respect to ``variables``, returned rather than stored.
 
-    Higher-order gradients (``create_graph=True``) are not supported: backward rules run on
-    raw arrays, which keeps the first-order pass fast.
+    With ``create_graph=True`` the gradient computation is itself recorded, so the returned
+    gradients can be differentiated again (second order); see
+    :mod:`engine.ndarray.higher_order` for the operations that support it.
     """
     from .ndarray.ndarray import NDArray
 
-    if create_graph:
-        raise NotImplementedError("autograd.grad(create_graph=True) is not supported by Rudder")
     head_list = _as_list(heads)
     var_list = _as_list(variables)
     hg = [None] * len(head_list) if head_grads is None else _as_list(head_grads)
+    if create_graph:
+        return _grad_recorded(head_list, var_list, hg, train_mode)
     with _scope(False, train_mode):
         leaves = _run_backward(head_list, hg, bool(retain_graph))
     out = []
@@ -301,3 +302,114 @@ def get_symbol(x: NDArray) -> Any:  # pragma: no cover - MXNet API kept for disc
     raise NotImplementedError(
         "Rudder records imperative graphs only; see engine.symbol for symbols"
     )
+
+
+def _grad_recorded(heads: list[NDArray], variables: list[NDArray], head_grads: list[Any],
+                   train_mode: bool) -> list[NDArray]:
+    """``grad`` whose own operations are recorded (``create_graph=True``)."""
+    from .ndarray.higher_order import recorded_backward
+    from .ndarray.ndarray import NDArray
+
+    grads: dict[int, NDArray] = {}
+    leaves: dict[int, NDArray] = {}
+    for head, hg in zip(heads, head_grads, strict=True):
+        g = NDArray(head.xp.ones_like(head._data), head.context) if hg is None else hg
+        target = leaves if head._node is None else grads
+        target[id(head)] = target[id(head)] + g if id(head) in target else g
+    with _scope(True, train_mode):
+        for arr in reversed(_topological_order(heads)):
+            g = grads.pop(id(arr), None)
+            if g is None:
+                continue
+            node = arr._node
+            assert node is not None
+            for parent, pg in zip(node.inputs, recorded_backward(node, g, arr), strict=True):
+                if pg is None or (parent._node is None and parent._grad_req == "null"):
+                    continue
+                target = leaves if parent._node is None else grads
+                key = id(parent)
+                target[key] = target[key] + pg if key in target else pg
+    zeros = [NDArray(v.xp.zeros_like(v._data), v.context) for v in variables]
+    return [leaves.get(id(v), zero) for v, zero in zip(variables, zeros, strict=True)]
+
+
+class Function:
+    """A differentiable operation with a hand-written gradient (``mxnet.autograd.Function``).
+
+    Subclass it and define ``forward(*inputs)`` and ``backward(*output_grads)`` on NDArrays;
+    ``save_for_backward`` keeps what ``backward`` needs. The forward is not recorded: its
+    outputs get ``backward`` as their gradient rule. Each instance is called once.
+
+    >>> from engine import nd, autograd
+    >>> class Square(autograd.Function):
+    ...     def forward(self, x):
+    ...         self.save_for_backward(x)
+    ...         return x * x
+    ...     def backward(self, dy):
+    ...         x, = self.saved_tensors
+    ...         return 2 * x * dy
+    >>> x = nd.array([3.0]); x.attach_grad()
+    >>> with autograd.record():
+    ...     y = Square()(x)
+    >>> y.backward(); x.grad.asnumpy().tolist()
+    [6.0]
+    """
+
+    def __init__(self) -> None:
+        self._used = False
+        self.saved_tensors: tuple[Any, ...] = ()
+        self._inputs: tuple[NDArray, ...] = ()
+        self._outputs: tuple[NDArray, ...] = ()
+
+    def save_for_backward(self, *args: Any) -> None:
+        self.saved_tensors = args
+
+    def forward(self, *inputs: Any) -> Any:
+        raise NotImplementedError
+
+    def backward(self, *output_grads: Any) -> Any:
+        raise NotImplementedError
+
+    def __call__(self, *inputs: NDArray) -> Any:
+        from .ndarray.ndarray import NDArray, _Node
+
+        assert not self._used, \
+            "Each Function instance can only be called once. Please create another instance."
+        self._used = True
+        with _scope(False, None):
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        out_list = (outputs,) if single else tuple(outputs)
+        # fresh arrays: the outputs may alias inputs, which must keep their own history
+        out_list = tuple(NDArray(o._data, o.context) for o in out_list)
+        self._inputs, self._outputs = tuple(inputs), out_list
+        if _state.recording and any(
+                x._node is not None or x._grad_req != "null" for x in inputs):
+            for index, out in enumerate(out_list):
+                out._node = _Node(self._inputs, self._raw_rule(index))
+                out._node.op = ("function", self, index)
+        return out_list[0] if single else out_list
+
+    def _output_grads(self, g: Any, index: int) -> list[Any]:
+        from .ndarray.ndarray import NDArray
+
+        grads = []
+        for i, out in enumerate(self._outputs):
+            grads.append(g if i == index else NDArray(out.xp.zeros_like(out._data), out.context))
+        return grads
+
+    def _raw_rule(self, index: int) -> Any:
+        """The first-order rule: the user's backward on NDArrays, unrecorded."""
+        from .ndarray.ndarray import NDArray
+
+        def rule(g: Any) -> list[Any]:
+            out = self._outputs[index]
+            with _scope(False, None):
+                grads = self.backward(*self._output_grads(NDArray(g, out.context), index))
+            return [None if x is None else _raw(x) for x in _as_list(grads)]
+
+        return rule
+
+    def _recorded_backward(self, g: NDArray, index: int) -> list[Any]:
+        """The user's backward, recorded (for ``grad(create_graph=True)``)."""
+        return _as_list(self.backward(*self._output_grads(g, index)))

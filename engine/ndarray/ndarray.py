@@ -30,11 +30,14 @@ BackwardRule = Callable[[Any], Sequence[Any]]
 class _Node:
     """How an array was computed: its input arrays and the rule that differentiates it."""
 
-    __slots__ = ("inputs", "backward")
+    __slots__ = ("inputs", "backward", "op")
 
     def __init__(self, inputs: tuple[NDArray, ...], backward: BackwardRule) -> None:
         self.inputs = inputs
         self.backward: BackwardRule | None = backward
+        # (kind, name, ...) for ops whose gradient can itself be recorded, so that
+        # autograd.grad(create_graph=True) can differentiate it (see higher_order.py)
+        self.op: tuple[Any, ...] | None = None
 
 
 class NDArray:

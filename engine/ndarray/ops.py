@@ -103,7 +103,10 @@ def binary(name: str, lhs: Any, rhs: Any) -> NDArray:
             grads.append(unbroadcast(gb, rhs.shape).astype(rhs._data.dtype, copy=False))
         return grads
 
-    return apply_op(out, arrays, backward, like._ctx)
+    result = apply_op(out, arrays, backward, like._ctx)
+    if result._node is not None:
+        result._node.op = ("binary", name, lhs, rhs)
+    return result
 
 
 def _keep_dtype(name: str, a: Any, b: Any, dtype: Any) -> tuple[Any, Any, Any]:
@@ -174,7 +177,11 @@ def unary(name: str, x: NDArray) -> NDArray:
     forward, rule = _UNARY[name]
     data = x._data
     out = forward(data).astype(data.dtype, copy=False)
-    return apply_op(out, (x,), lambda g: (rule(g, data, out).astype(data.dtype, copy=False),))
+    result = apply_op(
+        out, (x,), lambda g: (rule(g, data, out).astype(data.dtype, copy=False),))
+    if result._node is not None:
+        result._node.op = ("unary", name)
+    return result
 
 
 def clip(x: NDArray, a_min: Any, a_max: Any) -> NDArray:
@@ -231,10 +238,13 @@ def reduce_sum(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bo
         out = data.sum(axis=axes, keepdims=keepdims)
     shape = x.shape
     xp = x.xp
-    return apply_op(
+    result = apply_op(
         xp.asarray(out), (x,),
         lambda g: (xp.broadcast_to(_expand_back(g, shape, axes), shape),),
     )
+    if result._node is not None:
+        result._node.op = ("sum", axes, 1)
+    return result
 
 
 def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
@@ -244,10 +254,13 @@ def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: b
     shape = x.shape
     count = x.size if axes is None else int(numpy.prod([shape[a] for a in axes]))
     xp = x.xp
-    return apply_op(
+    result = apply_op(
         xp.asarray(out, dtype=x._data.dtype), (x,),
         lambda g: (xp.broadcast_to(_expand_back(g, shape, axes) / count, shape),),
     )
+    if result._node is not None:
+        result._node.op = ("sum", axes, count)
+    return result
 
 
 def _reduce_extreme(fn_name: str):

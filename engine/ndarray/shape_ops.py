@@ -89,7 +89,10 @@ def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
         out = x._data.reshape(target)
     except ValueError as err:
         raise ValueError(f"cannot reshape array of shape {src} into {tuple(shape)}") from err
-    return apply_op(out, (x,), lambda g: (g.reshape(src),))
+    result = apply_op(out, (x,), lambda g: (g.reshape(src),))
+    if result._node is not None:
+        result._node.op = ("reshape",)
+    return result
 
 
 def transpose(x: NDArray, *axes: Any) -> NDArray:

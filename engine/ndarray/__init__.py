@@ -263,6 +263,7 @@ SliceChannel = split
 Cast = cast = as_dtype
 amp_cast = as_dtype
 Crop = crop
+crop = slice  # MXNet's lower-case crop is slice; Crop is the legacy NCHW op
 Pad = pad
 ElementWiseSum = add_n
 max_axis = max

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy
 
+from ..base import MXNetShapeError
 from .ndarray import NDArray, apply_op, as_raw, needs_grad, unbroadcast
 from .shape_ops import (
     broadcast_to,
@@ -85,7 +86,10 @@ def binary(name: str, lhs: Any, rhs: Any) -> NDArray:
     like = lhs if isinstance(lhs, NDArray) else rhs
     a, b = _raw_operand(lhs, like), _raw_operand(rhs, like)
     forward, rule = _BINARY[name]
-    out = forward(a, b)
+    try:
+        out = forward(a, b)
+    except ValueError as err:  # shapes that do not broadcast: MXNet's error type
+        raise MXNetShapeError(f"{name}: {err}") from err
     if not hasattr(out, "shape"):
         out = like.xp.asarray(out)
     dtype = like._data.dtype
@@ -331,7 +335,7 @@ def dot(
     if transpose_b:
         b = b.T
     if a.ndim and b.ndim and a.shape[-1] != b.shape[0]:
-        raise ValueError(
+        raise MXNetShapeError(
             f"dot: shape mismatch, lhs {a.shape} and rhs {b.shape} "
             f"(lhs's last axis {a.shape[-1]} != rhs's first axis {b.shape[0]})"
         )
@@ -361,7 +365,7 @@ def batch_dot(
     a = lhs._data.swapaxes(-1, -2) if transpose_a else lhs._data
     b = rhs._data.swapaxes(-1, -2) if transpose_b else rhs._data
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"batch_dot: shape mismatch, {a.shape} @ {b.shape}")
+        raise MXNetShapeError(f"batch_dot: shape mismatch, {a.shape} @ {b.shape}")
     out = xp.matmul(a, b)
 
     def backward(g: Any) -> tuple[Any, Any]:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .ndarray import NDArray
-from .ops import binary, reduce_sum, stop_gradient, unary
+from .ops import binary, reduce_sum, unary
 from .shape_ops import broadcast_to, reshape
 
 NdRule = Callable[[NDArray, NDArray, NDArray], NDArray]
@@ -39,7 +39,7 @@ def _zero(g: NDArray, x: NDArray, o: NDArray) -> NDArray:
 _UNARY: dict[str, NdRule] = {
     "negative": lambda g, x, o: -g,
     "identity": lambda g, x, o: g,
-    "abs": lambda g, x, o: g * stop_gradient(_u("sign", x)),
+    "abs": lambda g, x, o: g * _u("sign", x),  # sign: zero gradient, still in the graph
     "exp": lambda g, x, o: g * o,
     "log": lambda g, x, o: g / x,
     "log2": lambda g, x, o: g / (x * math.log(2)),
@@ -65,7 +65,7 @@ _UNARY: dict[str, NdRule] = {
     "arccosh": lambda g, x, o: g / _u("sqrt", x * x - 1),
     "arctanh": lambda g, x, o: g / (1 - x * x),
     "sigmoid": lambda g, x, o: g * o * (1 - o),
-    "relu": lambda g, x, o: g * stop_gradient(_u("sign", o)),
+    "relu": lambda g, x, o: g * _u("sign", o),
     "softsign": lambda g, x, o: g / _u("square", _u("abs", x) + 1),
     "degrees": lambda g, x, o: g * (180 / math.pi),
     "radians": lambda g, x, o: g * (math.pi / 180),

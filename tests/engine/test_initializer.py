@@ -170,3 +170,41 @@ def test_lstm_bias_and_fused_rnn():
     np.testing.assert_array_equal(biases.reshape(2, 4, hidden)[:, [0, 2, 3]], 0.0)
     with pytest.raises(ValueError, match="does not fit"):
         init.FusedRNN(None, 4, 1, "lstm")._init_weight(InitDesc("p"), nd.zeros((7,)))
+
+
+# ------------------------------------------------- equality and dumps, against MXNet 1.9.1
+_INIT_SNIPPET = """
+result['eq_constant'] = mx.init.Constant(-10.) == mx.init.Constant(-10.)
+result['ne_constant'] = mx.init.Constant(-10.) == mx.init.Constant(-9.)
+result['ne_kind'] = mx.init.Uniform(0.1) == mx.init.Normal(0.1)
+result['eq_xavier'] = mx.init.Xavier(magnitude=2) == mx.init.Xavier(magnitude=2)
+result['hashable'] = mx.init.Constant.__hash__ is not None
+result['dumps_array'] = mx.init.Constant(nd.array([[1, 2], [3, 4]])).dumps()
+result['dumps_scalar'] = mx.init.Constant(3.0).dumps()
+result['dumps_uniform'] = mx.init.Uniform(0.1).dumps()
+"""
+
+
+def test_initializers_compare_and_dump_like_mxnet() -> None:
+    from tests.oracle import run_mxnet
+
+    theirs = run_mxnet(_INIT_SNIPPET).json
+    assert (init.Constant(-10.0) == init.Constant(-10.0)) is theirs["eq_constant"] is True
+    assert (init.Constant(-10.0) == init.Constant(-9.0)) is theirs["ne_constant"]
+    assert (init.Uniform(0.1) == init.Normal(0.1)) is theirs["ne_kind"]
+    assert (init.Xavier(magnitude=2) == init.Xavier(magnitude=2)) is theirs["eq_xavier"]
+    assert (init.Constant.__hash__ is not None) is theirs["hashable"]
+    assert init.Constant(nd.array([[1, 2], [3, 4]])).dumps() == theirs["dumps_array"]
+    assert init.Constant(3.0).dumps() == theirs["dumps_scalar"]
+    assert init.Uniform(0.1).dumps() == theirs["dumps_uniform"]
+    # arrays compare by value (MXNet itself raises on multi-element arrays here)
+    assert init.Constant(nd.array([1, 2])) == init.Constant(nd.array([1, 2]))
+    assert init.Constant(nd.array([1, 2])) != init.Constant(nd.array([1, 3]))
+
+
+def test_shared_parameter_with_an_equal_custom_init_is_accepted() -> None:
+    a = gluon.Parameter("w", shape=(2,), init=init.Constant(-10.0))
+    b = gluon.Parameter("w", shape=(2,), init=init.Constant(-10.0))
+    assert a.init == b.init
+    a.initialize()
+    np.testing.assert_array_equal(a.data().asnumpy(), [-10.0, -10.0])

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - each case is one expression string shared verbatim with MXNet
 """Differential tests: the nd operators added for MXNet 1.9.1 parity give MXNet's values.
 
 Each case is one expression over the inputs ``x`` (2x3x4 floats), ``m`` (3x4), ``v`` (4,),

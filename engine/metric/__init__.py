@@ -19,12 +19,12 @@ from .base import (
     register,
 )
 from .classification import F1, MCC, PCC, Accuracy, TopKAccuracy
-from .probability import CrossEntropy, Loss, NegativeLogLikelihood, Perplexity
+from .probability import Caffe, CrossEntropy, Loss, NegativeLogLikelihood, Perplexity, Torch
 from .regression import MAE, MSE, RMSE, PearsonCorrelation
 
 __all__ = [
-    "METRICS", "MAE", "MCC", "MSE", "PCC", "RMSE", "Accuracy", "CompositeEvalMetric",
+    "METRICS", "MAE", "MCC", "MSE", "PCC", "RMSE", "Accuracy", "Caffe", "CompositeEvalMetric",
     "CrossEntropy", "CustomMetric", "EvalMetric", "F1", "Loss", "NegativeLogLikelihood",
     "PearsonCorrelation", "Perplexity", "TopKAccuracy", "alias", "check_label_shapes",
-    "create", "np", "register",
+    "create", "np", "register", "Torch",
 ]

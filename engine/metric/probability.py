@@ -177,3 +177,21 @@ class Loss(EvalMetric):
         for pred in preds:
             data = raw(pred)
             self._add(data.sum(), data.size)
+
+
+@register
+class Torch(Loss):
+    """Mean of loss outputs, named 'torch' (MXNet's metric for torch criterions)."""
+
+    def __init__(self, name: str = "torch", output_names: Sequence[str] | None = None,
+                 label_names: Sequence[str] | None = None) -> None:
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+
+@register
+class Caffe(Loss):
+    """Mean of loss outputs, named 'caffe' (MXNet's metric for caffe criterions)."""
+
+    def __init__(self, name: str = "caffe", output_names: Sequence[str] | None = None,
+                 label_names: Sequence[str] | None = None) -> None:
+        super().__init__(name, output_names=output_names, label_names=label_names)

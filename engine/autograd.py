@@ -413,3 +413,12 @@ class Function:
     def _recorded_backward(self, g: NDArray, index: int) -> list[Any]:
         """The user's backward, recorded (for ``grad(create_graph=True)``)."""
         return _as_list(self.backward(*self._output_grads(g, index)))
+
+
+def __getattr__(name: str) -> Any:
+    # mxnet.autograd re-exports NDArray; imported lazily (the ndarray package imports us)
+    if name == "NDArray":
+        from .ndarray.ndarray import NDArray
+
+        return NDArray
+    raise AttributeError(f"module 'engine.autograd' has no attribute {name!r}")

@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .base import py_str
+
 __all__ = [
     "getenv", "is_np_array", "is_np_default_dtype", "is_np_shape", "makedirs", "np_array",
-    "np_shape", "reset_np", "set_np", "set_np_shape", "setenv", "use_np", "use_np_array",
+    "np_shape", "py_str", "reset_np", "set_np", "set_np_shape", "setenv", "use_np", "use_np_array",
     "use_np_shape", "wraps_safely",
 ]
 

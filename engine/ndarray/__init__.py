@@ -176,6 +176,16 @@ from .math_ops import (  # noqa: E402
     sum_axis,
     true_divide,
 )
+from .pdf_ops import (  # noqa: E402
+    random_pdf_dirichlet,
+    random_pdf_exponential,
+    random_pdf_gamma,
+    random_pdf_generalized_negative_binomial,
+    random_pdf_negative_binomial,
+    random_pdf_normal,
+    random_pdf_poisson,
+    random_pdf_uniform,
+)
 from .random import shuffle  # noqa: E402
 from .select_ops import (  # noqa: E402
     add_n,
@@ -344,6 +354,9 @@ NDArray.writable = True  # type: ignore[attr-defined]
 to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
 
 __all__ = [
+    "random_pdf_dirichlet", "random_pdf_exponential", "random_pdf_gamma",
+    "random_pdf_generalized_negative_binomial", "random_pdf_negative_binomial",
+    "random_pdf_normal", "random_pdf_poisson", "random_pdf_uniform",
     "Activation", "BatchNorm", "BatchNorm_v1", "BlockGrad", "Cast", "Concat", "Convolution",
     "Convolution_v1", "Crop", "Dropout", "ElementWiseSum", "Embedding", "Flatten",
     "FullyConnected", "L2Normalization", "LRN", "LayerNorm", "LeakyReLU", "LinearRegressionOutput",

@@ -31,6 +31,8 @@ INPUTS = {
     "u8a": np.array([7, 200, 9], np.uint8),
     "u8b": np.array([2, 3, 4], np.uint8),
     "i32": np.array([7, -3, 5], np.int32),
+    "pos": np.array([[1.0, 2.0, 0.5], [3.0, 0.7, 1.0]], np.float32),
+    "counts": np.array([[1, 2, 0], [0, 3, 5]], np.float32),
 }
 
 CASES = {
@@ -142,6 +144,16 @@ CASES = {
     "from_numpy": "nd.from_numpy(inputs['m'])",
     "power_int": "nd.power(nd.array(inputs['p']), 3)",
     "true_divide": "nd.true_divide(nd.array(inputs['m']), 4)",
+    # densities: params (2,), samples (2, 3)
+    "pdf_uniform": "nd.random_pdf_uniform(nd.array(inputs['pos']), nd.array([0.0, 0.5]), nd.array([2.0, 4.0]))",
+    "pdf_normal": "nd.random_pdf_normal(nd.array(inputs['pos']), nd.array([2.0, 3.0]), nd.array([1.5, 0.5]))",
+    "pdf_normal_log": "nd.random_pdf_normal(nd.array(inputs['pos']), nd.array([2.0, 3.0]), nd.array([1.5, 0.5]), is_log=True)",
+    "pdf_gamma": "nd.random_pdf_gamma(nd.array(inputs['pos']), nd.array([2.0, 3.0]), nd.array([1.5, 0.5]))",
+    "pdf_exponential": "nd.random_pdf_exponential(nd.array(inputs['pos']), nd.array([2.0, 3.0]))",
+    "pdf_poisson": "nd.random_pdf_poisson(nd.array(inputs['counts']), nd.array([2.0, 3.0]))",
+    "pdf_negative_binomial": "nd.random_pdf_negative_binomial(nd.array(inputs['counts']), nd.array([2.0, 3.0]), nd.array([0.4, 0.6]))",
+    "pdf_gen_negative_binomial": "nd.random_pdf_generalized_negative_binomial(nd.array(inputs['counts']), nd.array([2.0, 3.0]), nd.array([0.4, 0.6]))",
+    "pdf_dirichlet": "nd.random_pdf_dirichlet(nd.array([[[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]]]), nd.array([[1.0, 2.0, 3.0]]))",
 }
 
 SNIPPET = f"""
@@ -180,3 +192,18 @@ def test_operator_matches_mxnet(oracle, name: str) -> None:
 
 def test_power_of_two_scalars_is_a_number(oracle) -> None:
     assert nd.power(0.9, 3) == pytest.approx(oracle.json["power_scalars"])
+
+
+def test_uniform_density_is_zero_outside_its_support() -> None:
+    # MXNet 1.9.1 returns 1/(high - low) for any sample (no support check); not copied
+    pdf = nd.random_pdf_uniform(nd.array([[5.0, -1.0, 1.0]]), nd.array([0.0]), nd.array([2.0]))
+    np.testing.assert_array_equal(pdf.asnumpy(), [[0.0, 0.0, 0.5]])
+
+
+def test_densities_are_differentiable() -> None:
+    mu = nd.array([0.5])
+    mu.attach_grad()
+    with mx.autograd.record():
+        logp = nd.random_pdf_normal(nd.array([[1.0, 2.0]]), mu, nd.array([1.0]), is_log=True)
+    logp.backward()
+    np.testing.assert_allclose(mu.grad.asnumpy(), [0.5 + 1.5], rtol=1e-6)  # Σ (x − μ)/σ²

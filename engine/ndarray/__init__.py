@@ -157,7 +157,7 @@ def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
 
 
 # ------------------------------------------------ the rest of MXNet 1.9's nd namespace
-from . import contrib, output_ops  # noqa: E402
+from . import contrib, linalg, output_ops  # noqa: E402
 from .contrib import isfinite, isinf, isnan  # noqa: E402
 from .fluent import accepting_out, install_methods, methods_accept_out  # noqa: E402
 from .math_ops import (  # noqa: E402
@@ -322,6 +322,9 @@ def from_dlpack(dlpack: Any) -> NDArray:
     return NDArray(numpy.from_dlpack(dlpack))
 
 
+for _name in linalg.__all__:  # nd.linalg_gemm2, nd.linalg_potrf, ...
+    globals()[f"linalg_{_name}"] = getattr(linalg, _name)
+
 # Legacy flat random names: nd.uniform, nd.random_normal, nd.sample_gamma, ...
 uniform = random_uniform = sample_uniform = random.uniform
 normal = random_normal = sample_normal = random.normal
@@ -354,6 +357,10 @@ NDArray.writable = True  # type: ignore[attr-defined]
 to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
 
 __all__ = [
+    "linalg", "linalg_det", "linalg_extractdiag", "linalg_extracttrian", "linalg_gelqf",
+    "linalg_gemm", "linalg_gemm2", "linalg_inverse", "linalg_makediag", "linalg_maketrian",
+    "linalg_potrf", "linalg_potri", "linalg_slogdet", "linalg_sumlogdiag", "linalg_syrk",
+    "linalg_trmm", "linalg_trsm",
     "random_pdf_dirichlet", "random_pdf_exponential", "random_pdf_gamma",
     "random_pdf_generalized_negative_binomial", "random_pdf_negative_binomial",
     "random_pdf_normal", "random_pdf_poisson", "random_pdf_uniform",
@@ -408,7 +415,7 @@ __all__ = [
 # Every operator takes out= (MXNet's convention); creation, I/O and the random draws handle
 # it themselves or have no result to write.
 _NO_OUT = {"NDArray", "array", "load", "save", "waitall", "from_numpy", "from_dlpack",
-           "reset_arrays", "random", "contrib", "onehot_encode"}
+           "reset_arrays", "random", "contrib", "linalg", "onehot_encode"}
 for _name in __all__:
     _value = globals()[_name]
     if _name not in _NO_OUT and callable(_value) and not isinstance(_value, type):

@@ -20,6 +20,7 @@ from typing import Any
 import numpy
 
 from . import backend
+from .base import integer_types  # noqa: F401 - MXNet exports it here
 
 _numpy_rng = numpy.random.Generator(numpy.random.PCG64(0))
 _cupy_rng: Any = None

@@ -160,6 +160,7 @@ def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
 from . import contrib, linalg, output_ops  # noqa: E402
 from .contrib import isfinite, isinf, isnan  # noqa: E402
 from .fluent import accepting_out, install_methods, methods_accept_out  # noqa: E402
+from .im2col_ops import col2im, im2col  # noqa: E402
 from .math_ops import (  # noqa: E402
     RELATION_FUNCTIONS,
     UNARY_FUNCTIONS,
@@ -325,6 +326,20 @@ def from_dlpack(dlpack: Any) -> NDArray:
 for _name in linalg.__all__:  # nd.linalg_gemm2, nd.linalg_potrf, ...
     globals()[f"linalg_{_name}"] = getattr(linalg, _name)
 
+# MXNet 1.9 hangs its 2.x-style namespaces off nd too (nd.np is mx.np, nd.npx is mx.npx);
+# they import this package, so they are looked up on first use.
+_LAZY_NAMESPACES = {"np": "engine.np", "numpy": "engine.np", "npx": "engine.npx",
+                    "numpy_extension": "engine.npx"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_NAMESPACES:
+        import importlib
+
+        return importlib.import_module(_LAZY_NAMESPACES[name])
+    raise AttributeError(f"module 'engine.ndarray' has no attribute {name!r}")
+
+
 # Legacy flat random names: nd.uniform, nd.random_normal, nd.sample_gamma, ...
 uniform = random_uniform = sample_uniform = random.uniform
 normal = random_normal = sample_normal = random.normal
@@ -357,6 +372,7 @@ NDArray.writable = True  # type: ignore[attr-defined]
 to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
 
 __all__ = [
+    "col2im", "im2col",
     "linalg", "linalg_det", "linalg_extractdiag", "linalg_extracttrian", "linalg_gelqf",
     "linalg_gemm", "linalg_gemm2", "linalg_inverse", "linalg_makediag", "linalg_maketrian",
     "linalg_potrf", "linalg_potri", "linalg_slogdet", "linalg_sumlogdiag", "linalg_syrk",

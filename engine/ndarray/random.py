@@ -18,7 +18,8 @@ from typing import Any
 import numpy
 
 from .. import random as _random
-from ..context import Context, device_of
+from ..base import numeric_types  # noqa: F401 - MXNet exports it here
+from ..context import Context, current_context, device_of  # noqa: F401 - also exported
 from .creation import DEFAULT_DTYPE, _shape
 from .ndarray import NDArray, as_raw
 

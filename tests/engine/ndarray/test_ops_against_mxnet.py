@@ -144,6 +144,9 @@ CASES = {
     "from_numpy": "nd.from_numpy(inputs['m'])",
     "power_int": "nd.power(nd.array(inputs['p']), 3)",
     "true_divide": "nd.true_divide(nd.array(inputs['m']), 4)",
+    "im2col": "nd.im2col(nd.array(inputs['img']), kernel=(2, 2), stride=(1, 2), pad=(1, 1))",
+    "im2col_dilate": "nd.im2col(nd.array(inputs['img']), kernel=(2, 2), dilate=(2, 1), pad=(1, 0))",
+    "col2im": "nd.col2im(nd.im2col(nd.array(inputs['img']), kernel=(2, 2), pad=(1, 1)), output_size=(2, 3), kernel=(2, 2), pad=(1, 1))",
     # densities: params (2,), samples (2, 3)
     "pdf_uniform": "nd.random_pdf_uniform(nd.array(inputs['pos']), nd.array([0.0, 0.5]), nd.array([2.0, 4.0]))",
     "pdf_normal": "nd.random_pdf_normal(nd.array(inputs['pos']), nd.array([2.0, 3.0]), nd.array([1.5, 0.5]))",
@@ -207,3 +210,14 @@ def test_densities_are_differentiable() -> None:
         logp = nd.random_pdf_normal(nd.array([[1.0, 2.0]]), mu, nd.array([1.0]), is_log=True)
     logp.backward()
     np.testing.assert_allclose(mu.grad.asnumpy(), [0.5 + 1.5], rtol=1e-6)  # Σ (x − μ)/σ²
+
+
+def test_im2col_gradient_is_col2im() -> None:
+    x = nd.array(INPUTS["img"])
+    x.attach_grad()
+    with mx.autograd.record():
+        cols = nd.im2col(x, kernel=(2, 2), stride=(1, 2), pad=(1, 1))
+    head = nd.array(np.random.default_rng(0).uniform(-1, 1, cols.shape))
+    cols.backward(head)
+    expected = nd.col2im(head, output_size=(2, 3), kernel=(2, 2), stride=(1, 2), pad=(1, 1))
+    np.testing.assert_allclose(x.grad.asnumpy(), expected.asnumpy(), rtol=1e-6)

@@ -6,7 +6,7 @@ positions.
 >>> cols = nd.im2col(nd.ones((1, 2, 4, 4)), kernel=(3, 3))
 >>> cols.shape
 (1, 18, 4)
->>> nd.col2im(cols, output_size=(4, 4), kernel=(3, 3)).asnumpy()[0, 0, 1, 1]
+>>> float(nd.col2im(cols, output_size=(4, 4), kernel=(3, 3)).asnumpy()[0, 0, 1, 1])
 4.0
 """
 

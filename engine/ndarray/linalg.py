@@ -6,7 +6,7 @@ backward rules (matrix calculus written in raw arrays).
 
 >>> from engine import nd
 >>> a = nd.array([[4.0, 2.0], [2.0, 3.0]])
->>> nd.linalg.potrf(a).asnumpy().round(4).tolist()
+>>> nd.linalg.potrf(a).asnumpy().astype(float).round(4).tolist()
 [[2.0, 0.0], [1.0, 1.4142]]
 """
 

@@ -10,7 +10,7 @@ MXNet trains symbols that end in one of them.
 >>> x = nd.array([[1.0, 2.0]]); x.attach_grad()
 >>> with autograd.record():
 ...     y = nd.SoftmaxOutput(x, nd.array([1]))
->>> y.backward(); x.grad.asnumpy().round(3).tolist()
+>>> y.backward(); x.grad.asnumpy().astype(float).round(3).tolist()
 [[0.269, -0.269]]
 """
 

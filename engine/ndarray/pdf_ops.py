@@ -5,7 +5,8 @@ NDArray operations, so gradients flow to the samples and the parameters. ``is_lo
 returns the log-density.
 
 >>> from engine import nd
->>> nd.random_pdf_exponential(nd.array([[0.0, 1.0]]), nd.array([2.0])).asnumpy().round(4).tolist()
+>>> pdf = nd.random_pdf_exponential(nd.array([[0.0, 1.0]]), nd.array([2.0]))
+>>> pdf.asnumpy().astype(float).round(4).tolist()
 [[2.0, 0.2707]]
 """
 

@@ -309,18 +309,42 @@ def amp_multicast(*data: NDArray, num_outputs: int | None = None, cast_narrow: b
 
 
 def from_numpy(ndarray: Any, zero_copy: bool = True, array_cls: Any = None) -> NDArray:
-    """An NDArray over a C-contiguous numpy array (sharing its memory when ``zero_copy``)."""
+    """An NDArray over a C-contiguous numpy array.
+
+    With ``zero_copy`` the two share memory and, as in MXNet, the numpy array becomes
+    read-only (write through the NDArray); otherwise the data is copied.
+    """
     import numpy
 
-    host = numpy.ascontiguousarray(ndarray)
-    return NDArray(host if zero_copy else host.copy())
+    if not isinstance(ndarray, numpy.ndarray) or not ndarray.flags["C_CONTIGUOUS"]:
+        raise ValueError("from_numpy needs a C-contiguous numpy.ndarray")
+    if not zero_copy:
+        return NDArray(ndarray.copy())
+    shared = ndarray.view()  # stays writable while the caller's array is frozen
+    ndarray.flags.writeable = False
+    return NDArray(shared)
+
+
+class _DLPackCapsule:
+    """Lets numpy's ``from_dlpack`` (which wants an exporter object) take a bare capsule."""
+
+    def __init__(self, capsule: Any) -> None:
+        self._capsule = capsule
+
+    def __dlpack__(self, **_: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU: capsules made here hold host memory
 
 
 def from_dlpack(dlpack: Any) -> NDArray:
-    """An NDArray from any object exporting ``__dlpack__`` (e.g. a torch tensor)."""
+    """An NDArray sharing memory with a DLPack capsule (from ``to_dlpack_for_read``) or with
+    any object exporting ``__dlpack__`` (e.g. a torch tensor)."""
     import numpy
 
-    return NDArray(numpy.from_dlpack(dlpack))
+    source = dlpack if hasattr(dlpack, "__dlpack__") else _DLPackCapsule(dlpack)
+    return NDArray(numpy.from_dlpack(source))
 
 
 for _name in linalg.__all__:  # nd.linalg_gemm2, nd.linalg_potrf, ...

@@ -71,6 +71,16 @@ result['mxnet_error_mro'] = [c.__name__ for c in mx.base.MXNetError.__mro__]
 result['dot_mismatch'] = kind(lambda: nd.dot(nd.ones((2, 3)), nd.ones((2, 3))))
 result['features_cuda'] = mx.runtime.Features().is_enabled('CUDA')
 result['features_unknown'] = kind(lambda: mx.runtime.Features().is_enabled('NOPE'))
+src = np.array([[1, 2], [3, 4]], dtype='float32')
+shared = nd.from_numpy(src)
+shared[1, 1] = 100
+outputs['from_numpy_src'] = src
+result['from_numpy_src_write'] = kind(lambda: src.__setitem__((0, 0), 5))
+result['from_numpy_noncontig'] = kind(lambda: nd.from_numpy(np.ones((2, 3)).T))
+result['from_numpy_dtype'] = str(np.dtype(nd.from_numpy(np.arange(3)).dtype))
+a = nd.array([[1, 2], [3, 4]])
+outputs['dlpack_read'] = nd.from_dlpack(a.to_dlpack_for_read())
+outputs['dlpack_write'] = nd.from_dlpack(nd.to_dlpack_for_write(a))
 x = nd.array([np.nan, 1.0, -1.0]); x.attach_grad()
 with autograd.record():
     y = nd.relu(x)
@@ -212,3 +222,22 @@ def test_relu_gradient_at_nan_is_nan(oracle) -> None:
         y = nd.relu(x)
     y.backward()
     np.testing.assert_array_equal(x.grad.asnumpy(), oracle["relu_nan_grad"])
+
+
+def test_from_numpy_shares_memory_and_freezes_the_source(oracle) -> None:
+    src = np.array([[1, 2], [3, 4]], dtype="float32")
+    shared = nd.from_numpy(src)
+    shared[1, 1] = 100
+    np.testing.assert_array_equal(src, oracle["from_numpy_src"])
+    assert _kind(lambda: src.__setitem__((0, 0), 5)) == oracle.json["from_numpy_src_write"]
+    assert _kind(lambda: nd.from_numpy(np.ones((2, 3)).T)) == \
+        oracle.json["from_numpy_noncontig"]
+    assert str(np.dtype(nd.from_numpy(np.arange(3)).dtype)) == oracle.json["from_numpy_dtype"]
+
+
+def test_dlpack_round_trip(oracle) -> None:
+    a = nd.array([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(nd.from_dlpack(a.to_dlpack_for_read()).asnumpy(),
+                                  oracle["dlpack_read"])
+    np.testing.assert_array_equal(nd.from_dlpack(nd.to_dlpack_for_write(a)).asnumpy(),
+                                  oracle["dlpack_write"])

@@ -262,12 +262,14 @@ class Constant(Initializer):
         arr[:] = value
 
     def dumps(self) -> str:
-        value = self.value
+        value = self._kwargs["value"]
         if isinstance(value, NDArray):
             value = value.asnumpy()
         if isinstance(value, numpy.ndarray):
             value = value.tolist()
-        return json.dumps([self.__class__.__name__.lower(), {"value": value}])
+        # as MXNet, the arguments keep the JSON form, so json.dumps([name, _kwargs]) agrees
+        self._kwargs["value"] = value
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
 
 @_REGISTRY.register

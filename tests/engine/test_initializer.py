@@ -197,6 +197,9 @@ def test_initializers_compare_and_dump_like_mxnet() -> None:
     assert init.Constant(nd.array([[1, 2], [3, 4]])).dumps() == theirs["dumps_array"]
     assert init.Constant(3.0).dumps() == theirs["dumps_scalar"]
     assert init.Uniform(0.1).dumps() == theirs["dumps_uniform"]
+    for value in (nd.ones((2, 3)), np.ones((3,)), 1):
+        const = init.Constant(value)
+        assert const.dumps() == json.dumps([type(const).__name__.lower(), const._kwargs])
     # arrays compare by value (MXNet itself raises on multi-element arrays here)
     assert init.Constant(nd.array([1, 2])) == init.Constant(nd.array([1, 2]))
     assert init.Constant(nd.array([1, 2])) != init.Constant(nd.array([1, 3]))

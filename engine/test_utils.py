@@ -8,6 +8,9 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy
@@ -15,11 +18,15 @@ import numpy
 from . import random as _random
 from .context import Context, cpu, current_context
 from .ndarray import NDArray, array
+from .util import use_np  # noqa: F401 - MXNet's test_utils re-exports it
 
 __all__ = [
     "almost_equal", "assert_almost_equal", "assert_exception", "default_context",
     "default_dtype", "get_atol", "get_rtol", "rand_ndarray", "rand_shape_2d", "rand_shape_3d",
     "rand_shape_nd", "random_arrays", "same", "set_default_context", "assert_allclose",
+    "assert_almost_equal_ignore_nan", "compare_ndarray_tuple", "compare_optimizer",
+    "environment", "np_reduce", "random_sample", "random_uniform_arrays", "same_array",
+    "use_np",
 ]
 
 _default_context: list[Context] = []
@@ -115,3 +122,115 @@ def rand_ndarray(shape: Any, stype: str = "default", density: float | None = Non
         raise NotImplementedError("sparse storage types are not supported by the engine")
     host = _random.generator().uniform(0, 1, shape)
     return array(host, ctx=ctx or default_context() or cpu(), dtype=dtype or numpy.float32)
+
+
+def assert_almost_equal_ignore_nan(a: Any, b: Any, rtol: float | None = None,
+                                   atol: float | None = None,
+                                   names: tuple[str, str] = ("a", "b")) -> None:
+    """``assert_almost_equal`` after zeroing the positions where either side is NaN."""
+    a_host, b_host = _host(a).copy(), _host(b).copy()
+    nan = numpy.isnan(a_host) | numpy.isnan(b_host)
+    a_host[nan] = 0
+    b_host[nan] = 0
+    assert_almost_equal(a_host, b_host, rtol, atol, names)
+
+
+def same_array(array1: NDArray, array2: NDArray) -> bool:
+    """True when both NDArrays share their memory (a write to one shows in the other)."""
+    return bool(numpy.shares_memory(array1._data, array2._data))
+
+
+def random_sample(population: Any, k: int) -> list[Any]:
+    """``k`` distinct elements of ``population`` drawn with the engine's generator."""
+    population = list(population)
+    picks = _random.generator().choice(len(population), size=k, replace=False)
+    return [population[int(i)] for i in picks]
+
+
+def random_uniform_arrays(*shapes: Any, low: float = 0.0, high: float = 1.0,
+                          dtype: Any = numpy.float32) -> Any:
+    """Uniform numpy arrays (one per shape; a lone shape gives one array)."""
+    rng = _random.generator()
+    arrays = [rng.uniform(low, high, s).astype(dtype) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def np_reduce(dat: numpy.ndarray, axis: Any, keepdims: bool, numpy_reduce_func: Any):
+    """Apply a numpy reduction over one or several axes (None: all), keeping dims if asked."""
+    if axis is None:
+        axes = tuple(range(dat.ndim))
+    elif isinstance(axis, int):
+        axes = (axis,)
+    else:
+        axes = tuple(axis)
+    out = dat
+    for ax in sorted((a % dat.ndim for a in axes), reverse=True):
+        out = numpy_reduce_func(out, axis=ax, keepdims=True)
+    if not keepdims:
+        out = out.reshape([n for i, n in enumerate(dat.shape)
+                           if i not in {a % dat.ndim for a in axes}])
+    return out
+
+
+def compare_ndarray_tuple(t1: Any, t2: Any, rtol: float | None = None,
+                          atol: float | None = None) -> None:
+    """Compare two (nested) tuples of NDArrays element by element; None matches None."""
+    if t1 is None or t2 is None:
+        return
+    if isinstance(t1, (tuple, list)):
+        for a, b in zip(t1, t2, strict=True):
+            compare_ndarray_tuple(a, b, rtol, atol)
+    else:
+        assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
+
+
+def compare_optimizer(opt1: Any, opt2: Any, shape: Any, dtype: Any, w_stype: str = "default",
+                      g_stype: str = "default", rtol: float = 1e-4, atol: float = 1e-5,
+                      compare_states: bool = True, ntensors: int = 1) -> None:
+    """Give two optimizers the same random weights and gradients, update once, and assert
+    the weights (and states) agree. A list of shapes updates ``opt2`` on all at once."""
+    if w_stype != "default" or g_stype != "default":
+        raise NotImplementedError("sparse storage types are not supported by the engine")
+    from .ndarray import random as draws
+
+    ctx = default_context()
+    shapes = shape if isinstance(shape, list) else [shape]
+    w1 = [draws.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shapes]
+    g1 = [draws.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shapes]
+    w2, g2 = [w.copy() for w in w1], [g.copy() for g in g1]
+    states1 = [opt1.create_state_multi_precision(i, w) for i, w in enumerate(w1)]
+    states2 = [opt2.create_state_multi_precision(i, w) for i, w in enumerate(w2)]
+    if compare_states:
+        compare_ndarray_tuple(tuple(states1), tuple(states2))
+    for i in range(len(shapes)):
+        opt1.update_multi_precision(i, w1[i], g1[i], states1[i])
+    if isinstance(shape, list):
+        opt2.update_multi_precision(list(range(len(shapes))), w2, g2, states2)
+    else:
+        opt2.update_multi_precision(0, w2[0], g2[0], states2[0])
+    if compare_states:
+        compare_ndarray_tuple(tuple(states1), tuple(states2), rtol=rtol, atol=atol)
+    for a, b in zip(w1, w2, strict=True):
+        assert_almost_equal(a, b, rtol=rtol, atol=atol)
+
+
+@contextlib.contextmanager
+def environment(*args: Any) -> Iterator[None]:
+    """Set environment variables for a block: ``environment('NAME', 'value')`` or
+    ``environment({'A': '1', 'B': None})`` (None unsets); the old values come back after."""
+    changes = args[0] if len(args) == 1 and isinstance(args[0], dict) else {args[0]: args[1]}
+    saved = {name: os.environ.get(name) for name in changes}
+    try:
+        for name, value in changes.items():
+            _setenv(name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            _setenv(name, value)
+
+
+def _setenv(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = str(value)

@@ -78,3 +78,32 @@ for name in ('random', 'autograd', 'runtime', 'util'):
         module = getattr(mx, name)
         missing = [n for n in theirs[name] if n not in c_api and not hasattr(module, n)]
         assert missing == [], name
+
+
+def test_test_utils_optimizer_and_environment_helpers() -> None:
+    import os
+
+    tu = mx.test_utils
+    tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
+                         mx.optimizer.SGD(learning_rate=0.1, momentum=0.9), (3, 4), np.float32)
+    tu.compare_optimizer(mx.optimizer.Adam(), mx.optimizer.Adam(), [(2, 3), (4,)], np.float32,
+                         ntensors=2)
+    with pytest.raises(AssertionError):
+        tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1),
+                             mx.optimizer.SGD(learning_rate=0.2), (3, 4), np.float32)
+    os.environ.pop("RUDDER_TU_PROBE", None)
+    with tu.environment("RUDDER_TU_PROBE", "1"):
+        assert os.environ["RUDDER_TU_PROBE"] == "1"
+        with tu.environment({"RUDDER_TU_PROBE": None}):
+            assert "RUDDER_TU_PROBE" not in os.environ
+        assert os.environ["RUDDER_TU_PROBE"] == "1"
+    assert "RUDDER_TU_PROBE" not in os.environ
+    data = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tu.np_reduce(data, (0, 2), False, np.sum), data.sum((0, 2)))
+    np.testing.assert_array_equal(tu.np_reduce(data, 1, True, np.max),
+                                  data.max(1, keepdims=True))
+    picks = tu.random_sample(range(10), 4)
+    assert len(set(picks)) == 4 and all(0 <= p < 10 for p in picks)
+    a = nd.array([1.0, 2.0])
+    assert tu.same_array(a, a[:]) and not tu.same_array(a, a.copy())
+    tu.assert_almost_equal_ignore_nan(nd.array([np.nan, 1.0]), np.array([5.0, 1.0]))

@@ -287,11 +287,13 @@ Softmax = SoftmaxOutput = output_ops.softmax_output
 LinearRegressionOutput = output_ops.linear_regression_output
 LogisticRegressionOutput = output_ops.logistic_regression_output
 MAERegressionOutput = output_ops.mae_regression_output
-MakeLoss = make_loss = output_ops.make_loss
+MakeLoss = output_ops.make_loss
+make_loss = output_ops.make_loss_simple
 SoftmaxActivation = output_ops.softmax_activation
 L2Normalization = output_ops.l2_normalization
 LRN = output_ops.lrn
 UpSampling = output_ops.upsampling
+SVMOutput = output_ops.svm_output
 BatchNorm_v1 = BatchNorm
 Convolution_v1 = Convolution
 Pooling_v1 = Pooling
@@ -396,6 +398,7 @@ NDArray.writable = True  # type: ignore[attr-defined]
 to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
 
 __all__ = [
+    "SVMOutput",
     "col2im", "im2col",
     "linalg", "linalg_det", "linalg_extractdiag", "linalg_extracttrian", "linalg_gelqf",
     "linalg_gemm", "linalg_gemm2", "linalg_inverse", "linalg_makediag", "linalg_maketrian",

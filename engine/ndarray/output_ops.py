@@ -103,6 +103,13 @@ def make_loss(data: NDArray, grad_scale: float = 1.0, valid_thresh: float = 0.0,
     return apply_op(x.copy(), (data,), backward)
 
 
+def make_loss_simple(data: NDArray, **_: Any) -> NDArray:
+    """Lower-case ``make_loss``: identity forward, gradient one everywhere (it takes no
+    scaling or normalisation, unlike ``MakeLoss``)."""
+    x = data._data
+    return apply_op(x.copy(), (data,), lambda g: (data.xp.ones_like(x),))
+
+
 def softmax_activation(data: NDArray, mode: str = "instance", **_: Any) -> NDArray:
     """Softmax over each instance (all axes but the first) or over channels (axis 1)."""
     from .nn_ops import softmax
@@ -151,3 +158,32 @@ def upsampling(*data: NDArray, scale: int = 1, sample_type: str = "nearest",
         raise NotImplementedError("UpSampling supports sample_type='nearest' only")
     outs = [repeat(repeat(x, scale, axis=2), scale, axis=3) for x in data]
     return outs[0] if len(outs) == 1 else concat(*outs, dim=1)
+
+
+def svm_output(data: NDArray, label: NDArray, margin: float = 1.0,
+               regularization_coefficient: float = 1.0, use_linear: bool = False,
+               **_: Any) -> NDArray:
+    """Identity forward; backward the one-vs-rest hinge (L1) or squared hinge (L2) gradient.
+
+    With y the label's class and c the coefficient: at y, ``−c·[m > x]`` (L1) or
+    ``−2c·(m − x)⁺`` (L2); elsewhere ``c·[m > −x]`` or ``2c·(m + x)⁺``.
+    """
+    x = data._data
+    xp = data.xp
+    flat = x.reshape(x.shape[0], -1)
+    lab = as_raw(label).reshape(-1).astype(numpy.int64)
+
+    def backward(g: Any) -> tuple[Any, None]:
+        is_label = xp.zeros(flat.shape, dtype=bool)
+        is_label[xp.arange(flat.shape[0]), lab] = True
+        c = regularization_coefficient
+        if use_linear:
+            at_label = -c * (margin > flat)
+            others = c * (margin > -flat)
+        else:
+            at_label = -2 * c * xp.maximum(margin - flat, 0)
+            others = 2 * c * xp.maximum(margin + flat, 0)
+        grad = xp.where(is_label, at_label, others).astype(x.dtype)
+        return grad.reshape(x.shape), None
+
+    return apply_op(x.copy(), (data, label), backward)

@@ -1,0 +1,62 @@
+# ruff: noqa: E501 - each case is one expression string shared verbatim with MXNet
+"""Loss-output operators against MXNet 1.9.1: forward values and the gradients they send
+back (``SoftmaxOutput``, ``*RegressionOutput``, ``MakeLoss``, ``SVMOutput``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import autograd, nd
+from tests.oracle import needs_mxnet, run_mxnet
+
+pytestmark = needs_mxnet
+
+_rng = np.random.default_rng(5)
+INPUTS = {
+    "x": _rng.uniform(-2, 2, (4, 3)).astype(np.float32),
+    "cls": np.array([0, 2, 1, 2], np.float32),
+    "cls_ignore": np.array([0, -1, 1, 2], np.float32),
+    "y": _rng.uniform(-1, 1, (4, 3)).astype(np.float32),
+}
+CASES = {
+    "softmax_output": "nd.SoftmaxOutput(X, nd.array(inputs['cls']))",
+    "softmax_output_scaled": "nd.SoftmaxOutput(X, nd.array(inputs['cls']), grad_scale=0.5, normalization='batch')",
+    "softmax_output_ignore": "nd.SoftmaxOutput(X, nd.array(inputs['cls_ignore']), use_ignore=True, ignore_label=-1, normalization='valid')",
+    "softmax_output_smooth": "nd.SoftmaxOutput(X, nd.array(inputs['cls']), smooth_alpha=0.1)",
+    "linear_regression": "nd.LinearRegressionOutput(X, nd.array(inputs['y']), grad_scale=2.0)",
+    "logistic_regression": "nd.LogisticRegressionOutput(X, nd.array(inputs['y']))",
+    "mae_regression": "nd.MAERegressionOutput(X, nd.array(inputs['y']))",
+    "make_loss": "nd.MakeLoss(X * X, grad_scale=0.3)",
+    "make_loss_batch": "nd.make_loss(X * X, normalization='batch')",
+    "svm_l2": "nd.SVMOutput(X, nd.array(inputs['cls']), margin=0.5, regularization_coefficient=0.7)",
+    "svm_l1": "nd.SVMOutput(X, nd.array(inputs['cls']), use_linear=True)",
+}
+
+SNIPPET = f"""
+for name, expr in {CASES!r}.items():
+    X = nd.array(inputs['x']); X.attach_grad()
+    with autograd.record():
+        out = eval(expr)
+    out.backward()
+    outputs[name] = out
+    outputs[name + '_grad'] = X.grad
+"""
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return run_mxnet(SNIPPET, INPUTS)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_output_operator_matches_mxnet(oracle, name: str) -> None:
+    X = nd.array(INPUTS["x"])  # noqa: N806 - the name the shared expressions use
+    X.attach_grad()
+    with autograd.record():
+        # the expressions are this module's constants, shared with the MXNet snippet
+        out = eval(CASES[name], {"nd": nd, "X": X, "inputs": INPUTS})  # noqa: S307
+    out.backward()
+    np.testing.assert_allclose(out.asnumpy(), oracle[name], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(X.grad.asnumpy(), oracle[name + "_grad"], rtol=1e-5,
+                               atol=1e-6)

@@ -157,7 +157,7 @@ def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
 
 
 # ------------------------------------------------ the rest of MXNet 1.9's nd namespace
-from . import contrib, linalg, output_ops  # noqa: E402
+from . import contrib, linalg, output_ops, sampler_ops  # noqa: E402
 from .contrib import isfinite, isinf, isnan  # noqa: E402
 from .fluent import accepting_out, install_methods, methods_accept_out  # noqa: E402
 from .im2col_ops import col2im, im2col  # noqa: E402
@@ -294,6 +294,9 @@ L2Normalization = output_ops.l2_normalization
 LRN = output_ops.lrn
 UpSampling = output_ops.upsampling
 SVMOutput = output_ops.svm_output
+GridGenerator = sampler_ops.grid_generator
+BilinearSampler = sampler_ops.bilinear_sampler
+SpatialTransformer = sampler_ops.spatial_transformer
 BatchNorm_v1 = BatchNorm
 Convolution_v1 = Convolution
 Pooling_v1 = Pooling
@@ -398,6 +401,7 @@ NDArray.writable = True  # type: ignore[attr-defined]
 to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
 
 __all__ = [
+    "BilinearSampler", "GridGenerator", "SpatialTransformer",
     "SVMOutput",
     "col2im", "im2col",
     "linalg", "linalg_det", "linalg_extractdiag", "linalg_extracttrian", "linalg_gelqf",

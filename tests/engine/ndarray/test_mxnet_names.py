@@ -43,8 +43,7 @@ OUT_OF_SCOPE = {
     "GroupNorm": "layers helper (norms)", "InstanceNorm": "layers helper (norms)",
     "RNN": "layers helper (rnn)", "Deconvolution": "conv helper (transposed conv)",
     # specialised vision kernels outside the families
-    "BilinearSampler": "spatial-transformer kernel", "GridGenerator": "spatial-transformer kernel",
-    "SpatialTransformer": "spatial-transformer kernel", "Correlation": "optical-flow kernel",
+    "Correlation": "optical-flow kernel",
     "ROIPooling": "detection kernel",
     "IdentityAttachKLSparseReg": "stateful sparsity regulariser (aux moving average)",
 }

@@ -1,0 +1,103 @@
+"""Spatial-transformer operators: ``GridGenerator``, ``BilinearSampler`` and
+``SpatialTransformer`` (Jaderberg et al. 2015), differentiable in data, grid and transform.
+
+Grids hold normalised coordinates: x (channel 0) and y (channel 1) in [-1, 1] span the
+input's width and height; samples outside the input read zeros.
+
+>>> from engine import nd
+>>> identity = nd.array([[1, 0, 0, 0, 1, 0]])
+>>> image = nd.arange(6).reshape((1, 1, 2, 3))
+>>> nd.SpatialTransformer(image, identity, target_shape=(2, 3)).asnumpy().ravel().tolist()
+[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from ..base import MXNetError
+from .ndarray import NDArray, apply_op, as_raw
+from .ops import batch_dot
+from .shape_ops import reshape
+
+
+def _constant(values: numpy.ndarray, like: NDArray) -> NDArray:
+    return NDArray(like.xp.asarray(values.astype(like._data.dtype)), like.context)
+
+
+def grid_generator(data: NDArray, transform_type: str = "affine", target_shape: Any = (0, 0),
+                   **_: Any) -> NDArray:
+    """A sampling grid (N, 2, H, W): from affine parameters (N, 6) or from a flow field
+    (N, 2, H, W) added to each pixel's own position."""
+    if transform_type == "affine":
+        h, w = (int(v) for v in target_shape)
+        ys, xs = numpy.meshgrid(numpy.linspace(-1, 1, h), numpy.linspace(-1, 1, w),
+                                indexing="ij")
+        base = numpy.stack([xs.ravel(), ys.ravel(), numpy.ones(h * w)])  # (3, H·W)
+        n = data.shape[0]
+        theta = reshape(data, (n, 2, 3))
+        points = _constant(numpy.broadcast_to(base, (n, 3, h * w)).copy(), data)
+        return reshape(batch_dot(theta, points), (n, 2, h, w))
+    if transform_type == "warp":
+        n, _, h, w = data.shape
+        ys, xs = numpy.meshgrid(numpy.arange(h), numpy.arange(w), indexing="ij")
+        pixels = _constant(numpy.stack([xs, ys])[None], data)
+        scale = _constant(numpy.array([2.0 / max(w - 1, 1), 2.0 / max(h - 1, 1)])
+                          .reshape(1, 2, 1, 1), data)
+        return (data + pixels) * scale - 1
+    raise MXNetError(f"GridGenerator: transform_type must be affine or warp: {transform_type!r}")
+
+
+def bilinear_sampler(data: NDArray, grid: NDArray, cudnn_off: Any = None,
+                     **_: Any) -> NDArray:
+    """Sample ``data`` (N, C, H, W) bilinearly at ``grid`` (N, 2, Ho, Wo)."""
+    xp = data.xp
+    x = data._data
+    n, c, h, w = x.shape
+    gx = (as_raw(grid)[:, 0] + 1) * (w - 1) / 2  # source column, (N, Ho, Wo)
+    gy = (as_raw(grid)[:, 1] + 1) * (h - 1) / 2
+    x0, y0 = xp.floor(gx).astype(numpy.int64), xp.floor(gy).astype(numpy.int64)
+    fx, fy = (gx - x0).astype(x.dtype), (gy - y0).astype(x.dtype)
+    batch = xp.arange(n).reshape(n, 1, 1)
+    corners = []  # (row, col, weight, d weight/d gx, d weight/d gy)
+    for dy, dx in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        wx = fx if dx else 1 - fx
+        wy = fy if dy else 1 - fy
+        corners.append((y0 + dy, x0 + dx, wx * wy, (1 if dx else -1) * wy,
+                        (1 if dy else -1) * wx))
+    out = xp.zeros((n, c) + gx.shape[1:], dtype=x.dtype)
+    reads = []
+    for row, col, weight, _, _ in corners:
+        valid = (row >= 0) & (row < h) & (col >= 0) & (col < w)
+        r, cc = xp.clip(row, 0, h - 1), xp.clip(col, 0, w - 1)
+        value = x[batch, :, r, cc] * valid[..., None]  # (N, Ho, Wo, C)
+        value = xp.moveaxis(value, -1, 1)
+        reads.append((r, cc, valid, value))
+        out += value * weight[:, None]
+
+    def backward(g: Any) -> tuple[Any, Any]:
+        gdata = xp.zeros_like(x)
+        ggx = xp.zeros(gx.shape, dtype=x.dtype)
+        ggy = xp.zeros(gy.shape, dtype=x.dtype)
+        for (r, cc, valid, value), (_, _, weight, dwx, dwy) in zip(reads, corners,
+                                                                      strict=True):
+            contribution = g * (weight * valid)[:, None]  # (N, C, Ho, Wo)
+            xp.add.at(gdata, (batch, slice(None), r, cc), xp.moveaxis(contribution, 1, -1))
+            seen = (g * value).sum(axis=1)
+            ggx += seen * dwx
+            ggy += seen * dwy
+        ggrid = xp.stack([ggx * (w - 1) / 2, ggy * (h - 1) / 2], axis=1)
+        return gdata, ggrid.astype(as_raw(grid).dtype)
+
+    return apply_op(out, (data, grid), backward)
+
+
+def spatial_transformer(data: NDArray, loc: NDArray, target_shape: Any = (0, 0),
+                        transform_type: str = "affine", sampler_type: str = "bilinear",
+                        cudnn_off: Any = None, **_: Any) -> NDArray:
+    """Warp ``data`` by the affine transforms ``loc`` (N, 6) onto ``target_shape``."""
+    if transform_type != "affine" or sampler_type != "bilinear":
+        raise MXNetError("SpatialTransformer supports affine transforms with bilinear sampling")
+    return bilinear_sampler(data, grid_generator(loc, "affine", target_shape))

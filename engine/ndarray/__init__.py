@@ -297,6 +297,7 @@ SVMOutput = output_ops.svm_output
 GridGenerator = sampler_ops.grid_generator
 BilinearSampler = sampler_ops.bilinear_sampler
 SpatialTransformer = sampler_ops.spatial_transformer
+ROIPooling = sampler_ops.roi_pooling
 BatchNorm_v1 = BatchNorm
 Convolution_v1 = Convolution
 Pooling_v1 = Pooling
@@ -401,7 +402,7 @@ NDArray.writable = True  # type: ignore[attr-defined]
 to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
 
 __all__ = [
-    "BilinearSampler", "GridGenerator", "SpatialTransformer",
+    "BilinearSampler", "GridGenerator", "ROIPooling", "SpatialTransformer",
     "SVMOutput",
     "col2im", "im2col",
     "linalg", "linalg_det", "linalg_extractdiag", "linalg_extracttrian", "linalg_gelqf",

@@ -1,5 +1,6 @@
 """Spatial-transformer operators: ``GridGenerator``, ``BilinearSampler`` and
-``SpatialTransformer`` (Jaderberg et al. 2015), differentiable in data, grid and transform.
+``SpatialTransformer`` (Jaderberg et al. 2015), differentiable in data, grid and transform;
+and ``ROIPooling`` (Fast R-CNN's region max-pooling).
 
 Grids hold normalised coordinates: x (channel 0) and y (channel 1) in [-1, 1] span the
 input's width and height; samples outside the input read zeros.
@@ -101,3 +102,52 @@ def spatial_transformer(data: NDArray, loc: NDArray, target_shape: Any = (0, 0),
     if transform_type != "affine" or sampler_type != "bilinear":
         raise MXNetError("SpatialTransformer supports affine transforms with bilinear sampling")
     return bilinear_sampler(data, grid_generator(loc, "affine", target_shape))
+
+
+def _round_half_away(v: float) -> int:
+    return int(numpy.sign(v) * numpy.floor(abs(v) + 0.5))
+
+
+def roi_pooling(data: NDArray, rois: NDArray, pooled_size: Any, spatial_scale: float,
+                **_: Any) -> NDArray:
+    """Max-pool each region ``[batch, x1, y1, x2, y2]`` of ``rois`` (in input coordinates ×
+    ``spatial_scale``) into a ``pooled_size`` grid; the gradient goes to each bin's maximum."""
+    xp = data.xp
+    x = data._data
+    boxes = rois.asnumpy().astype(numpy.float64)  # a few boxes: looped on the host
+    ph_n, pw_n = (int(v) for v in pooled_size)
+    n_batch, channels, height, width = x.shape
+    out = xp.zeros((len(boxes), channels, ph_n, pw_n), dtype=x.dtype)
+    winners: list[tuple[int, int, int, Any]] = []  # (roi, ph, pw, flat argmax per channel)
+    dtype = x.dtype.type
+    for r, (b, x1, y1, x2, y2) in enumerate(boxes):
+        b = int(b)
+        if b < 0 or b >= n_batch:
+            continue
+        start_w, start_h = (_round_half_away(v * spatial_scale) for v in (x1, y1))
+        end_w, end_h = (_round_half_away(v * spatial_scale) for v in (x2, y2))
+        bin_h = dtype(max(end_h - start_h + 1, 1)) / dtype(ph_n)
+        bin_w = dtype(max(end_w - start_w + 1, 1)) / dtype(pw_n)
+        for ph in range(ph_n):
+            h0 = min(max(int(numpy.floor(dtype(ph) * bin_h)) + start_h, 0), height)
+            h1 = min(max(int(numpy.ceil(dtype(ph + 1) * bin_h)) + start_h, 0), height)
+            for pw in range(pw_n):
+                w0 = min(max(int(numpy.floor(dtype(pw) * bin_w)) + start_w, 0), width)
+                w1 = min(max(int(numpy.ceil(dtype(pw + 1) * bin_w)) + start_w, 0), width)
+                if h1 <= h0 or w1 <= w0:
+                    continue
+                region = x[b, :, h0:h1, w0:w1].reshape(channels, -1)
+                best = region.argmax(axis=1)
+                out[r, :, ph, pw] = region[xp.arange(channels), best]
+                rows, cols = best // (w1 - w0) + h0, best % (w1 - w0) + w0
+                winners.append((r, ph, pw, (b, rows, cols)))
+
+    def backward(g: Any) -> tuple[Any, None]:
+        gdata = xp.zeros_like(x)
+        for r, ph, pw, (b, rows, cols) in winners:
+            xp.add.at(gdata, (b, xp.arange(channels), rows, cols), g[r, :, ph, pw])
+        return gdata, None
+
+    return apply_op(out, (data, rois), backward)
+
+

@@ -11,7 +11,8 @@ MODULES = [
     "engine.ndarray.math_ops", "engine.ndarray.slice_ops", "engine.ndarray.select_ops",
     "engine.ndarray.update_ops", "engine.ndarray.output_ops", "engine.ndarray.higher_order",
     "engine.ndarray.linalg", "engine.ndarray.pdf_ops", "engine.ndarray.im2col_ops",
-    "engine.ndarray.contrib", "engine.ndarray.sampler_ops", "engine.ndarray.random", "engine.random", "engine.autograd",
+    "engine.ndarray.contrib", "engine.ndarray.sampler_ops", "engine.ndarray.random",
+    "engine.random", "engine.autograd",
     "engine.base", "engine.runtime", "engine.util", "engine.test_utils",
     "engine.optimizer.contrib",
 ]

@@ -19,15 +19,19 @@ INPUTS = {
     "grid": _rng.uniform(-1.2, 1.2, (2, 2, 3, 6)).astype(np.float32),
     "flow": _rng.uniform(-1.5, 1.5, (2, 2, 5, 4)).astype(np.float32),
     "head": _rng.uniform(-1, 1, (2, 3, 3, 6)).astype(np.float32),
+    "rois": np.array([[0, 0, 0, 3, 4], [1, 1.5, 0.5, 2.5, 3.6], [0, 2, 2, 9, 9],
+                      [1, 0, 0, 0.4, 0.4]], np.float32),
 }
 CASES = {
     "affine_grid": ("nd.GridGenerator(T, transform_type='affine', target_shape=(3, 6))", "T"),
     "warp_grid": ("nd.GridGenerator(F, transform_type='warp')", "F"),
     "sampler": ("nd.BilinearSampler(D, G)", "DG"),
+    "roi_pooling": ("nd.ROIPooling(D, R, pooled_size=(2, 2), spatial_scale=1.0)", "D"),
+    "roi_pooling_scaled": ("nd.ROIPooling(D, R, pooled_size=(3, 2), spatial_scale=0.5)", "D"),
     "transformer": ("nd.SpatialTransformer(D, T, target_shape=(3, 6), transform_type='affine', "
                     "sampler_type='bilinear')", "DT"),
 }
-NAMES = {"D": "img", "T": "theta", "G": "grid", "F": "flow"}
+NAMES = {"D": "img", "T": "theta", "G": "grid", "F": "flow", "R": "rois"}
 
 SNIPPET = f"""
 for name, (expr, wrt) in {CASES!r}.items():

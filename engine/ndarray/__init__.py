@@ -294,6 +294,7 @@ L2Normalization = output_ops.l2_normalization
 LRN = output_ops.lrn
 UpSampling = output_ops.upsampling
 SVMOutput = output_ops.svm_output
+IdentityAttachKLSparseReg = output_ops.identity_attach_kl_sparse_reg
 GridGenerator = sampler_ops.grid_generator
 BilinearSampler = sampler_ops.bilinear_sampler
 SpatialTransformer = sampler_ops.spatial_transformer
@@ -403,7 +404,7 @@ to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
 
 __all__ = [
     "BilinearSampler", "GridGenerator", "ROIPooling", "SpatialTransformer",
-    "SVMOutput",
+    "IdentityAttachKLSparseReg", "SVMOutput",
     "col2im", "im2col",
     "linalg", "linalg_det", "linalg_extractdiag", "linalg_extracttrian", "linalg_gelqf",
     "linalg_gemm", "linalg_gemm2", "linalg_inverse", "linalg_makediag", "linalg_maketrian",

@@ -187,3 +187,21 @@ def svm_output(data: NDArray, label: NDArray, margin: float = 1.0,
         return grad.reshape(x.shape), None
 
     return apply_op(x.copy(), (data, label), backward)
+
+
+def identity_attach_kl_sparse_reg(data: NDArray, moving_avg: NDArray,
+                                  sparseness_target: float = 0.1, penalty: float = 0.001,
+                                  momentum: float = 0.9, **_: Any) -> NDArray:
+    """Identity forward; the backward adds a KL sparsity penalty pulling each unit's mean
+    activation toward ``sparseness_target``. ``moving_avg`` (one value per unit of the
+    flattened input) is updated in place during backward, as MXNet's auxiliary state."""
+    x = data._data
+    flat = x.reshape(x.shape[0], -1)
+
+    def backward(g: Any) -> tuple[Any, None]:
+        avg = moving_avg._data
+        avg[...] = momentum * avg + (1 - momentum) * flat.mean(axis=0)
+        extra = penalty * (-sparseness_target / avg + (1 - sparseness_target) / (1 - avg))
+        return (g.reshape(flat.shape) + extra).reshape(x.shape).astype(x.dtype), None
+
+    return apply_op(x.copy(), (data, moving_avg), backward)

@@ -44,7 +44,6 @@ OUT_OF_SCOPE = {
     "RNN": "layers helper (rnn)", "Deconvolution": "conv helper (transposed conv)",
     # specialised vision kernels outside the issue's families
     "Correlation": "optical-flow kernel",
-    "IdentityAttachKLSparseReg": "stateful sparsity regulariser (aux moving average)",
 }
 
 SNIPPET = f"""

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import builtins
 from typing import Any
 
 from . import random
@@ -161,6 +160,14 @@ from . import contrib, linalg, output_ops, sampler_ops  # noqa: E402
 from .contrib import isfinite, isinf, isnan  # noqa: E402
 from .fluent import accepting_out, install_methods, methods_accept_out  # noqa: E402
 from .im2col_ops import col2im, im2col  # noqa: E402
+from .interop import (  # noqa: E402
+    amp_multicast,
+    from_dlpack,
+    from_numpy,
+    to_dlpack_for_read,
+    to_dlpack_for_write,
+)
+from .interop import install as _install_interop  # noqa: E402
 from .math_ops import (  # noqa: E402
     RELATION_FUNCTIONS,
     UNARY_FUNCTIONS,
@@ -304,56 +311,6 @@ Convolution_v1 = Convolution
 Pooling_v1 = Pooling
 
 
-def amp_multicast(*data: NDArray, num_outputs: int | None = None, cast_narrow: bool = False,
-                  **_: Any) -> list[NDArray]:
-    """Cast all inputs to their widest (or, with ``cast_narrow``, narrowest) float type."""
-    import numpy
-
-    widths = [numpy.dtype(d.dtype).itemsize for d in data]
-    pick_width = builtins.min if cast_narrow else builtins.max
-    target = data[widths.index(pick_width(widths))].dtype
-    return [d.astype(target) for d in data]
-
-
-def from_numpy(ndarray: Any, zero_copy: bool = True, array_cls: Any = None) -> NDArray:
-    """An NDArray over a C-contiguous numpy array.
-
-    With ``zero_copy`` the two share memory and, as in MXNet, the numpy array becomes
-    read-only (write through the NDArray); otherwise the data is copied.
-    """
-    import numpy
-
-    if not isinstance(ndarray, numpy.ndarray) or not ndarray.flags["C_CONTIGUOUS"]:
-        raise ValueError("from_numpy needs a C-contiguous numpy.ndarray")
-    if not zero_copy:
-        return NDArray(ndarray.copy())
-    shared = ndarray.view()  # stays writable while the caller's array is frozen
-    ndarray.flags.writeable = False
-    return NDArray(shared)
-
-
-class _DLPackCapsule:
-    """Lets numpy's ``from_dlpack`` (which wants an exporter object) take a bare capsule."""
-
-    def __init__(self, capsule: Any) -> None:
-        self._capsule = capsule
-
-    def __dlpack__(self, **_: Any) -> Any:
-        return self._capsule
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, 0)  # kDLCPU: capsules made here hold host memory
-
-
-def from_dlpack(dlpack: Any) -> NDArray:
-    """An NDArray sharing memory with a DLPack capsule (from ``to_dlpack_for_read``) or with
-    any object exporting ``__dlpack__`` (e.g. a torch tensor)."""
-    import numpy
-
-    source = dlpack if hasattr(dlpack, "__dlpack__") else _DLPackCapsule(dlpack)
-    return NDArray(numpy.from_dlpack(source))
-
-
 for _name in linalg.__all__:  # nd.linalg_gemm2, nd.linalg_potrf, ...
     globals()[f"linalg_{_name}"] = getattr(linalg, _name)
 
@@ -384,23 +341,7 @@ sample_generalized_negative_binomial = random.generalized_negative_binomial
 sample_multinomial = random.multinomial
 
 
-def _to_dlpack(self: NDArray) -> Any:
-    """A DLPack capsule sharing this array's memory."""
-    return self._data.__dlpack__()
-
-
-def _slice_assign(self: NDArray, rhs: Any, begin: Any, end: Any, step: Any = ()) -> NDArray:
-    """Write ``rhs`` into ``self[begin:end:step]`` in place; returns ``self``."""
-    steps = tuple(step) + (None,) * (len(begin) - len(tuple(step)))
-    key = tuple(builtins.slice(b, e, st) for b, e, st in zip(begin, end, steps, strict=True))
-    self[key] = rhs
-    return self
-
-
-NDArray.to_dlpack_for_read = NDArray.to_dlpack_for_write = _to_dlpack  # type: ignore[attr-defined]
-NDArray.slice_assign = NDArray.slice_assign_scalar = _slice_assign  # type: ignore[attr-defined]
-NDArray.writable = True  # type: ignore[attr-defined]
-to_dlpack_for_read = to_dlpack_for_write = _to_dlpack
+_install_interop()
 
 __all__ = [
     "BilinearSampler", "GridGenerator", "ROIPooling", "SpatialTransformer",

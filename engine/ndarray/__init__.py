@@ -306,6 +306,7 @@ GridGenerator = sampler_ops.grid_generator
 BilinearSampler = sampler_ops.bilinear_sampler
 SpatialTransformer = sampler_ops.spatial_transformer
 ROIPooling = sampler_ops.roi_pooling
+Correlation = sampler_ops.correlation
 BatchNorm_v1 = BatchNorm
 Convolution_v1 = Convolution
 Pooling_v1 = Pooling
@@ -344,7 +345,7 @@ sample_multinomial = random.multinomial
 _install_interop()
 
 __all__ = [
-    "BilinearSampler", "GridGenerator", "ROIPooling", "SpatialTransformer",
+    "BilinearSampler", "Correlation", "GridGenerator", "ROIPooling", "SpatialTransformer",
     "IdentityAttachKLSparseReg", "SVMOutput",
     "col2im", "im2col",
     "linalg", "linalg_det", "linalg_extractdiag", "linalg_extracttrian", "linalg_gelqf",

@@ -151,3 +151,45 @@ def roi_pooling(data: NDArray, rois: NDArray, pooled_size: Any, spatial_scale: f
     return apply_op(out, (data, rois), backward)
 
 
+
+
+def correlation(data1: NDArray, data2: NDArray, kernel_size: int = 1,
+                max_displacement: int = 1, stride1: int = 1, stride2: int = 1,
+                pad_size: int = 0, is_multiply: bool = True, **_: Any) -> NDArray:
+    """FlowNet's correlation layer: for each displacement within ``max_displacement``, the
+    mean over a ``kernel_size`` window and all channels of ``data1·data2`` (or
+    ``|data1 − data2|``). Built from slices, so both inputs get gradients."""
+    from .ops import reduce_sum, unary
+    from .shape_ops import getitem, stack
+    from .slice_ops import pad
+
+    n, c, h, w = data1.shape
+    widths = (0, 0, 0, 0, pad_size, pad_size, pad_size, pad_size)
+    a = pad(data1, mode="constant", pad_width=widths)
+    b = pad(data2, mode="constant", pad_width=widths)
+    border = max_displacement + (kernel_size - 1) // 2
+    top_h = int(numpy.ceil((h + 2 * pad_size - 2 * border) / stride1))
+    top_w = int(numpy.ceil((w + 2 * pad_size - 2 * border) / stride1))
+    if top_h < 1 or top_w < 1:
+        raise MXNetError("Correlation: the displacement and kernel exceed the padded input")
+    radius = max_displacement // stride2
+    span_h, span_w = stride1 * (top_h - 1) + 1, stride1 * (top_w - 1) + 1
+
+    def window(x: NDArray, top: int, left: int) -> NDArray:
+        return getitem(x, (slice(None), slice(None), slice(top, top + span_h, stride1),
+                           slice(left, left + span_w, stride1)))
+
+    channels = []
+    for p in range(-radius, radius + 1):
+        for o in range(-radius, radius + 1):
+            total = None
+            for kh in range(kernel_size):
+                for kw in range(kernel_size):
+                    y1, x1 = max_displacement + kh, max_displacement + kw
+                    f1 = window(a, y1, x1)
+                    f2 = window(b, y1 + p * stride2, x1 + o * stride2)
+                    term = f1 * f2 if is_multiply else unary("abs", f1 - f2)
+                    part = reduce_sum(term, axis=1)
+                    total = part if total is None else total + part
+            channels.append(total / (kernel_size * kernel_size * c))
+    return stack(*channels, axis=1)

@@ -42,8 +42,6 @@ OUT_OF_SCOPE = {
     "CTCLoss": "layers helper (CTC)", "ctc_loss": "layers helper (CTC)",
     "GroupNorm": "layers helper (norms)", "InstanceNorm": "layers helper (norms)",
     "RNN": "layers helper (rnn)", "Deconvolution": "conv helper (transposed conv)",
-    # specialised vision kernels outside the issue's families
-    "Correlation": "optical-flow kernel",
 }
 
 SNIPPET = f"""

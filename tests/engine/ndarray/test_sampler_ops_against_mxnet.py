@@ -19,6 +19,7 @@ INPUTS = {
     "grid": _rng.uniform(-1.2, 1.2, (2, 2, 3, 6)).astype(np.float32),
     "flow": _rng.uniform(-1.5, 1.5, (2, 2, 5, 4)).astype(np.float32),
     "head": _rng.uniform(-1, 1, (2, 3, 3, 6)).astype(np.float32),
+    "img2": _rng.uniform(-1, 1, (2, 3, 5, 4)).astype(np.float32),
     "rois": np.array([[0, 0, 0, 3, 4], [1, 1.5, 0.5, 2.5, 3.6], [0, 2, 2, 9, 9],
                       [1, 0, 0, 0.4, 0.4]], np.float32),
 }
@@ -28,10 +29,16 @@ CASES = {
     "sampler": ("nd.BilinearSampler(D, G)", "DG"),
     "roi_pooling": ("nd.ROIPooling(D, R, pooled_size=(2, 2), spatial_scale=1.0)", "D"),
     "roi_pooling_scaled": ("nd.ROIPooling(D, R, pooled_size=(3, 2), spatial_scale=0.5)", "D"),
+    "correlation": ("nd.Correlation(D, E, kernel_size=1, max_displacement=2, stride1=1, "
+                    "stride2=1, pad_size=2)", "DE"),
+    "correlation_k3": ("nd.Correlation(D, E, kernel_size=3, max_displacement=2, stride1=2, "
+                       "stride2=2, pad_size=3)", "DE"),
+    "correlation_abs": ("nd.Correlation(D, E, kernel_size=1, max_displacement=1, "
+                        "is_multiply=False)", "DE"),
     "transformer": ("nd.SpatialTransformer(D, T, target_shape=(3, 6), transform_type='affine', "
                     "sampler_type='bilinear')", "DT"),
 }
-NAMES = {"D": "img", "T": "theta", "G": "grid", "F": "flow", "R": "rois"}
+NAMES = {"D": "img", "T": "theta", "G": "grid", "F": "flow", "R": "rois", "E": "img2"}
 
 SNIPPET = f"""
 for name, (expr, wrt) in {CASES!r}.items():

@@ -26,7 +26,7 @@ ACTIVATIONS: tuple[str, ...] = ("relu", "sigmoid", "tanh", "softrelu", "softsign
 
 OPTIMIZERS: tuple[str, ...] = (
     "sgd", "nag", "rmsprop", "adam", "adagrad", "adadelta", "adamax", "nadam", "dcasgd",
-    "sgld", "signum", "ftml", "lbsgd", "ftrl", "lamb", "lars", "adamw",
+    "sgld", "signum", "ftml", "lbsgd", "ftrl", "lamb", "lars", "adamw", "groupadagrad",
 )
 
 LR_SCHEDULERS: tuple[str, ...] = ("factor", "multifactor", "poly", "cosine")

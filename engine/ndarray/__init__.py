@@ -157,6 +157,7 @@ def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
 
 # ------------------------------------------------ the rest of MXNet 1.9's nd namespace
 from . import contrib, linalg, output_ops, sampler_ops  # noqa: E402
+from .cached_op import CachedOp  # noqa: E402
 from .contrib import isfinite, isinf, isnan  # noqa: E402
 from .fluent import accepting_out, install_methods, methods_accept_out  # noqa: E402
 from .im2col_ops import col2im, im2col  # noqa: E402
@@ -345,6 +346,7 @@ sample_multinomial = random.multinomial
 _install_interop()
 
 __all__ = [
+    "CachedOp",
     "BilinearSampler", "Correlation", "GridGenerator", "ROIPooling", "SpatialTransformer",
     "IdentityAttachKLSparseReg", "SVMOutput",
     "col2im", "im2col",
@@ -405,7 +407,7 @@ __all__ = [
 
 # Every operator takes out= (MXNet's convention); creation, I/O and the random draws handle
 # it themselves or have no result to write.
-_NO_OUT = {"NDArray", "array", "load", "save", "waitall", "from_numpy", "from_dlpack",
+_NO_OUT = {"NDArray", "CachedOp", "array", "load", "save", "waitall", "from_numpy", "from_dlpack",
            "reset_arrays", "random", "contrib", "linalg", "onehot_encode"}
 for _name in __all__:
     _value = globals()[_name]

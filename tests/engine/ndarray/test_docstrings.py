@@ -12,7 +12,7 @@ MODULES = [
     "engine.ndarray.update_ops", "engine.ndarray.output_ops", "engine.ndarray.higher_order",
     "engine.ndarray.linalg", "engine.ndarray.pdf_ops", "engine.ndarray.im2col_ops",
     "engine.ndarray.contrib", "engine.ndarray.sampler_ops", "engine.ndarray.interop",
-    "engine.ndarray.random",
+    "engine.ndarray.cached_op", "engine.ndarray.random",
     "engine.random", "engine.autograd",
     "engine.base", "engine.runtime", "engine.util", "engine.test_utils",
     "engine.optimizer.contrib",

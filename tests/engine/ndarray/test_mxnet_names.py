@@ -25,7 +25,6 @@ OUT_OF_SCOPE = {
     # sparse storage: the engine stores every array densely
     "cast_storage": "sparse storage", "sparse": "sparse storage",
     # MXNet's C-API plumbing and generated-operator modules
-    "CachedOp": "C-API graph cache (HybridBlock uses the engine's own)",
     "Custom": "C++ custom-operator bridge (use autograd.Function)",
     "register": "C++ operator registration",
     "op": "generated C++ operator module", "gen_op": "generated module",

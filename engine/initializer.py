@@ -85,6 +85,8 @@ class Initializer:
         )
         return self
 
+    set_verbosity = set_verbose  # MXNet 1.9's name for it
+
     def dumps(self) -> str:
         """``'["name", {kwargs}]'``, the JSON form MXNet attaches to symbol variables."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
@@ -135,13 +137,23 @@ class Initializer:
     def _legacy_init(self, name: str, arr: NDArray) -> None:
         """MXNet's string-name dispatch (``init('fc_weight', arr)``)."""
         if name.startswith("upsampling"):
-            Bilinear()._init_weight(name, arr)
+            self._init_bilinear(name, arr)
         elif name.startswith("stn_loc") and name.endswith("weight"):
             self._init_zero(name, arr)
         elif name.startswith("stn_loc") and name.endswith("bias"):
-            arr[:] = numpy.array([1.0, 0, 0, 0, 1.0, 0])
+            self._init_loc_bias(name, arr)
         else:
             self(InitDesc(name), arr)
+
+    def _init_bilinear(self, name: Any, arr: NDArray) -> None:
+        """Bilinear-upsampling kernel weights (for ``upsampling*`` parameters)."""
+        Bilinear()._init_weight(name, arr)
+
+    def _init_loc_bias(self, _: Any, arr: NDArray) -> None:
+        """The identity affine transform (a spatial transformer's localisation bias)."""
+        if arr.shape != (6,):
+            raise ValueError(f"a localisation bias has shape (6,), got {arr.shape}")
+        arr[:] = numpy.array([1.0, 0, 0, 0, 1.0, 0])
 
     def _verbose_print(self, desc: Any, init: Any, arr: NDArray) -> None:
         if self._verbose and self._print_func:

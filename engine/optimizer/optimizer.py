@@ -321,6 +321,10 @@ class Optimizer(StateDictMixin):
     def live_lr_state(self) -> dict[str, Any]:
         return {"scale": self._lr_scale, "override": self._lr_override}
 
+    def set_lr_scale(self, args_lrscale: dict) -> None:
+        """Removed in MXNet 1.x; raises as MXNet does (use ``set_lr_mult``)."""
+        raise DeprecationWarning("set_lr_scale is deprecated. Use set_lr_mult instead.")
+
     def set_lr_mult(self, args_lr_mult: dict) -> None:
         """Learning-rate multipliers by index or name (``param_dict`` takes precedence)."""
         self.lr_mult = {}

@@ -211,3 +211,21 @@ def test_shared_parameter_with_an_equal_custom_init_is_accepted() -> None:
     assert a.init == b.init
     a.initialize()
     np.testing.assert_array_equal(a.data().asnumpy(), [-10.0, -10.0])
+
+
+def test_legacy_initializer_hooks_match_mxnet() -> None:
+    from tests.oracle import run_mxnet
+
+    theirs = run_mxnet("""
+a = nd.zeros((6,)); mx.init.Uniform()._init_loc_bias(None, a); outputs['loc'] = a
+b = nd.zeros((1, 1, 4, 4)); mx.init.Uniform()._init_bilinear(None, b); outputs['bilinear'] = b
+i = mx.init.Uniform(); result['chained'] = i.set_verbosity(True) is i
+""")
+    loc = nd.zeros((6,))
+    init.Uniform()._init_loc_bias(None, loc)
+    np.testing.assert_array_equal(loc.asnumpy(), theirs["loc"])
+    bilinear = nd.zeros((1, 1, 4, 4))
+    init.Uniform()._init_bilinear(None, bilinear)
+    np.testing.assert_allclose(bilinear.asnumpy(), theirs["bilinear"], rtol=1e-6)
+    uniform = init.Uniform()
+    assert (uniform.set_verbosity(True) is uniform) == theirs.json["chained"]

@@ -43,3 +43,8 @@ def test_group_adagrad_matches_mxnet() -> None:
     with pytest.raises(ValueError):
         mx.optimizer.contrib.GroupAdaGrad(wd=0.1).update(0, w, nd.array(G), state)
     assert type(mx.optimizer.create("groupadagrad")).__name__ == "GroupAdaGrad"
+
+
+def test_set_lr_scale_is_removed_as_in_mxnet() -> None:
+    with pytest.raises(DeprecationWarning):
+        mx.optimizer.SGD().set_lr_scale({0: 0.5})

@@ -95,7 +95,13 @@ def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
     return result
 
 
-def transpose(x: NDArray, *axes: Any) -> NDArray:
+def transpose(x: NDArray, *axes: Any, **kwargs: Any) -> NDArray:
+    if "axes" in kwargs:  # MXNet's keyword form: transpose(x, axes=(1, 0, 2))
+        axes = (kwargs.pop("axes"),)
+    if kwargs:
+        raise TypeError(f"transpose got unexpected arguments {sorted(kwargs)}")
+    if len(axes) == 1 and axes[0] is None:
+        axes = ()
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
     perm = tuple(axes) if axes else tuple(reversed(range(x.ndim)))

@@ -97,6 +97,8 @@ CASES = {
     "pad_constant": "nd.pad(nd.array(inputs['img']), mode='constant', pad_width=(0, 0, 0, 0, 1, 2, 2, 1), constant_value=3)",
     "pad_edge": "nd.pad(nd.array(inputs['img']), mode='edge', pad_width=(0, 0, 0, 0, 1, 1, 2, 2))",
     "pad_reflect": "nd.pad(nd.array(inputs['img']), mode='reflect', pad_width=(0, 0, 0, 0, 1, 1, 1, 1))",
+    "transpose_axes_keyword": "nd.array(inputs['x']).transpose(axes=(1, 0, 2))",
+    "transpose_nd_keyword": "nd.transpose(nd.array(inputs['x']), axes=(2, 0, 1))",
     "moveaxis": "nd.moveaxis(nd.array(inputs['x']), 0, 2)",
     "concatenate": "nd.concatenate([nd.array(inputs['m']), nd.array(inputs['p'])], axis=1)",
     "split_v2": "nd.split_v2(nd.array(inputs['x']), (1, 3), axis=2)[1]",

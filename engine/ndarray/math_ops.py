@@ -21,7 +21,7 @@ from typing import Any
 import numpy
 
 from .. import backend
-from .ndarray import NDArray, apply_op, as_raw
+from .ndarray import NDArray, apply_op
 from .ops import _UNARY, _axes, _expand_back, _raw_operand, _xp, binary, reduce_sum, unary
 
 
@@ -272,7 +272,3 @@ def isfinite(data: NDArray) -> NDArray:
 def as_dtype(data: NDArray, dtype: Any, **_: Any) -> NDArray:
     """``Cast``/``cast``: a copy in ``dtype`` (gradient cast back)."""
     return data.astype(dtype)
-
-
-def raw(x: Any, like: NDArray) -> Any:
-    return as_raw(x, like)

@@ -27,6 +27,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .group_norm_ops import GroupNorm, InstanceNorm, pad  # noqa: F401 - layers' ops
 from .ndarray import NDArray, apply_op
 from .nn_ops import activation as Activation  # noqa: N812 - MXNet's operator names
 from .nn_ops import dropout as Dropout  # noqa: N812

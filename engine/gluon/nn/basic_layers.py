@@ -74,8 +74,9 @@ class Dense(HybridBlock):
                  flatten: bool = True, dtype: Any = "float32", weight_initializer: Any = None,
                  bias_initializer: Any = "zeros", in_units: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if int(units) <= 0:
-            raise ValueError(f"Dense units must be a positive integer, got {units!r}")
+        if int(units) < 0:
+            # MXNet accepts 0 units (an empty layer); only a negative count is meaningless
+            raise ValueError(f"Dense units must be a non-negative integer, got {units!r}")
         self._flatten = flatten
         self._units = int(units)
         self._in_units = in_units
@@ -90,11 +91,18 @@ class Dense(HybridBlock):
                 self.bias = None
             self.act = Activation(activation, prefix=activation + "_") if activation else None
 
+    def _check_units(self) -> None:
+        if self._units == 0:
+            raise ValueError(f"{self.name}: a Dense layer with 0 units cannot run (MXNet's "
+                             "FullyConnected needs num_hidden >= 1)")
+
     def infer_shape(self, x: Any, *args: Any) -> None:
+        self._check_units()
         in_units = int(numpy.prod(x.shape[1:])) if self._flatten else x.shape[-1]
         self.weight.shape = (self._units, in_units)
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any, bias: Any = None) -> Any:  # noqa: N803
+        self._check_units()
         try:
             out = F.FullyConnected(x, weight, bias, no_bias=bias is None,
                                    num_hidden=self._units, flatten=self._flatten)

@@ -53,6 +53,7 @@ def compare(cases: dict[str, str], name: str, inputs: dict[str, np.ndarray], mxn
     ours, result = run_rudder(cases, name, inputs)
     theirs = {k.split(".", 1)[1]: v for k, v in mxnet.arrays.items()
               if k.startswith(name + ".")}
+    assert theirs or mxnet.json[name], f"{name}: the MXNet case produced nothing"
     assert sorted(ours) == sorted(theirs)
     for key in sorted(theirs):
         assert ours[key].shape == theirs[key].shape, f"{name}: {key}"

@@ -75,7 +75,8 @@ CASES = {
                 outputs.update({"l%d_%d" % (i, weighted): out, "g%d_%d" % (i, weighted): pred.grad})
     """,
     "triplet": """
-        specs = [(gluon.loss.TripletLoss(), "a"), (gluon.loss.TripletLoss(margin=3, weight=2.0), "a"),
+        specs = [(gluon.loss.TripletLoss(), "a"),
+                 (gluon.loss.TripletLoss(margin=3, weight=2.0), "a"),
                  (gluon.loss.TripletLoss(batch_axis=1), "p3")]
         for i, (loss, name) in enumerate(specs):
             x = nd.array(inputs[name])

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -57,8 +58,6 @@ from .event_handler import (
     TrainEnd,
     ValidationHandler,
 )
-
-_log = logging.getLogger("engine.gluon.estimator")
 
 
 def _suggest_metric_for_loss(loss: Any) -> Any:
@@ -106,6 +105,10 @@ class Estimator:
         val_loss: Any = None,
         batch_axis: int = 0,
     ) -> None:
+        # MXNet 1.9: a logger of the estimator's own, outside the logging hierarchy, that
+        # writes INFO and above to stdout; add handlers to it to log elsewhere too
+        self.logger = logging.Logger(name="Estimator", level=logging.INFO)
+        self.logger.addHandler(logging.StreamHandler(sys.stdout))
         self.net = net
         self.loss = loss
         self.val_net = val_net if val_net is not None else net
@@ -166,7 +169,7 @@ class Estimator:
         if trainer is None:
             from ..trainer import Trainer
 
-            _log.warning("No trainer specified: using SGD with learning rate 0.001")
+            self.logger.warning("No trainer specified: using SGD with learning rate 0.001")
             return Trainer(self.net.collect_params(), "sgd", {"learning_rate": 0.001})
         return trainer
 

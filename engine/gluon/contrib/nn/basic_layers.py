@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import ndarray as nd
-from ..block import HybridBlock
-from ..nn.basic_layers import BatchNorm, HybridSequential, Sequential
+from .... import ndarray as nd
+from ...block import HybridBlock
+from ...nn.basic_layers import BatchNorm, HybridSequential, Sequential
 
 
 class Concurrent(Sequential):

@@ -91,18 +91,15 @@ class Dense(HybridBlock):
                 self.bias = None
             self.act = Activation(activation, prefix=activation + "_") if activation else None
 
-    def _check_units(self) -> None:
+    def infer_shape(self, x: Any, *args: Any) -> None:
+        # a (0, n) weight is never "known", so a 0-unit layer always arrives here first
         if self._units == 0:
             raise ValueError(f"{self.name}: a Dense layer with 0 units cannot run (MXNet's "
                              "FullyConnected needs num_hidden >= 1)")
-
-    def infer_shape(self, x: Any, *args: Any) -> None:
-        self._check_units()
         in_units = int(numpy.prod(x.shape[1:])) if self._flatten else x.shape[-1]
         self.weight.shape = (self._units, in_units)
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any, bias: Any = None) -> Any:  # noqa: N803
-        self._check_units()
         try:
             out = F.FullyConnected(x, weight, bias, no_bias=bias is None,
                                    num_hidden=self._units, flatten=self._flatten)

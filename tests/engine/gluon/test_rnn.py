@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.engine.gluon.differential import compare, oracle_results
-from tests.oracle import needs_mxnet
+from tests.oracle import needs_mxnet, run_mxnet
 
 pytestmark = needs_mxnet
 
@@ -162,3 +162,50 @@ def mxnet():
 def test_recurrent_numbers_and_metadata_match_mxnet(name, mxnet):
     ours, theirs = compare(CASES, name, INPUTS, mxnet, rtol=1e-4, atol=1e-5)
     assert ours == theirs
+
+
+# MXNet 1.9.1 honours LSTM(use_sequence_length=True) and state clipping only in its cuDNN
+# kernel (the CPU kernel ignores both), so the layer's lengths are checked against MXNet's
+# cells unrolled with valid_length, which are the same recurrences with the same weights.
+SEQUENCE_CELLS = PRELUDE + """
+bi = gluon.rnn.BidirectionalCell(gluon.rnn.LSTMCell(5, input_size=3),
+                                 gluon.rnn.LSTMCell(5, input_size=3))
+bi.initialize()
+fill(bi)
+x = nd.array(inputs["tnc"])
+states = [nd.array(inputs[k][i]) for i in range(2) for k in ("lh", "lc")]
+out, new = bi.unroll(4, x, begin_state=states, layout="TNC", merge_outputs=True,
+                     valid_length=nd.array(inputs["valid"]))
+outputs["y"] = out
+outputs["h"] = nd.stack(new[0], new[2])
+outputs["c"] = nd.stack(new[1], new[3])
+"""
+
+
+def test_lstm_layer_with_sequence_lengths_matches_mxnets_cells_with_valid_length():
+    from engine import gluon, nd
+
+    mxnet = run_mxnet(SEQUENCE_CELLS, INPUTS)
+    layer = gluon.rnn.LSTM(5, input_size=3, bidirectional=True, use_sequence_length=True)
+    layer.initialize()
+    for k, p in enumerate(layer.collect_params().values()):
+        size = int(np.prod(p.shape))
+        p.set_data(nd.array((np.sin(np.arange(size) * 0.37 + k) * 0.5).reshape(p.shape)))
+    states = [nd.array(INPUTS["lh"][:2]), nd.array(INPUTS["lc"][:2])]
+    out, (h, c) = layer(nd.array(INPUTS["tnc"]), states, nd.array(INPUTS["valid"]))
+    for ours, key in ((out, "y"), (h, "h"), (c, "c")):
+        np.testing.assert_allclose(ours.asnumpy(), mxnet[key], rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_state_clipping_bounds_the_cell_state():
+    import engine
+    from engine import gluon, nd
+
+    layer = gluon.rnn.LSTM(5, input_size=3, state_clip_min=-0.2, state_clip_max=0.3)
+    layer.initialize(engine.init.Uniform(2.0))
+    x = nd.array(INPUTS["tnc"] * 5)
+    _, (h, c) = layer(x, layer.begin_state(batch_size=2))
+    free = gluon.rnn.LSTM(5, input_size=3, params=layer.collect_params())
+    _, (_, c_free) = free(x, free.begin_state(batch_size=2))
+    assert c.asnumpy().min() >= -0.2 - 1e-7 and c.asnumpy().max() <= 0.3 + 1e-7
+    assert np.abs(c_free.asnumpy()).max() > 0.3  # the bound did something

@@ -50,6 +50,8 @@ class _RNNLayer(HybridBlock):
         self._dropout = dropout
         self._dir = 2 if bidirectional else 1
         self._input_size = input_size
+        self._initializers = (i2h_weight_initializer, h2h_weight_initializer,
+                              i2h_bias_initializer, h2h_bias_initializer)
         self._clip = None
         if lstm_state_clip_min is not None or lstm_state_clip_max is not None:
             self._clip = (lstm_state_clip_min, lstm_state_clip_max)
@@ -96,6 +98,39 @@ class _RNNLayer(HybridBlock):
             cell = f"{d}_cell." if bidirectional else ""
             out[f"{prefix}_unfused.{layer}.{cell}{kind}_{typ}"] = value
         return out
+
+    def _unfuse(self) -> Any:
+        """The same network as a stack of cells sharing this layer's parameters."""
+        from .cell_modifiers import BidirectionalCell, DropoutCell, HybridSequentialRNNCell
+        from .rnn_cell import GRUCell, LSTMCell, RNNCell
+
+        def make(**kwargs: Any) -> Any:
+            if self._mode == "lstm":
+                return LSTMCell(self._hidden_size, **kwargs)
+            if self._mode == "gru":
+                return GRUCell(self._hidden_size, **kwargs)
+            return RNNCell(self._hidden_size, self._mode[len("rnn_"):], **kwargs)
+
+        if self._clip is not None:
+            raise AssertionError("_unfuse does not support state clipping yet!")
+        stack = HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            ni = self._input_size
+            for i in range(self._num_layers):
+                kwargs = {"input_size": ni,
+                          "i2h_weight_initializer": self._initializers[0],
+                          "h2h_weight_initializer": self._initializers[1],
+                          "i2h_bias_initializer": self._initializers[2],
+                          "h2h_bias_initializer": self._initializers[3]}
+                if self._dir == 2:
+                    stack.add(BidirectionalCell(make(prefix=f"l{i}_", **kwargs),
+                                                make(prefix=f"r{i}_", **kwargs)))
+                else:
+                    stack.add(make(prefix=f"l{i}_", **kwargs))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(DropoutCell(self._dropout))
+                ni = self._hidden_size * self._dir
+        return stack
 
     def state_info(self, batch_size: int = 0) -> list[dict[str, Any]]:
         shape = (self._num_layers * self._dir, batch_size, self._hidden_size)

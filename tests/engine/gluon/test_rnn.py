@@ -100,6 +100,20 @@ CASES = {
             result["saved%d" % i] = sorted(layer._collect_params_with_prefix().keys())
             result["begin%d" % i] = [list(s.shape) for s in layer.begin_state(batch_size=3)]
     """,
+    "unfuse": """
+        x = nd.array(inputs["tnc"])
+        for i, layer in enumerate([gluon.rnn.LSTM(2, num_layers=3, bidirectional=True),
+                                   gluon.rnn.GRU(4, num_layers=2, dropout=0.5, input_size=3),
+                                   gluon.rnn.RNN(3, activation="tanh", input_size=3)]):
+            cells = layer._unfuse()
+            layer.initialize(mx.init.One() if i == 0 else mx.init.Uniform(0.5))
+            if i:
+                fill(layer)
+            outputs["layer%d" % i] = layer(x)
+            outputs["cells%d" % i] = cells.unroll(4, x, layout="TNC", merge_outputs=True)[0]
+            result["shared%d" % i] = sorted(cells.collect_params()) == sorted(
+                layer.collect_params())
+    """,
     "state_shape_error": """
         layer = gluon.rnn.LSTM(5, input_size=3)
         layer.initialize()
@@ -158,7 +172,7 @@ def mxnet():
 
 
 @pytest.mark.parametrize("name", ["cells", "step_and_list_unroll", "layers", "modifiers",
-                                  "state_shape_error"])
+                                  "unfuse", "state_shape_error"])
 def test_recurrent_numbers_and_metadata_match_mxnet(name, mxnet):
     ours, theirs = compare(CASES, name, INPUTS, mxnet, rtol=1e-4, atol=1e-5)
     assert ours == theirs

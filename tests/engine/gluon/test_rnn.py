@@ -223,3 +223,36 @@ def test_lstm_state_clipping_bounds_the_cell_state():
     _, (_, c_free) = free(x, free.begin_state(batch_size=2))
     assert c.asnumpy().min() >= -0.2 - 1e-7 and c.asnumpy().max() <= 0.3 + 1e-7
     assert np.abs(c_free.asnumpy()).max() > 0.3  # the bound did something
+
+
+def test_zoneout_in_training_keeps_some_previous_values_and_none_in_prediction():
+    import engine
+    from engine import autograd, gluon, nd
+
+    engine.random.seed(3)
+    base = gluon.rnn.RNNCell(50, input_size=3)
+    cell = gluon.rnn.ZoneoutCell(base, zoneout_outputs=0.5)
+    cell.initialize(engine.init.Uniform(1.0))
+    x = nd.array(np.random.RandomState(0).randn(4, 6, 3).astype(np.float32))
+    with autograd.train_mode():
+        outs, _ = cell.unroll(6, x, merge_outputs=False)
+    kept = [(outs[t] == outs[t - 1]).asnumpy().mean() for t in range(1, 6)]
+    assert 0.2 < np.mean(kept) < 0.8  # about half the units keep the previous output
+    plain, _ = cell.unroll(6, x, merge_outputs=True)
+    reference, _ = gluon.rnn.RNNCell(50, input_size=3, params=base.params).unroll(
+        6, x, merge_outputs=True)
+    np.testing.assert_allclose(plain.asnumpy(), reference.asnumpy(), rtol=1e-6)
+
+
+def test_layer_dropout_between_layers_acts_only_in_training():
+    import engine
+    from engine import autograd, gluon, nd
+
+    layer = gluon.rnn.LSTM(20, num_layers=2, dropout=0.5, input_size=3)
+    layer.initialize(engine.init.Uniform(1.0))
+    x = nd.ones((5, 2, 3))
+    predicted = [layer(x).asnumpy() for _ in range(2)]
+    np.testing.assert_array_equal(predicted[0], predicted[1])
+    with autograd.train_mode():
+        trained = layer(x).asnumpy()
+    assert not np.allclose(trained, predicted[0])

@@ -13,7 +13,8 @@ pytestmark = needs_mxnet
 rng = np.random.RandomState(11)
 INPUTS = {k: np.asarray(v, dtype=np.float32) for k, v in {
     "ctc_pred": rng.randn(3, 6, 5), "ctc_label": [[1, 3, 3, -1], [0, 2, -1, -1], [2, 2, 2, 1]],
-    "ctc_label_len": [3, 2, 1], "ctc_pred_len": [6, 4, 5], "sw3": rng.rand(3),
+    "ctc_label_len": [3, 2, 1], "ctc_pred_len": [6, 4, 6], "ctc_short": [6, 4, 5],
+    "sw3": rng.rand(3),
     "a": rng.randn(4, 5), "b": rng.randn(4, 5), "c": rng.randn(4, 5), "sign": [1, -1, -1, 1],
     "sw4": rng.rand(4, 1), "rate": rng.rand(4, 5) + 0.2, "counts": rng.poisson(2.0, (4, 5)) + 0.5,
     "p3": rng.randn(2, 4, 3), "l3": rng.randn(2, 4, 3), "bin3": (rng.rand(2, 4, 3) > 0.5) * 1.0,
@@ -41,6 +42,11 @@ CASES = {
                 out = loss(pred, lab, *args)
             out.backward(nd.array([1.0, 2.0, 0.5]))
             outputs.update({"l%d" % i: out, "g%d" % i: pred.grad})
+        # a label no alignment fits (4 labels with 2 repeats need 6 frames, 5 given): loss 0;
+        # forward only, as MXNet leaves that sample's gradient uninitialized
+        short = L.CTCLoss()(nd.array(inputs["ctc_pred"]), nd.array(inputs["ctc_label"]),
+                            nd.array(inputs["ctc_short"]))
+        outputs["infeasible"] = short
     """,
     "cosine_embedding": """
         for i, (margin, weighted) in enumerate([(0, False), (0.2, True), (-0.3, False)]):

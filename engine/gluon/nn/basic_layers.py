@@ -233,8 +233,10 @@ class Embedding(HybridBlock):
                  weight_initializer: Any = None, sparse_grad: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if sparse_grad:
-            raise ValueError("Rudder has dense gradients only: use sparse_grad=False")
+        # sparse_grad=True is accepted: Rudder has no row_sparse storage, so the gradient
+        # stays dense, with the same values MXNet's row_sparse gradient holds
+        self._sparse_grad = sparse_grad
+        self._dtype = numpy.dtype(dtype).name
         self._input_dim, self._output_dim = int(input_dim), int(output_dim)
         with self.name_scope():
             self.weight = self.params.get("weight", shape=(input_dim, output_dim),
@@ -245,7 +247,7 @@ class Embedding(HybridBlock):
         return F.Embedding(x, weight, input_dim=self._input_dim, output_dim=self._output_dim)
 
     def __repr__(self) -> str:
-        return f"Embedding({self._input_dim} -> {self._output_dim}, float32)"
+        return f"Embedding({self._input_dim} -> {self._output_dim}, {self._dtype})"
 
 
 @register

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.engine.gluon.differential import compare, oracle_results
-from tests.oracle import needs_mxnet
+from tests.oracle import needs_mxnet, run_mxnet
 
 pytestmark = needs_mxnet
 
@@ -112,3 +112,25 @@ def test_reflection_pad_rejects_a_padding_that_is_not_eight_values():
 
     with pytest.raises(AssertionError):
         nn.ReflectionPad2D((1, 2))
+
+
+def test_embedding_with_sparse_grad_gives_mxnets_gradient_values_densely():
+    run = run_mxnet("""
+layer = gluon.nn.Embedding(10, 4, sparse_grad=True)
+layer.initialize()
+x = nd.array([3, 4, 2, 0, 3])
+with autograd.record():
+    y = layer(x)
+y.backward()
+outputs["grad"] = layer.weight.grad().tostype("default")
+result["repr"] = repr(gluon.nn.Embedding(10, 4, dtype="float64"))
+""")
+    from engine import autograd, gluon, nd
+
+    layer = gluon.nn.Embedding(10, 4, sparse_grad=True)
+    layer.initialize()
+    with autograd.record():
+        y = layer(nd.array([3, 4, 2, 0, 3]))
+    y.backward()
+    np.testing.assert_array_equal(layer.weight.grad().asnumpy(), run["grad"])
+    assert repr(gluon.nn.Embedding(10, 4, dtype="float64")) == run.json["repr"]

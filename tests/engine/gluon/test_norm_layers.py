@@ -74,6 +74,20 @@ CASES = {
             y.backward(nd.cos(y) * nd.arange(y.size).reshape(y.shape))
             outputs.update({"y%d" % i: y, "gx%d" % i: x.grad})
     """,
+    "pad_modes": """
+        x5 = nd.array(inputs["small"]).reshape((1, 2, 3, 2, 2))
+        specs = [(nd.array(inputs["small"]), "constant", (0, 0, 0, 0, 1, 2, 0, 3), 1.5),
+                 (nd.array(inputs["small"]), "edge", (0, 0, 0, 0, 2, 1, 3, 1), 0),
+                 (nd.array(inputs["small"]), "reflect", (0, 0, 0, 0, 2, 2, 3, 3), 0),
+                 (x5, "edge", (0, 0, 0, 0, 1, 1, 0, 2, 1, 0), 0),
+                 (x5, "constant", (0, 0, 0, 0, 1, 0, 1, 1, 0, 1), -2.0)]
+        for i, (x, mode, width, value) in enumerate(specs):
+            x.attach_grad()
+            with autograd.record():
+                y = nd.pad(x, mode=mode, pad_width=width, constant_value=value)
+            y.backward(nd.sin(nd.arange(y.size).reshape(y.shape)))
+            outputs.update({"y%d" % i: y, "gx%d" % i: x.grad})
+    """,
     "dense_zero_units": """
         layer = gluon.nn.Dense(0, in_units=3)
         result["params"] = [list(p.shape) for p in layer.collect_params().values()]
@@ -92,7 +106,7 @@ def mxnet():
 
 
 @pytest.mark.parametrize("name", ["instance_norm", "group_norm", "batchnorm_relu",
-                                  "reflection_pad"])
+                                  "reflection_pad", "pad_modes"])
 def test_layer_outputs_and_gradients_match_mxnet(name, mxnet):
     compare(CASES, name, INPUTS, mxnet, rtol=1e-4, atol=1e-4)
 

@@ -152,15 +152,13 @@ def rnn_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any) -> 
 
 
 def lstm_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any = "tanh",  # noqa: N803
-              recurrent_activation: Any = "sigmoid", clip: tuple[Any, Any] | None = None) -> Any:
+              recurrent_activation: Any = "sigmoid") -> Any:
     in_gate, forget_gate, in_transform, out_gate = F.split(i2h + h2h, num_outputs=4, axis=1)
     in_gate = _activate(F, in_gate, recurrent_activation)
     forget_gate = _activate(F, forget_gate, recurrent_activation)
     in_transform = _activate(F, in_transform, activation)
     out_gate = _activate(F, out_gate, recurrent_activation)
     next_c = forget_gate * states[1] + in_gate * in_transform
-    if clip is not None:
-        next_c = F.clip(next_c, clip[0], clip[1])
     next_h = out_gate * _activate(F, next_c, activation)
     return next_h, [next_h, next_c]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
+from ...ndarray.rnn_ops import recurrence
 from ..block import HybridBlock
-from .rnn_cell import gru_step, lstm_step, rnn_step
 from .sequence import last_valid, mask_invalid, reverse_valid
 
 _PARAM_KEY = re.compile(r"(l|r)(\d+)_(i2h|h2h)_(weight|bias)\Z")
@@ -200,34 +200,27 @@ class _RNNLayer(HybridBlock):
                        lengths: Any, params: dict[str, Any]) -> tuple[Any, list[Any]]:
         steps, batch = x.shape[0], x.shape[1]
         rows = self._gates * self._hidden_size
+        hidden = self._hidden_size
         if backward:
             x = reverse_valid(x, lengths) if lengths is not None else x[::-1]
         flat = x.reshape((steps * batch, x.shape[2]))
         i2h_all = F.FullyConnected(flat, params[key + "_i2h_weight"], params[key + "_i2h_bias"],
                                    num_hidden=rows).reshape((steps, batch, rows))
-        outputs, history = [], []
-        for t in range(steps):
-            h2h = F.FullyConnected(states[0], params[key + "_h2h_weight"],
-                                   params[key + "_h2h_bias"], num_hidden=rows)
-            out, states = self._step(F, i2h_all[t], h2h, states)
-            outputs.append(out)
-            history.append(states)
-        stacked = F.stack(*outputs, axis=0)
+        # one fused node runs the time loop (hand-written BPTT); same numbers as the cells
+        lstm = self._mode == "lstm"
+        every = recurrence(i2h_all, states[0], states[1] if lstm else None,
+                           params[key + "_h2h_weight"], params[key + "_h2h_bias"], self._mode,
+                           self._clip)
+        stacked = every[:, :, :hidden] if lstm else every
+        history = [stacked, every[:, :, hidden:]] if lstm else [stacked]
         if lengths is not None:
-            states = [last_valid(F.stack(*h, axis=0), lengths)
-                      for h in zip(*history, strict=True)]
+            states = [last_valid(h, lengths) for h in history]
             stacked = mask_invalid(stacked, lengths, 0)
+        else:
+            states = [h[steps - 1] for h in history]
         if backward:
-            stacked = reverse_valid(stacked, lengths) if lengths is not None else \
-                stacked[::-1]
+            stacked = reverse_valid(stacked, lengths) if lengths is not None else stacked[::-1]
         return stacked, states
-
-    def _step(self, F: Any, i2h: Any, h2h: Any, states: list[Any]) -> Any:  # noqa: N803
-        if self._mode == "lstm":
-            return lstm_step(F, i2h, h2h, states, clip=self._clip)
-        if self._mode == "gru":
-            return gru_step(F, i2h, h2h, states)
-        return rnn_step(F, i2h, h2h, states, "relu" if self._mode == "rnn_relu" else "tanh")
 
 
 class RNN(_RNNLayer):

@@ -12,7 +12,7 @@ MODULES = [
     "engine.gluon.likelihood_losses", "engine.gluon.embedding_losses", "engine.gluon.contrib",
     "engine.gluon.contrib.nn", "engine.gluon.contrib.nn.basic_layers",
     "engine.gluon.contrib.estimator", "engine.gluon.estimator.batch_processor",
-    "engine.ndarray.group_norm_ops", "engine.ndarray.ctc_ops",
+    "engine.ndarray.group_norm_ops", "engine.ndarray.ctc_ops", "engine.ndarray.rnn_ops",
 ]
 
 

@@ -118,6 +118,10 @@ class DataLoader:
         self._batch_sampler.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[Any]:
+        if self._iter is None and not self.auto_reload and self._num_workers == 0:
+            for batch in self._batch_sampler:  # the plain path: nothing prepared, no workers
+                yield self._make_batch(batch)
+            return
         current = self._iter if self._iter is not None else self._batches()
         self._iter = None  # one prepared iterator serves one pass
         yield from current

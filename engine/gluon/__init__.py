@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import data, loss, nn, utils
+from . import data, loss, nn, rnn, utils
 from .block import Block, HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
@@ -20,7 +20,8 @@ from .parameter_dict import ParameterDict
 # package imports (and is testable) before they exist.
 _LAZY = {"Trainer": ("engine.gluon.trainer", "Trainer"),
          "trainer": ("engine.gluon.trainer", None),
-         "estimator": ("engine.gluon.estimator", None)}
+         "estimator": ("engine.gluon.estimator", None),
+         "contrib": ("engine.gluon.contrib", None)}
 
 
 def __getattr__(name: str) -> Any:
@@ -37,3 +38,4 @@ __all__ = [
     "Block", "Constant", "DeferredInitializationError", "HybridBlock", "Parameter",
     "ParameterDict", "Trainer", "data", "estimator", "loss", "nn", "utils",
 ]
+__all__ += ["contrib", "rnn"]

@@ -253,3 +253,10 @@ __all__ = [
     "SigmoidBCELoss", "SigmoidBinaryCrossEntropyLoss", "SoftmaxCELoss",
     "SoftmaxCrossEntropyLoss", "SquaredHingeLoss", "create",
 ]
+
+
+# The newer losses live in their own modules (they import this one's base class).
+from .embedding_losses import CosineEmbeddingLoss, SDMLLoss, TripletLoss  # noqa: E402
+from .likelihood_losses import CTCLoss, PoissonNLLLoss  # noqa: E402
+
+__all__ += ["CTCLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "SDMLLoss", "TripletLoss"]

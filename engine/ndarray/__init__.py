@@ -27,6 +27,8 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .ctc_ops import CTCLoss, ctc_loss  # noqa: F401 - the layers' CTC op
+from .group_norm_ops import GroupNorm, InstanceNorm, Pad, pad  # noqa: F401 - layers' ops
 from .ndarray import NDArray, apply_op
 from .nn_ops import activation as Activation  # noqa: N812 - MXNet's operator names
 from .nn_ops import dropout as Dropout  # noqa: N812

@@ -7,7 +7,7 @@
 3
 """
 
-from .dataloader import DataLoader, default_batchify_fn
+from .dataloader import DataLoader, default_batchify_fn, default_mp_batchify_fn
 from .dataset import ArrayDataset, Dataset, SimpleDataset
 from .sampler import BatchSampler, FilterSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -15,3 +15,4 @@ __all__ = [
     "ArrayDataset", "BatchSampler", "DataLoader", "Dataset", "FilterSampler", "RandomSampler",
     "Sampler", "SequentialSampler", "SimpleDataset", "default_batchify_fn",
 ]
+__all__ += ["default_mp_batchify_fn"]

@@ -15,7 +15,9 @@ so a job resumed mid-epoch replays the same batches.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy
@@ -39,6 +41,11 @@ def default_batchify_fn(data: list[Any]) -> Any:
     return nd.array(arr, dtype=arr.dtype)
 
 
+# MXNet's batchify for worker processes builds the batch in shared memory; Rudder's workers
+# are threads of the same process, so the ordinary batchify is the right one
+default_mp_batchify_fn = default_batchify_fn
+
+
 def _take(array: Any, indices: numpy.ndarray) -> NDArray:
     from ... import nd
 
@@ -52,9 +59,13 @@ def _take(array: Any, indices: numpy.ndarray) -> NDArray:
 class DataLoader:
     """Iterate over a dataset in mini-batches.
 
-    ``last_batch``: 'keep' (default), 'discard' or 'rollover'. ``num_workers``,
-    ``pin_memory``, ``prefetch``, ``thread_pool`` and ``timeout`` are accepted for
-    compatibility; loading runs in the calling thread.
+    ``last_batch``: 'keep' (default), 'discard' or 'rollover'. With ``num_workers > 0``
+    batches are built by that many worker *threads* (MXNet forks processes unless
+    ``thread_pool=True``; Rudder never pickles, so both run as threads), up to ``prefetch``
+    (default ``2 * num_workers``) batches ahead, in order; a batch that takes longer than
+    ``timeout`` seconds raises. ``auto_reload=True`` starts the next epoch's iterator as soon
+    as one finishes (``refresh()``/``clean()`` do it by hand). ``pin_memory`` has no effect
+    (no pinned host memory on numpy).
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = None, shuffle: bool = False,
@@ -62,10 +73,15 @@ class DataLoader:
                  batch_sampler: Sampler | None = None,
                  batchify_fn: Callable[[list[Any]], Any] | None = None, num_workers: int = 0,
                  pin_memory: bool = False, pin_device_id: int = 0, prefetch: int | None = None,
-                 thread_pool: bool = False, timeout: int = 120, seed: int | None = None) -> None:
-        if num_workers < 0:
-            raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+                 thread_pool: bool = False, timeout: int = 120, auto_reload: bool = False,
+                 seed: int | None = None) -> None:
         self._dataset = dataset
+        self._num_workers = max(int(num_workers), 0)  # MXNet treats a negative count as 0
+        self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
+        self._timeout = timeout
+        self._thread_pool = thread_pool
+        self._pin_memory = pin_memory
+        self._pool: ThreadPoolExecutor | None = None
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -84,14 +100,56 @@ class DataLoader:
         self._batchify_fn = batchify_fn
         bulk = dataset._bulk_arrays() if isinstance(dataset, ArrayDataset) else None
         self._bulk = bulk if batchify_fn is None else None
+        self._iter: Iterator[Any] | None = None
+        self.auto_reload = auto_reload
+        if auto_reload:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Prepare the next pass's iterator now (``auto_reload`` does it after each pass)."""
+        self._iter = self._batches()
+
+    def clean(self) -> None:
+        """Drop a prepared iterator; the next ``iter()`` starts a fresh pass."""
+        self._iter = None
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next iteration yield epoch ``epoch``'s order (with a seeded shuffle)."""
         self._batch_sampler.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[Any]:
-        for batch in self._batch_sampler:
-            yield self._make_batch(batch)
+        if self._iter is None and not self.auto_reload and self._num_workers == 0:
+            for batch in self._batch_sampler:  # the plain path: nothing prepared, no workers
+                yield self._make_batch(batch)
+            return
+        current = self._iter if self._iter is not None else self._batches()
+        self._iter = None  # one prepared iterator serves one pass
+        yield from current
+        if self._iter is None and self.auto_reload:
+            self.refresh()
+
+    def _batches(self) -> Iterator[Any]:
+        if self._num_workers == 0:
+            for batch in self._batch_sampler:
+                yield self._make_batch(batch)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._num_workers,
+                                            thread_name_prefix="rudder-dataloader")
+        # indices are drawn here, in order (a seeded shuffle stays reproducible); only the
+        # batch building runs in the workers, at most `prefetch` batches ahead
+        pending: deque[Future[Any]] = deque()
+        for indices in self._batch_sampler:
+            pending.append(self._pool.submit(self._make_batch, indices))
+            if len(pending) > self._prefetch:
+                yield pending.popleft().result(timeout=self._timeout)
+        while pending:
+            yield pending.popleft().result(timeout=self._timeout)
+
+    def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _make_batch(self, indices: list[int]) -> Any:
         if self._bulk is not None:

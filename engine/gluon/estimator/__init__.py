@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ... import metric as _metric
+from . import batch_processor, estimator, event_handler
+from .batch_processor import BatchProcessor
 from .estimator import Estimator
 from .event_handler import (
     BatchBegin,
@@ -63,6 +65,7 @@ def fit(
 
 
 __all__ = [
+    "BatchProcessor", "batch_processor", "estimator", "event_handler",
     "BatchBegin", "BatchEnd", "CheckpointHandler", "EarlyStoppingHandler", "EpochBegin",
     "EpochEnd", "Estimator", "EventHandler", "GradientUpdateHandler", "LoggingHandler",
     "MetricHandler", "StoppingHandler", "TrainBegin", "TrainEnd", "ValidationHandler", "fit",

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from ... import autograd
 from ... import metric as metric_mod
 from ...context import Context, cpu, gpu, num_gpus
 from ...ndarray import NDArray, array
+from .batch_processor import BatchProcessor
 from .event_handler import (
     BatchBegin,
     BatchEnd,
@@ -57,8 +59,6 @@ from .event_handler import (
     TrainEnd,
     ValidationHandler,
 )
-
-_log = logging.getLogger("engine.gluon.estimator")
 
 
 def _suggest_metric_for_loss(loss: Any) -> Any:
@@ -85,6 +85,16 @@ def _check_metrics(metrics: Any) -> list[Any]:
     return checked
 
 
+def _check_batch_processor(batch_processor: Any) -> Any:
+    if batch_processor is None:
+        return BatchProcessor()
+    if not (callable(getattr(batch_processor, "fit_batch", None))
+            and callable(getattr(batch_processor, "evaluate_batch", None))):
+        raise ValueError("Customized Batch Processor must contain fit_batch() and "
+                         "evaluate_batch() methods")
+    return batch_processor
+
+
 class Estimator:
     """Train a Gluon ``net`` with ``loss`` and ``trainer``; see the module docstring.
 
@@ -105,12 +115,18 @@ class Estimator:
         val_net: Any = None,
         val_loss: Any = None,
         batch_axis: int = 0,
+        batch_processor: Any = None,
     ) -> None:
+        # MXNet 1.9: a logger of the estimator's own, outside the logging hierarchy, that
+        # writes INFO and above to stdout; add handlers to it to log elsewhere too
+        self.logger = logging.Logger(name="Estimator", level=logging.INFO)
+        self.logger.addHandler(logging.StreamHandler(sys.stdout))
         self.net = net
         self.loss = loss
         self.val_net = val_net if val_net is not None else net
         self.val_loss = val_loss if val_loss is not None else loss
         self.batch_axis = batch_axis
+        self.batch_processor = _check_batch_processor(batch_processor)
         self.context = self._check_context(context)
         self._initialize(initializer)
         self.trainer = self._check_trainer(trainer)
@@ -166,7 +182,7 @@ class Estimator:
         if trainer is None:
             from ..trainer import Trainer
 
-            _log.warning("No trainer specified: using SGD with learning rate 0.001")
+            self.logger.warning("No trainer specified: using SGD with learning rate 0.001")
             return Trainer(self.net.collect_params(), "sgd", {"learning_rate": 0.001})
         return trainer
 
@@ -230,7 +246,15 @@ class Estimator:
 
     def fit_batch(self, train_batch: Any, batch_axis: int | None = None) -> tuple[Any, ...]:
         """Forward and backward on one batch; returns ``(data, label, pred, loss)`` as
-        per-context lists. The optimizer step is the :class:`GradientUpdateHandler`'s."""
+        per-context lists. The optimizer step is the :class:`GradientUpdateHandler`'s.
+        A ``batch_processor`` given at construction does the work."""
+        return self.batch_processor.fit_batch(self, train_batch, batch_axis)  # type: ignore[no-any-return]
+
+    def evaluate_batch(self, val_batch: Any, batch_axis: int | None = None) -> tuple[Any, ...]:
+        """Forward and loss on one validation batch (through the ``batch_processor``)."""
+        return self.batch_processor.evaluate_batch(self, val_batch, batch_axis)  # type: ignore[no-any-return]
+
+    def _forward_backward(self, train_batch: Any, batch_axis: int | None = None) -> tuple[Any, ...]:
         data, label = self._split(train_batch)
         axis = self.batch_axis if batch_axis is None else batch_axis
         self.last_batch_size = data.shape[axis]
@@ -241,7 +265,7 @@ class Estimator:
         autograd.backward(loss)
         return data_parts, label_parts, pred, loss
 
-    def evaluate_batch(self, val_batch: Any, batch_axis: int | None = None) -> tuple[Any, ...]:
+    def _forward_predict(self, val_batch: Any, batch_axis: int | None = None) -> tuple[Any, ...]:
         data, label = self._split(val_batch)
         data_parts, label_parts = self._to_contexts(data), self._to_contexts(label)
         with autograd.predict_mode():

@@ -35,6 +35,11 @@ from ... import metric as metric_mod
 _log = logging.getLogger("engine.gluon.estimator")
 
 
+def _logger(estimator: Any) -> logging.Logger:
+    """The estimator's own logger (stdout, as MXNet 1.9), or the module's for other loops."""
+    return getattr(estimator, "logger", None) or _log
+
+
 class EventHandler:
     """Base of all handlers; ``priority`` orders handlers of the same event."""
 
@@ -216,30 +221,33 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchEnd):
         trainer = estimator.trainer
         optimizer = type(getattr(trainer, "_optimizer", trainer)).__name__
         lr = getattr(trainer, "learning_rate", float("nan"))
-        _log.info("Training begin: using optimizer %s with current learning rate %.4f ",
-                  optimizer, lr)
+        _logger(estimator).info(
+            "Training begin: using optimizer %s with current learning rate %.4f ",
+            optimizer, lr)
         if estimator.max_epoch:
-            _log.info("Train for %d epochs.", estimator.max_epoch)
+            _logger(estimator).info("Train for %d epochs.", estimator.max_epoch)
         else:
-            _log.info("Train for %d batches.", estimator.max_batch)
+            _logger(estimator).info("Train for %d batches.", estimator.max_batch)
 
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         elapsed = time.time() - self.train_start
-        _log.info("Train finished using total %ds with %d epochs. %s", elapsed,
-                  estimator.current_epoch + 1, self._metric_text())
+        _logger(estimator).info("Train finished using total %ds with %d epochs. %s", elapsed,
+                                estimator.current_epoch + 1, self._metric_text())
 
     def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         self.epoch_start = self.interval_start = time.time()
         self.batch_index = 0
         self.processed_samples = 0
         if isinstance(self.log_interval, int):
-            _log.info("[Epoch %d] Begin, current learning rate: %.4f", estimator.current_epoch,
-                      getattr(estimator.trainer, "learning_rate", float("nan")))
+            _logger(estimator).info(
+                "[Epoch %d] Begin, current learning rate: %.4f", estimator.current_epoch,
+                getattr(estimator.trainer, "learning_rate", float("nan")))
 
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         elapsed = time.time() - self.epoch_start
-        _log.info("[Epoch %d] Finished in %.3fs, %s", estimator.current_epoch, elapsed,
-                  self._metric_text())
+        _logger(estimator).info(
+            "[Epoch %d] Finished in %.3fs, %s", estimator.current_epoch, elapsed,
+            self._metric_text())
 
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         if not isinstance(self.log_interval, int):
@@ -248,9 +256,10 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchEnd):
         self.processed_samples += estimator.last_batch_size
         if self.batch_index % self.log_interval == 0:
             now = time.time()
-            _log.info("[Epoch %d][Batch %d][Samples %d] time/interval: %.3fs %s",
-                      estimator.current_epoch, estimator.current_batch,
-                      self.processed_samples, now - self.interval_start, self._metric_text())
+            _logger(estimator).info(
+                "[Epoch %d][Batch %d][Samples %d] time/interval: %.3fs %s",
+                estimator.current_epoch, estimator.current_batch, self.processed_samples,
+                now - self.interval_start, self._metric_text())
             self.interval_start = now
 
 
@@ -306,7 +315,7 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
                 estimator.net.load_parameters(base + ".params", ctx=estimator.context)
                 if os.path.exists(base + ".states"):
                     estimator.trainer.load_states(base + ".states")
-                _log.info("Resumed parameters and trainer states from %s", base)
+                _logger(estimator).info("Resumed parameters and trainer states from %s", base)
 
     def _latest(self) -> str | None:
         best: tuple[int, str] | None = None
@@ -329,7 +338,8 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
         if hasattr(estimator.trainer, "save_states"):
             estimator.trainer.save_states(base + ".states")
         if self.verbose:
-            _log.info("[Epoch %d] Saved checkpoint to %s.params", estimator.current_epoch, base)
+            _logger(estimator).info(
+                "[Epoch %d] Saved checkpoint to %s.params", estimator.current_epoch, base)
         if stem not in self.saved:
             self.saved.append(stem)
         while len(self.saved) > self.max_checkpoints:
@@ -394,7 +404,8 @@ class EarlyStoppingHandler(TrainBegin, EpochEnd):
         self.wait += 1
         if self.wait >= max(1, self.patience):
             self.stopped_epoch = estimator.current_epoch
-            _log.info("[Epoch %d] Early stopping: %s did not improve", estimator.current_epoch,
-                      self.monitor.get()[0])
+            _logger(estimator).info(
+                "[Epoch %d] Early stopping: %s did not improve", estimator.current_epoch,
+                self.monitor.get()[0])
             return True
         return False

@@ -32,6 +32,7 @@ from .conv_layers import (
     MaxPool1D,
     MaxPool2D,
 )
+from .norm_layers import BatchNormReLU, GroupNorm, InstanceNorm, ReflectionPad2D
 from .registry import LAYERS, create, names, register
 
 __all__ = [
@@ -41,3 +42,4 @@ __all__ = [
     "HybridLambda", "HybridSequential", "LAYERS", "Lambda", "LayerNorm", "LeakyReLU",
     "MaxPool2D", "PReLU", "SELU", "Sequential", "Swish", "create", "names", "register",
 ]
+__all__ += ["BatchNormReLU", "GroupNorm", "InstanceNorm", "ReflectionPad2D"]

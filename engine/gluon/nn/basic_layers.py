@@ -74,8 +74,9 @@ class Dense(HybridBlock):
                  flatten: bool = True, dtype: Any = "float32", weight_initializer: Any = None,
                  bias_initializer: Any = "zeros", in_units: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if int(units) <= 0:
-            raise ValueError(f"Dense units must be a positive integer, got {units!r}")
+        if int(units) < 0:
+            # MXNet accepts 0 units (an empty layer); only a negative count is meaningless
+            raise ValueError(f"Dense units must be a non-negative integer, got {units!r}")
         self._flatten = flatten
         self._units = int(units)
         self._in_units = in_units
@@ -91,6 +92,10 @@ class Dense(HybridBlock):
             self.act = Activation(activation, prefix=activation + "_") if activation else None
 
     def infer_shape(self, x: Any, *args: Any) -> None:
+        # a (0, n) weight is never "known", so a 0-unit layer always arrives here first
+        if self._units == 0:
+            raise ValueError(f"{self.name}: a Dense layer with 0 units cannot run (MXNet's "
+                             "FullyConnected needs num_hidden >= 1)")
         in_units = int(numpy.prod(x.shape[1:])) if self._flatten else x.shape[-1]
         self.weight.shape = (self._units, in_units)
 
@@ -228,8 +233,10 @@ class Embedding(HybridBlock):
                  weight_initializer: Any = None, sparse_grad: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if sparse_grad:
-            raise ValueError("Rudder has dense gradients only: use sparse_grad=False")
+        # sparse_grad=True is accepted: Rudder has no row_sparse storage, so the gradient
+        # stays dense, with the same values MXNet's row_sparse gradient holds
+        self._sparse_grad = sparse_grad
+        self._dtype = numpy.dtype(dtype).name
         self._input_dim, self._output_dim = int(input_dim), int(output_dim)
         with self.name_scope():
             self.weight = self.params.get("weight", shape=(input_dim, output_dim),
@@ -240,7 +247,7 @@ class Embedding(HybridBlock):
         return F.Embedding(x, weight, input_dim=self._input_dim, output_dim=self._output_dim)
 
     def __repr__(self) -> str:
-        return f"Embedding({self._input_dim} -> {self._output_dim}, float32)"
+        return f"Embedding({self._input_dim} -> {self._output_dim}, {self._dtype})"
 
 
 @register

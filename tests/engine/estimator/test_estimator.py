@@ -188,17 +188,30 @@ def test_default_metrics_and_evaluate():
         _estimator(train_metrics=[3])
 
 
-def test_logging_handler_writes_epoch_lines(caplog):
-    caplog.set_level(logging.INFO, logger="engine.gluon.estimator")
+def test_logging_handler_writes_epoch_lines_to_stdout_by_default(capsys):
     est = _estimator()
     est.fit(_loader(), epochs=1, event_handlers=[LoggingHandler(log_interval=2,
                                                                 metrics=est.train_metrics)])
-    messages = [r.getMessage() for r in caplog.records]
+    messages = capsys.readouterr().out.splitlines()
     assert any(m.startswith("Training begin: using optimizer SGD") for m in messages)
     assert any(m.startswith("[Epoch 0][Batch 1][Samples 24]") for m in messages)
     assert any(m.startswith("[Epoch 0] Finished in") and "training accuracy" in m
                for m in messages)
     assert any(m.startswith("Train finished") for m in messages)
+
+
+def test_estimator_logger_takes_extra_handlers_as_mxnets_does():
+    records = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    est = _estimator()
+    est.logger.addHandler(Collect())
+    est.fit(_loader(), epochs=1)
+    assert est.logger.name == "Estimator" and est.logger.level == logging.INFO
+    assert any(m.startswith("[Epoch 0] Finished in") for m in records)
 
 
 def test_checkpoint_handler_keeps_the_last_files_and_resumes(tmp_path):

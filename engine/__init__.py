@@ -38,7 +38,12 @@ _LAZY = {
     "model": "engine.model",
     "npx": "engine.npx",
     "test_utils": "engine.test_utils",
+    "name": "engine.name",
+    "attribute": "engine.attribute",
+    "mon": "engine.monitor",
+    "monitor": "engine.monitor",
 }
+_LAZY_NAMES = {"AttrScope": ("engine.attribute", "AttrScope")}  # classes, not modules
 
 
 def __getattr__(name: str) -> Any:
@@ -46,10 +51,15 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(_LAZY[name])
         globals()[name] = module
         return module
+    if name in _LAZY_NAMES:
+        module_name, attribute = _LAZY_NAMES[name]
+        value = getattr(importlib.import_module(module_name), attribute)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'engine' has no attribute {name!r}")
 
 
 __all__ = [
     "Context", "NDArray", "autograd", "cpu", "cpu_pinned", "current_context", "gpu",
-    "nd", "np", "num_gpus", "random", *_LAZY,
+    "nd", "np", "num_gpus", "random", *_LAZY, *_LAZY_NAMES,
 ]

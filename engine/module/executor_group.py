@@ -60,6 +60,19 @@ class ExecutorGroup:
         self.inputs: list[dict[str, NDArray]] = []
         self._sizes: list[int] = []
         self._placeholders: dict[tuple[Any, ...], dict[str, NDArray]] = {}
+        self._monitor: Any = None
+
+    def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
+        """``callback(name, array)`` for every operator output (``mx.mon.Monitor``)."""
+        from ..symbol.executor import _Callback
+
+        self._monitor = _Callback(callback, monitor_all)
+
+    @property
+    def arg_dict(self) -> dict[str, NDArray]:
+        """The first context's arguments: the latest inputs and the parameters."""
+        inputs = self.inputs[0] if self.inputs else {}
+        return {**inputs, **self.params[0]}
 
     # ------------------------------------------------------------------ params
     def set_params(self, arg_params: dict[str, NDArray], aux_params: dict[str, NDArray]) -> None:
@@ -126,10 +139,10 @@ class ExecutorGroup:
             values.update(self.aux[k])
             if is_train:
                 with autograd.record(train_mode=True):
-                    self.outputs.append(self.symbol._evaluate(values))
+                    self.outputs.append(self.symbol._evaluate(values, self._monitor))
             else:
                 with autograd.predict_mode():
-                    self.outputs.append(self.symbol._evaluate(values))
+                    self.outputs.append(self.symbol._evaluate(values, self._monitor))
 
     def _placeholder_labels(self, values: dict[str, NDArray], ctx: Context) -> dict[str, NDArray]:
         """Zero labels for inference batches without labels (loss heads ignore them)."""

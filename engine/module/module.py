@@ -24,6 +24,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy
+
 from .. import autograd
 from .. import initializer as init_mod
 from .. import kvstore as kv_mod
@@ -47,10 +49,15 @@ def _parse_descs(descs: Any, names: Sequence[str], kind: str) -> list[tuple[str,
     parsed: list[tuple[str, Shape]] = []
     for desc in descs or []:
         if hasattr(desc, "name") and hasattr(desc, "shape"):
-            parsed.append((str(desc.name), tuple(int(s) for s in desc.shape)))
+            name, shape = desc.name, desc.shape
         else:
             name, shape = desc
-            parsed.append((str(name), tuple(int(s) for s in shape)))
+        if not isinstance(shape, (tuple, list)) or not all(
+                isinstance(s, (int, numpy.integer)) for s in shape):
+            # MXNet fails the same way on an NDArray (or any non-integer) shape
+            raise TypeError(f"the shape of {kind} {name!r} must be a tuple of ints, got "
+                            f"{type(shape).__name__} {shape!r}")
+        parsed.append((str(name), tuple(int(s) for s in shape)))
     given = [name for name, _ in parsed]
     if given != list(names):
         raise ValueError(
@@ -185,11 +192,8 @@ class Module(BaseModule):
             raise RuntimeError("call bind before initializing the parameters")
         if initializer is None and (arg_params is None or allow_missing):
             initializer = init_mod.Uniform(0.01)
-        for source, names in ((arg_params, self._param_names), (aux_params, self._aux_names)):
-            extra = sorted(set(source or {}) - set(names))
-            if extra and not allow_extra:
-                raise ValueError(f"parameters {extra} are not used by the symbol; pass "
-                                 "allow_extra=True to ignore them")
+        # as MXNet: names the symbol does not use are ignored here (set_params with
+        # allow_missing=True is where they are refused)
         group = self._exec_group
         assert group is not None
         attrs = self._symbol.attr_dict()
@@ -221,8 +225,24 @@ class Module(BaseModule):
             self._arg_params, self._aux_params = dict(arg_params), dict(aux_params or {})
             self.params_initialized = True
             return
-        self.init_params(None, arg_params, aux_params, allow_missing=allow_missing,
-                         force_init=force_init, allow_extra=allow_extra)
+        if not allow_missing:  # every parameter must be given (RuntimeError naming one)
+            self.init_params(None, arg_params, aux_params, allow_missing=False,
+                             force_init=force_init, allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            self.logger.warning("Parameters already initialized and force_init=False. "
+                                "set_params call ignored.")
+            return
+        group = self._exec_group
+        assert group is not None
+        if not allow_extra:
+            known = set(self._param_names) | set(self._aux_names)
+            for name in list(arg_params) + list(aux_params or {}):
+                if name not in known:
+                    raise ValueError(f'Find name "{name}" that is not in the arguments')
+        # the given values replace the current ones; missing names keep theirs
+        group.set_params(arg_params, aux_params or {})
+        self.params_initialized = True
 
     def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
         """Copies of ``(arg_params, aux_params)`` on the cpu."""
@@ -396,4 +416,24 @@ class Module(BaseModule):
             raise ValueError(f"{fname}: {exc}") from None
 
     def install_monitor(self, mon: Any) -> None:
-        raise NotImplementedError("Module monitors are not supported by Rudder")
+        """Have ``mon`` (``mx.mon.Monitor``) watch every forward of this module."""
+        if not self.binded:
+            raise RuntimeError("call bind before install_monitor")
+        assert self._exec_group is not None
+        mon.install(self._exec_group)
+
+    def reshape(self, data_shapes: Any, label_shapes: Any = None) -> None:
+        """New input shapes for a bound module (parameters and optimizer are kept)."""
+        if not self.binded:
+            raise RuntimeError("call bind before reshape")
+        data = _parse_descs(data_shapes, self._data_names, "data")
+        labels = _parse_descs(label_shapes, self._label_names, "label") \
+            if label_shapes is not None else []
+        arg_shapes, _, _ = self._symbol.infer_shape_partial(**dict(data + labels))
+        assert self._exec_group is not None
+        for name, shape in zip(self._symbol.list_arguments(), arg_shapes, strict=True):
+            current = self._exec_group.params[0].get(name)
+            if current is not None and shape is not None and tuple(shape) != current.shape:
+                raise ValueError(f"reshape: parameter {name!r} would change shape from "
+                                 f"{current.shape} to {tuple(shape)}")
+        self._data_shapes, self._label_shapes = data, labels

@@ -72,7 +72,21 @@ class OpSpec:
     hint: str = ""
     num_outputs: int = 1  # outputs in MXNet's graph (only the first is visible)
     variadic: bool = False
-    aux_init: dict[str, str] = field(default_factory=dict)
+    aux_init: dict[str, str] = field(default_factory=dict)  # __init__ of created variables
+    outputs: Callable[[dict[str, Any]], list[str]] | None = None  # visible output suffixes
+    dtype_rule: Callable[[dict[str, Any], list[Any], Any], Any] | None = None
+
+    def output_suffixes(self, params: dict[str, Any]) -> list[str]:
+        return self.outputs(params) if self.outputs is not None else ["output"]
+
+    def count_outputs(self, params: dict[str, Any]) -> int:
+        return len(self.output_suffixes(params))
+
+    def out_dtype(self, params: dict[str, Any], in_types: list[Any], default: Any) -> Any:
+        """The output dtype: the rule's, else the first input's (``default`` without one)."""
+        if self.dtype_rule is not None:
+            return self.dtype_rule(params, in_types, default)
+        return in_types[0] if in_types else default
 
     def parse(self, attrs: dict[str, str]) -> dict[str, Any]:
         unknown = [k for k in attrs if k not in self.params and not k.startswith("__")]
@@ -96,9 +110,13 @@ class OpSpec:
     def input_names(self, params: dict[str, Any], count: int = 0) -> tuple[str, ...]:
         if self.variadic:
             return tuple(f"arg{i}" for i in range(count))
-        if params.get("no_bias") and "bias" in self.inputs:
-            return tuple(n for n in self.inputs if n != "bias")
-        return self.inputs
+        names = self.inputs
+        if params.get("no_bias") and "bias" in names:
+            names = tuple(n for n in names if n != "bias")
+        if "gamma" in names and params.get("act_type", "prelu") != "prelu" \
+                and self.name == "LeakyReLU":
+            names = tuple(n for n in names if n != "gamma")
+        return names
 
 
 OPS: dict[str, OpSpec] = {}
@@ -141,17 +159,28 @@ _op(OpSpec(
 _op(OpSpec("Activation", ("data",), {"act_type": (str, _REQUIRED)}, _same,
            lambda p, x: nn_ops.activation(x[0], p["act_type"])))
 
+def _leaky_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None or p["act_type"] != "prelu":
+        return shapes, data
+    return [data, (data[1] if len(data) > 1 else 1,)], data
+
+
 _op(OpSpec(
-    "LeakyReLU", ("data",),
-    {"act_type": (str, "leaky"), "slope": (float, 0.25)}, _same,
-    lambda p, x: nn_ops.leaky_relu(x[0], p["act_type"], p["slope"]),
+    "LeakyReLU", ("data", "gamma"),
+    {"act_type": (str, "leaky"), "slope": (float, 0.25), "lower_bound": (float, 0.125),
+     "upper_bound": (float, 0.334)},
+    _leaky_infer,
+    lambda p, x: nn_ops.leaky_relu(x[0], p["act_type"], p["slope"],
+                                   x[1] if len(x) > 1 else None),
+    aux_init={"gamma": '["Constant", {"value": 0.25}]'},
 ))
 
 _op(OpSpec(
     "Dropout", ("data",),
     {"p": (float, 0.5), "mode": (str, "training"), "axes": (_tuple, ()),
      "cudnn_off": (_bool, False)},
-    _same, lambda p, x: nn_ops.dropout(x[0], p["p"], p["axes"], p["mode"]),
+    _same, lambda p, x: nn_ops.dropout(x[0], p["p"], p["axes"], p["mode"]), num_outputs=2,
 ))
 
 
@@ -285,9 +314,10 @@ def _bn_infer(p: dict[str, Any], shapes: list[Shape | None]):
 def _bn_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
     from ..ndarray.norm_ops import batch_norm
 
-    return batch_norm(x[0], x[1], x[2], x[3], x[4], eps=p["eps"], momentum=p["momentum"],
-                      fix_gamma=p["fix_gamma"], use_global_stats=p["use_global_stats"],
-                      axis=p["axis"])
+    out = batch_norm(x[0], x[1], x[2], x[3], x[4], eps=p["eps"], momentum=p["momentum"],
+                     fix_gamma=p["fix_gamma"], use_global_stats=p["use_global_stats"],
+                     axis=p["axis"], output_mean_var=p["output_mean_var"])
+    return out
 
 
 _op(OpSpec(
@@ -297,6 +327,7 @@ _op(OpSpec(
      "cudnn_off": (_bool, False), "min_calib_range": (_opt_float, None),
      "max_calib_range": (_opt_float, None)},
     _bn_infer, _bn_forward, aux=("moving_mean", "moving_var"), num_outputs=3,
+    outputs=lambda p: ["output", "mean", "var"] if p["output_mean_var"] else ["output"],
     aux_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
 ))
 
@@ -329,6 +360,14 @@ for _name, _hint, _fn in (
     ("_div_scalar", "_divscalar", lambda a, s: a / s),
     ("_rdiv_scalar", "_rdivscalar", lambda a, s: s / a),
     ("_power_scalar", "_powerscalar", lambda a, s: a ** s),
+    ("_rpower_scalar", "_rpowerscalar", lambda a, s: s ** a),
+    ("_mod_scalar", "_modscalar", lambda a, s: a % s),
+    ("_greater_scalar", "_greaterscalar", lambda a, s: a > s),
+    ("_greater_equal_scalar", "_greaterequalscalar", lambda a, s: a >= s),
+    ("_lesser_scalar", "_lesserscalar", lambda a, s: a < s),
+    ("_lesser_equal_scalar", "_lesserequalscalar", lambda a, s: a <= s),
+    ("_equal_scalar", "_equalscalar", lambda a, s: a == s),
+    ("_not_equal_scalar", "_notequalscalar", lambda a, s: a != s),
 ):
     _op(OpSpec(_name, ("data",), {"scalar": (float, _REQUIRED)}, _same,
                lambda p, x, _f=_fn: _f(x[0], p["scalar"]), hint=_hint))
@@ -336,5 +375,6 @@ for _name, _hint, _fn in (
 _op(OpSpec("negative", ("data",), {}, _same, lambda p, x: -x[0]))
 
 
-# The loss heads live in their own module; importing it registers them in OPS.
-from . import loss_ops  # noqa: E402, F401
+# The loss heads and the other layers live in their own modules; importing them
+# registers them in OPS.
+from . import layer_ops, loss_ops  # noqa: E402, F401

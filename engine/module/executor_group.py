@@ -75,6 +75,18 @@ class ExecutorGroup:
         return {**inputs, **self.params[0]}
 
     # ------------------------------------------------------------------ params
+    def share_params(self, other: ExecutorGroup) -> None:
+        """Use ``other``'s parameter and auxiliary arrays (same names, same shapes)."""
+        for mine, theirs in ((self.params, other.params), (self.aux, other.aux)):
+            for table, source in zip(mine, theirs, strict=True):
+                for name, arr in table.items():
+                    if name not in source:
+                        continue
+                    if source[name].shape != arr.shape:
+                        raise ValueError(f"shared parameter {name!r} has shape "
+                                         f"{source[name].shape}, this graph needs {arr.shape}")
+                    table[name] = source[name]
+
     def set_params(self, arg_params: dict[str, NDArray], aux_params: dict[str, NDArray]) -> None:
         for params, aux in zip(self.params, self.aux, strict=True):
             for table, source in ((params, arg_params), (aux, aux_params)):

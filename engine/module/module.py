@@ -152,8 +152,8 @@ class Module(BaseModule):
         if self.binded and not force_rebind:
             self.logger.warning("Already bound, ignoring bind()")
             return
-        if shared_module is not None:
-            raise NotImplementedError("shared_module is not supported by Rudder's Module")
+        if shared_module is not None and not shared_module.binded:
+            raise ValueError("shared_module must be bound")
         if grad_req not in ("write", "add", "null"):
             raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
         data = _parse_descs(data_shapes, self._data_names, "data")
@@ -176,6 +176,11 @@ class Module(BaseModule):
             self._label_names, {n: arg_shape[n] for n in self._param_names},
             dict(zip(self._aux_names, aux_shapes, strict=True)), grad_reqs, inputs_need_grad)
         self.binded = True
+        if shared_module is not None:  # the same parameter arrays (BucketingModule's buckets)
+            self._exec_group.share_params(shared_module._exec_group)
+            self.params_initialized = shared_module.params_initialized
+            self._arg_params = self._aux_params = None
+            return
         if self.params_initialized:  # e.g. Module.load(): copy the loaded values in
             self._copy_params(self._arg_params or {}, self._aux_params or {}, False, True)
 

@@ -71,7 +71,7 @@ def nd_function(op: str) -> Any:
     from .. import nd
 
     name = ND_NAME.get(op, op)
-    for source in (nd, fallback_ops.FUNCTIONS):
+    for source in (fallback_ops.ADAPTERS, nd, fallback_ops.FUNCTIONS):
         fn = source.get(name) if isinstance(source, dict) else getattr(source, name, None)
         if callable(fn) and not inspect.isclass(fn) and not inspect.ismodule(fn):
             return fn

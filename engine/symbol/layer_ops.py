@@ -90,7 +90,8 @@ def _group_norm_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
-    return [data, (data[1],), (data[1],)], data
+    groups = (p["num_groups"],)  # MXNet 1.9: one gamma/beta per group, not per channel
+    return [data, groups, groups], data
 
 
 def _group_norm_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
@@ -100,8 +101,9 @@ def _group_norm_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
         raise ValueError(f"GroupNorm: {data.shape[1]} channels do not split into {groups} "
                          "groups")
     grouped = data.reshape((data.shape[0], groups, -1))
-    normalized = _normalize(grouped, (2,), p["eps"]).reshape(data.shape)
-    return normalized * _per_channel(gamma, data.ndim) + _per_channel(beta, data.ndim)
+    normalized = _normalize(grouped, (2,), p["eps"])
+    scaled = normalized * gamma.reshape((1, groups, 1)) + beta.reshape((1, groups, 1))
+    return scaled.reshape(data.shape)
 
 
 _op(OpSpec(

@@ -235,9 +235,11 @@ def test_normalization_and_embedding_layers_match_mxnet():
         "e = sym.Embedding(sym.var('ids'), input_dim=5, output_dim=3, name='emb')\n"
         "result['emb'] = [e.list_arguments(), [list(s) for s in\n"
         "                 e.infer_shape(ids=(2, 2))[0]]]\n"
-        "outputs['emb'] = e.eval(ids=nd.array(inputs['ids']), emb_weight=nd.array(inputs['w']))[0]\n"
+        "outputs['emb'] = e.eval(ids=nd.array(inputs['ids']),\n"
+        "                        emb_weight=nd.array(inputs['w']))[0]\n"
         "gn = sym.GroupNorm(x, num_groups=2, name='gn')\n"
-        "result['gn'] = [gn.list_arguments(), [list(s) for s in gn.infer_shape(x=(2, 4, 3, 3))[0]]]\n"
+        "result['gn'] = [gn.list_arguments(),\n"
+        "                [list(s) for s in gn.infer_shape(x=(2, 4, 3, 3))[0]]]\n"
     )
     expected = run_mxnet(code, inputs)
     sym = mx.sym

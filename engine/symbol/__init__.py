@@ -83,6 +83,9 @@ broadcast_div = _operator("broadcast_div")
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub
 negative = _operator("negative")
+BatchNorm_v1 = _operator("BatchNorm_v1")
+Convolution_v1 = _operator("Convolution_v1")
+Pooling_v1 = _operator("Pooling_v1")
 
 
 def Concat(*data: Symbol, dim: int = 1, name: str | None = None,  # noqa: N802
@@ -96,11 +99,17 @@ concat = Concat
 # names that are not operators of their own
 _NOT_OPERATORS = {"Any", "NDArray", "annotations", "apply_op", "array", "load", "save",
                   "waitall", "random", "ndarray", "binary", "unary"}
+_NAMESPACES = {"random": "namespaces.random", "linalg": "namespaces.linalg",
+               "op": "namespaces.op"}
 _FLUENT_EXCLUDED = {"zeros", "ones", "full", "arange", "eye", "linspace", "var", "Variable",
                     "Group", "load", "load_json"}
 
 
 def __getattr__(name: str) -> Any:
+    if name in _NAMESPACES:  # mx.sym.random, mx.sym.linalg, mx.sym.op
+        import importlib
+
+        return importlib.import_module(f"engine.symbol.{_NAMESPACES[name]}")
     if name.startswith("__") or name in _NOT_OPERATORS:
         raise AttributeError(f"module 'engine.symbol' has no attribute {name!r}")
     if generic_spec(name) is None:
@@ -125,7 +134,8 @@ __all__ = [
     "Activation", "BatchNorm", "Concat", "Convolution", "Deconvolution", "Dropout",
     "Embedding", "Flatten", "FullyConnected", "Group", "GroupNorm", "InstanceNorm",
     "LayerNorm", "LeakyReLU", "LinearRegressionOutput", "LogisticRegressionOutput",
-    "MAERegressionOutput", "NameManager", "Pooling", "Prefix", "Reshape", "Softmax",
+    "MAERegressionOutput", "NameManager", "BatchNorm_v1", "Convolution_v1", "Pooling_v1",
+    "Pooling", "Prefix", "Reshape", "Softmax",
     "SoftmaxOutput", "Symbol", "Variable", "broadcast_add", "broadcast_div", "broadcast_minus",
     "broadcast_mul", "broadcast_plus", "broadcast_sub", "concat", "elemwise_add",
     "elemwise_div", "elemwise_mul", "elemwise_sub", "flatten", "load", "load_json",

@@ -7,6 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..ndarray import NDArray
+from .fallback_extra import EXTRA
+from .fallback_linalg import LINALG
+from .fallback_math import MATH
+from .fallback_shape import SHAPE
 
 
 def _transpose(data: NDArray, axes: Any = ()) -> NDArray:
@@ -14,4 +18,10 @@ def _transpose(data: NDArray, axes: Any = ()) -> NDArray:
 
 
 ADAPTERS: dict[str, Any] = {"transpose": _transpose}
-FUNCTIONS: dict[str, Any] = {}
+def _shuffle(data: NDArray) -> NDArray:
+    from ..ndarray.random import shuffle
+
+    return shuffle(data)
+
+
+FUNCTIONS: dict[str, Any] = {**MATH, **SHAPE, **EXTRA, **LINALG, "shuffle": _shuffle}

@@ -24,8 +24,7 @@ from .ops import OPS, OpSpec, Shape, to_attr_string
 # MXNet's name in the graph -> the engine.nd function that computes it
 ND_NAME = {
     "SwapAxis": "swapaxes", "SliceChannel": "split", "Cast": "cast", "BlockGrad": "stop_gradient",
-    "MakeLoss": "make_loss", "Pad": "pad", "Crop": "crop", "_copy": "identity",
-    "ElementWiseSum": "add_n", "sum_axis": "sum", "max_axis": "max", "min_axis": "min",
+    "Pad": "pad", "_copy": "identity", "sum_axis": "sum", "max_axis": "max", "min_axis": "min",
     "broadcast_plus": "broadcast_add", "broadcast_minus": "broadcast_sub", "pow": "power",
     "_power": "power", "_maximum": "maximum", "_minimum": "minimum", "_hypot": "hypot",
     "_mod": "broadcast_mod", "_grad_add": "elemwise_add", "softmax_activation": "SoftmaxActivation",
@@ -39,8 +38,7 @@ ND_NAME = {
 # the name MXNet writes in the JSON for a function called by another name
 CANONICAL = {
     "swapaxes": "SwapAxis", "split": "SliceChannel", "cast": "Cast", "stop_gradient": "BlockGrad",
-    "make_loss": "MakeLoss", "pad": "Pad", "crop": "Crop", "identity": "_copy",
-    "add_n": "ElementWiseSum", "broadcast_plus": "broadcast_add",
+    "pad": "Pad", "crop": "slice", "identity": "_copy", "broadcast_plus": "broadcast_add",
     "broadcast_minus": "broadcast_sub", "sum_axis": "sum", "max_axis": "max",
     "min_axis": "min", "pow": "_power", "flip": "reverse",
 }
@@ -59,6 +57,10 @@ MULTI_OUTPUT = {
             else int(p.get("indices_or_sections", p.get("sections", 1))))],
     "topk": lambda p: ["output0", "output1"] if p.get("ret_typ") == "both" else ["output"],
     "moments": lambda p: ["output0", "output1"],
+    "histogram": lambda p: ["output0", "output1"],
+    "linalg_gelqf": lambda p: ["output0", "output1"],
+    "linalg_slogdet": lambda p: ["output0", "output1"],
+    "sample_multinomial": lambda p: ["output0", "output1"] if p.get("get_prob") else ["output"],
 }
 # attributes MXNet writes that only describe the graph, never an argument of the function
 BOOKKEEPING = {"num_args", "workspace", "cudnn_tune", "cudnn_off"}

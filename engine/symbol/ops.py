@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy
@@ -378,3 +378,7 @@ _op(OpSpec("negative", ("data",), {}, _same, lambda p, x: -x[0]))
 # The loss heads and the other layers live in their own modules; importing them
 # registers them in OPS.
 from . import layer_ops, loss_ops  # noqa: E402, F401
+
+# MXNet's deprecated first versions take the same inputs and (a subset of) the parameters
+for _legacy in ("BatchNorm", "Convolution", "Pooling"):
+    _op(replace(OPS[_legacy], name=f"{_legacy}_v1", hint=f"{_legacy.lower()}_v1"))

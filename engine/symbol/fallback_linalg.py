@@ -109,10 +109,9 @@ def potrf(A: NDArray) -> NDArray:  # noqa: N803
 def gelqf(A: NDArray) -> list[NDArray]:  # noqa: N803
     """``A = L Q`` with orthonormal rows in ``Q``: outputs ``(Q, L)``."""
     xp = A.xp
-    q, r = xp.linalg.qr(xp.swapaxes(A._data, -1, -2))
-    sign = xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))[..., None]
-    q_t = xp.swapaxes(q, -1, -2) * sign
-    l_mat = xp.swapaxes(r * sign, -1, -2)
+    q, r = xp.linalg.qr(xp.swapaxes(A._data, -1, -2))  # LAPACK's Householder signs
+    q_t = xp.swapaxes(q, -1, -2)
+    l_mat = xp.swapaxes(r, -1, -2)
     return [apply_op(q_t, (A,), _no_grad("linalg_gelqf")),
             apply_op(l_mat, (A,), _no_grad("linalg_gelqf"))]
 
@@ -163,7 +162,12 @@ def makediag(A: NDArray, offset: int = 0) -> NDArray:  # noqa: N803
 
 
 def _tri_index(n: int, offset: int, lower: bool) -> tuple[Any, Any]:
-    return numpy.tril_indices(n, offset) if lower else numpy.triu_indices(n, offset)
+    """MXNet's packing order: row by row for the lower triangle, column by column (the
+    transposed lower packing) for the upper one."""
+    if lower:
+        return numpy.tril_indices(n, offset)
+    rows, cols = numpy.tril_indices(n, -offset)
+    return cols, rows
 
 
 def extracttrian(A: NDArray, offset: int = 0, lower: bool = True) -> NDArray:  # noqa: N803

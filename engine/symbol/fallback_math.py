@@ -257,8 +257,9 @@ def moments(data: NDArray, axes: Any = None, keepdims: bool = False) -> list[NDA
 
 
 def argmax_channel(data: NDArray) -> NDArray:
+    """Indices of the maximum over the channel axis (axis 1), as floats."""
     x = data._data
-    out = x.argmax(axis=-1).astype(x.dtype)
+    out = x.argmax(axis=1).astype(x.dtype)
     return NDArray(out, data._ctx)
 
 

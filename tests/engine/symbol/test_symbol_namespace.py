@@ -240,7 +240,8 @@ def test_extra_operators_match_mxnet_outputs_and_gradients():
     code = (inspect.getsource(_expr_of).replace("def _expr_of", "def expr_of")
             + f"cases = {_CASES!r}\n" + _MXNET_RUNNER)
     expected = run_mxnet(code, inputs)
-    assert expected.json["errors"] == {}, "\n".join(f"{k}: {v[-300:]}" for k, v in expected.json["errors"].items())
+    errors = expected.json["errors"]
+    assert errors == {}, "\n".join(f"{k}: {v[-300:]}" for k, v in errors.items())
     failures = []
     for case, expr, grad in _CASES:
         graph = _expr_of(mx.sym, expr)

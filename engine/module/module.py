@@ -20,7 +20,6 @@ MXNet's Module sets it.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,13 +30,9 @@ from .. import initializer as init_mod
 from .. import kvstore as kv_mod
 from .. import optimizer as opt_mod
 from ..context import Context, cpu
-from ..model import (
-    load_checkpoint,
-    params_filename,
-    save_params,
-)
 from ..ndarray import NDArray
 from .base_module import BaseModule
+from .checkpointing import CheckpointMixin
 from .executor_group import ExecutorGroup, copy_into
 
 Shape = tuple[int, ...]
@@ -67,7 +62,7 @@ def _parse_descs(descs: Any, names: Sequence[str], kind: str) -> list[tuple[str,
     return parsed
 
 
-class Module(BaseModule):
+class Module(CheckpointMixin, BaseModule):
     """A symbol with its parameters, trained batch by batch (``mx.mod.Module``)."""
 
     def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
@@ -365,60 +360,6 @@ class Module(BaseModule):
             raise RuntimeError("bind with inputs_need_grad=True to get input gradients")
         assert self._exec_group is not None
         return self._exec_group.input_grads()
-
-    # ------------------------------------------------------------ checkpoints
-    def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False,
-                        remove_amp_cast: bool = True) -> None:
-        """Write ``prefix-symbol.json``, ``prefix-%04d.params`` (and ``.states``)."""
-        self._symbol.save(f"{prefix}-symbol.json")
-        param_name = params_filename(prefix, epoch)
-        arg, aux = self.get_params()
-        save_params(param_name, arg, aux)
-        self.logger.info('Saved checkpoint to "%s"', param_name)
-        if save_optimizer_states:
-            state_name = f"{prefix}-{epoch:04d}.states"
-            self.save_optimizer_states(state_name)
-            self.logger.info('Saved optimizer state to "%s"', state_name)
-
-    @staticmethod
-    def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
-             **kwargs: Any) -> Module:
-        """A module from a checkpoint; ``bind`` then gets the saved parameters."""
-        sym, args, auxs = load_checkpoint(prefix, epoch)
-        mod = Module(symbol=sym, **kwargs)
-        mod._arg_params, mod._aux_params = args, auxs
-        mod.params_initialized = True
-        if load_optimizer_states:
-            states = f"{prefix}-{epoch:04d}.states"
-            if not os.path.exists(states):
-                raise FileNotFoundError(f"optimizer states {states} do not exist")
-            mod._preload_opt_states = states
-        return mod
-
-    def save_optimizer_states(self, fname: str) -> None:
-        if not self.optimizer_initialized:
-            raise RuntimeError("no optimizer to save: call init_optimizer first")
-        if self._kvstore is not None:
-            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
-            return
-        blob = self._updater.get_states(dump_optimizer=True)
-        tmp = f"{fname}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as handle:
-            handle.write(blob)
-        os.replace(tmp, fname)
-
-    def load_optimizer_states(self, fname: str) -> None:
-        if not self.optimizer_initialized:
-            raise RuntimeError("call init_optimizer before load_optimizer_states")
-        if self._kvstore is not None:
-            self._kvstore.load_optimizer_states(fname)
-            return
-        with open(fname, "rb") as handle:
-            blob = handle.read()
-        try:
-            self._updater.set_states(blob)
-        except ValueError as exc:
-            raise ValueError(f"{fname}: {exc}") from None
 
     def install_monitor(self, mon: Any) -> None:
         """Have ``mon`` (``mx.mon.Monitor``) watch every forward of this module."""

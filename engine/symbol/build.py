@@ -166,3 +166,27 @@ def make_generic(op: str, args: Sequence[Any], kwargs: dict[str, Any], name: str
     node = _Node(graph_op, node_name, attrs, entries)
     node.params()
     return Symbol([(node, i) for i in range(node.visible_outputs())])
+
+
+def compose(symbol: Symbol, mapping: dict[str, Symbol]) -> Symbol:
+    copies: dict[int, tuple[_Node, int] | _Node] = {}
+    for node in symbol._nodes():
+        if node.op is None and node.name in mapping:
+            replacement = mapping[node.name]
+            if not isinstance(replacement, Symbol) or len(replacement._outputs) != 1:
+                raise TypeError(f"compose: {node.name!r} must be replaced by one Symbol")
+            copies[id(node)] = replacement._outputs[0]
+            continue
+        if node.op is None:
+            copies[id(node)] = node
+            continue
+        inputs = []
+        for child, index in node.inputs:
+            new = copies[id(child)]
+            inputs.append(new if isinstance(new, tuple) else (new, index))
+        copies[id(node)] = _Node(node.op, node.name, node.attrs, inputs)
+    outs = []
+    for node, index in symbol._outputs:
+        new = copies[id(node)]
+        outs.append(new if isinstance(new, tuple) else (new, index))
+    return Symbol(outs)

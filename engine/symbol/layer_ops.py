@@ -12,7 +12,19 @@ from typing import Any
 
 from ..ndarray import NDArray
 from ..ndarray.ops import reduce_mean
-from .ops import _REQUIRED, OpSpec, Shape, _bool, _op, _spatial, _tuple
+from .ops import (
+    _REQUIRED,
+    OpSpec,
+    Shape,
+    _bool,
+    _layout_kwargs,
+    _op,
+    _spatial,
+    _tuple,
+    channels_last,
+    to_channels_first,
+    to_channels_last,
+)
 
 
 def _embedding_infer(p: dict[str, Any], shapes: list[Shape | None]):
@@ -117,6 +129,11 @@ def _deconv_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
+    if channels_last(p):  # infer channel-first, then move channels back to the end
+        filled, out = _deconv_infer({**p, "layout": "None"}, [to_channels_first(data)])
+        weight = filled[1]
+        filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
+        return filled, to_channels_last(out)
     kernel = p["kernel"]
     nsp = len(kernel)
     stride, dilate, pad, adj = (_spatial(p, k, nsp, d) for k, d in
@@ -144,7 +161,7 @@ def _deconv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
         stride=_spatial(p, "stride", nsp, 1), dilate=_spatial(p, "dilate", nsp, 1),
         pad=_spatial(p, "pad", nsp, 0), adj=_spatial(p, "adj", nsp, 0),
         target_shape=p["target_shape"] or None, num_filter=p["num_filter"],
-        num_group=p["num_group"], no_bias=p["no_bias"])
+        num_group=p["num_group"], no_bias=p["no_bias"], **_layout_kwargs(p))
 
 
 _op(OpSpec(

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy
-
 from ..ndarray import NDArray, nn_ops, shape_ops
 
 Shape = tuple[int, ...]
@@ -103,8 +101,10 @@ class OpSpec:
                 raise ValueError(f"{self.name}: required argument {key!r} is missing")
             else:
                 out[key] = default
-        if "layout" in attrs and str(attrs["layout"]) not in ("None", "NCHW", "NCW", "NC"):
-            raise ValueError(f"{self.name}: only NCHW layout is supported")
+        layout = str(attrs.get("layout", "None"))
+        if layout not in _LAYOUTS:
+            raise ValueError(f"{self.name}: invalid layout {layout!r}; valid values are "
+                             f"{sorted(_LAYOUTS)}")
         return out
 
     def input_names(self, params: dict[str, Any], count: int = 0) -> tuple[str, ...]:
@@ -120,6 +120,24 @@ class OpSpec:
 
 
 OPS: dict[str, OpSpec] = {}
+_LAYOUTS = {"None", "NC", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"}
+
+
+def channels_last(p: dict[str, Any]) -> bool:
+    """Whether the operator's ``layout`` puts channels last (NWC, NHWC, NDHWC)."""
+    return str(p.get("layout", "None")) in ("NWC", "NHWC", "NDHWC")
+
+
+def to_channels_first(shape: Shape) -> Shape:
+    return (shape[0], shape[-1]) + tuple(shape[1:-1])
+
+
+def to_channels_last(shape: Shape) -> Shape:
+    return (shape[0],) + tuple(shape[2:]) + (shape[1],)
+
+
+def _layout_kwargs(p: dict[str, Any]) -> dict[str, Any]:
+    return {} if str(p.get("layout", "None")) == "None" else {"layout": p["layout"]}
 
 
 def _op(spec: OpSpec) -> OpSpec:
@@ -232,6 +250,11 @@ def _conv_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
+    if channels_last(p):  # infer channel-first, then move channels back to the end
+        filled, out = _conv_infer({**p, "layout": "None"}, [to_channels_first(data)])
+        weight = filled[1]
+        filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
+        return filled, to_channels_last(out)
     kernel = p["kernel"]
     nsp = len(kernel)
     stride, dilate, pad = (_spatial(p, k, nsp, d) for k, d in
@@ -253,7 +276,7 @@ def _conv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
     return convolution(x[0], x[1], None if p["no_bias"] else x[2], kernel=p["kernel"],
                        stride=_spatial(p, "stride", nsp, 1), dilate=_spatial(p, "dilate", nsp, 1),
                        pad=_spatial(p, "pad", nsp, 0), num_filter=p["num_filter"],
-                       num_group=p["num_group"], no_bias=p["no_bias"])
+                       num_group=p["num_group"], no_bias=p["no_bias"], **_layout_kwargs(p))
 
 
 _op(OpSpec(
@@ -270,6 +293,9 @@ def _pool_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
+    if channels_last(p):
+        _, out = _pool_infer({**p, "layout": "None"}, [to_channels_first(data)])
+        return shapes, to_channels_last(out)  # type: ignore[arg-type]
     if p["global_pool"]:
         return shapes, tuple(data[:2]) + (1,) * (len(data) - 2)
     kernel = p["kernel"]
@@ -290,7 +316,7 @@ def _pool_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
     return pooling(x[0], kernel=p["kernel"] or (1, 1), pool_type=p["pool_type"],
                    global_pool=p["global_pool"], stride=_spatial(p, "stride", nsp, 1),
                    pad=_spatial(p, "pad", nsp, 0), pooling_convention=p["pooling_convention"],
-                   count_include_pad=p["count_include_pad"])
+                   count_include_pad=p["count_include_pad"], **_layout_kwargs(p))
 
 
 _op(OpSpec(
@@ -332,52 +358,9 @@ _op(OpSpec(
 ))
 
 
-# ---- arithmetic
-def _broadcast_infer(p: dict[str, Any], shapes: list[Shape | None]):
-    known = [s for s in shapes if s is not None]
-    if len(known) < len(shapes):
-        return [known[0] if s is None and known else s for s in shapes], (
-            known[0] if known else None)
-    return shapes, tuple(numpy.broadcast_shapes(*known))
-
-
-for _name, _hint, _fn in (
-    ("elemwise_add", "_plus", lambda a, b: a + b), ("elemwise_sub", "_minus", lambda a, b: a - b),
-    ("elemwise_mul", "_mul", lambda a, b: a * b), ("elemwise_div", "_div", lambda a, b: a / b),
-    ("broadcast_add", "broadcast_add", lambda a, b: a + b),
-    ("broadcast_sub", "broadcast_sub", lambda a, b: a - b),
-    ("broadcast_mul", "broadcast_mul", lambda a, b: a * b),
-    ("broadcast_div", "broadcast_div", lambda a, b: a / b),
-):
-    _op(OpSpec(_name, ("lhs", "rhs"), {}, _broadcast_infer,
-               lambda p, x, _f=_fn: _f(x[0], x[1]), hint=_hint))
-
-for _name, _hint, _fn in (
-    ("_plus_scalar", "_plusscalar", lambda a, s: a + s),
-    ("_minus_scalar", "_minusscalar", lambda a, s: a - s),
-    ("_rminus_scalar", "_rminusscalar", lambda a, s: s - a),
-    ("_mul_scalar", "_mulscalar", lambda a, s: a * s),
-    ("_div_scalar", "_divscalar", lambda a, s: a / s),
-    ("_rdiv_scalar", "_rdivscalar", lambda a, s: s / a),
-    ("_power_scalar", "_powerscalar", lambda a, s: a ** s),
-    ("_rpower_scalar", "_rpowerscalar", lambda a, s: s ** a),
-    ("_mod_scalar", "_modscalar", lambda a, s: a % s),
-    ("_greater_scalar", "_greaterscalar", lambda a, s: a > s),
-    ("_greater_equal_scalar", "_greaterequalscalar", lambda a, s: a >= s),
-    ("_lesser_scalar", "_lesserscalar", lambda a, s: a < s),
-    ("_lesser_equal_scalar", "_lesserequalscalar", lambda a, s: a <= s),
-    ("_equal_scalar", "_equalscalar", lambda a, s: a == s),
-    ("_not_equal_scalar", "_notequalscalar", lambda a, s: a != s),
-):
-    _op(OpSpec(_name, ("data",), {"scalar": (float, _REQUIRED)}, _same,
-               lambda p, x, _f=_fn: _f(x[0], p["scalar"]), hint=_hint))
-
-_op(OpSpec("negative", ("data",), {}, _same, lambda p, x: -x[0]))
-
-
 # The loss heads and the other layers live in their own modules; importing them
 # registers them in OPS.
-from . import layer_ops, loss_ops  # noqa: E402, F401
+from . import arith_ops, layer_ops, loss_ops  # noqa: E402, F401
 
 # MXNet's deprecated first versions take the same inputs and (a subset of) the parameters
 for _legacy in ("BatchNorm", "Convolution", "Pooling"):

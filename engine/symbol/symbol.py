@@ -23,6 +23,7 @@ import numpy
 
 from ..attribute import dunder
 from ..ndarray import NDArray
+from .arithmetic import SymbolArithmetic
 from .ops import OPS, OpSpec
 
 Shape = tuple[int, ...]
@@ -88,7 +89,7 @@ def _parse_shape(text: str) -> Shape:
     return _tuple(text)
 
 
-class Symbol:
+class Symbol(SymbolArithmetic):
     """A symbolic output list; combine with operators and ``engine.symbol`` functions."""
 
     def __init__(self, outputs: Sequence[tuple[_Node, int]]) -> None:
@@ -180,63 +181,6 @@ class Symbol:
     def __repr__(self) -> str:
         name = self.name
         return f"<Symbol {name}>" if name else f"<Symbol group [{', '.join(self.list_outputs())}]>"
-
-    # ------------------------------------------------------------------ arithmetic
-    def _binary(self, other: Any, op: str, scalar_op: str) -> Symbol:
-        if isinstance(other, Symbol):
-            return _make_op(op, [self, other], {}, None)
-        return _make_op(scalar_op, [self], {"scalar": other}, None)
-
-    def __add__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_add", "_plus_scalar")
-
-    def __radd__(self, other: Any) -> Symbol:
-        return self.__add__(other)
-
-    def __sub__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_sub", "_minus_scalar")
-
-    def __rsub__(self, other: Any) -> Symbol:
-        return _make_op("_rminus_scalar", [self], {"scalar": other}, None)
-
-    def __mul__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_mul", "_mul_scalar")
-
-    def __rmul__(self, other: Any) -> Symbol:
-        return self.__mul__(other)
-
-    def __truediv__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_div", "_div_scalar")
-
-    def __rtruediv__(self, other: Any) -> Symbol:
-        return _make_op("_rdiv_scalar", [self], {"scalar": other}, None)
-
-    def __pow__(self, other: Any) -> Symbol:
-        return self._binary(other, "_power", "_power_scalar")
-
-    def __neg__(self) -> Symbol:
-        return _make_op("negative", [self], {}, None)
-
-    def __rpow__(self, other: Any) -> Symbol:
-        return _make_op("_rpower_scalar", [self], {"scalar": other}, None)
-
-    def __mod__(self, other: Any) -> Symbol:
-        return self._binary(other, "_mod", "_mod_scalar")
-
-    def __abs__(self) -> Symbol:
-        return _make_op("abs", [self], {}, None)
-
-    def __gt__(self, other: Any) -> Symbol:
-        return self._binary(other, "_greater", "_greater_scalar")
-
-    def __ge__(self, other: Any) -> Symbol:
-        return self._binary(other, "_greater_equal", "_greater_equal_scalar")
-
-    def __lt__(self, other: Any) -> Symbol:
-        return self._binary(other, "_lesser", "_lesser_scalar")
-
-    def __le__(self, other: Any) -> Symbol:
-        return self._binary(other, "_lesser_equal", "_lesser_equal_scalar")
 
     # ------------------------------------------------------------------- shapes
     def infer_shape(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
@@ -373,10 +317,12 @@ class Symbol:
 
     def __call__(self, *args: Symbol, **kwargs: Symbol) -> Symbol:
         """A copy of this graph with variables replaced by the given symbols (by name)."""
+        from .build import compose
+
         names = self.list_arguments()
         mapping = dict(zip(names, args, strict=False))
         mapping.update(kwargs)
-        return _compose(self, mapping)
+        return compose(self, mapping)
 
     # ----------------------------------------------------------------- json I/O
     def tojson(self, remove_amp_cast: bool = True) -> str:
@@ -423,34 +369,3 @@ def _with_plain_keys(attrs: dict[str, str]) -> dict[str, str]:
         if f"__{key}__" in attrs:
             out[key] = attrs[f"__{key}__"]
     return out
-
-
-def _compose(symbol: Symbol, mapping: dict[str, Symbol]) -> Symbol:
-    copies: dict[int, tuple[_Node, int] | _Node] = {}
-    for node in symbol._nodes():
-        if node.op is None and node.name in mapping:
-            replacement = mapping[node.name]
-            if not isinstance(replacement, Symbol) or len(replacement._outputs) != 1:
-                raise TypeError(f"compose: {node.name!r} must be replaced by one Symbol")
-            copies[id(node)] = replacement._outputs[0]
-            continue
-        if node.op is None:
-            copies[id(node)] = node
-            continue
-        inputs = []
-        for child, index in node.inputs:
-            new = copies[id(child)]
-            inputs.append(new if isinstance(new, tuple) else (new, index))
-        copies[id(node)] = _Node(node.op, node.name, node.attrs, inputs)
-    outs = []
-    for node, index in symbol._outputs:
-        new = copies[id(node)]
-        outs.append(new if isinstance(new, tuple) else (new, index))
-    return Symbol(outs)
-
-
-def _make_op(op: str, args: Sequence[Any], kwargs: dict[str, Any], name: str | None,
-             attr: dict[str, str] | None = None) -> Symbol:
-    from .build import _make_op as make  # build imports this module
-
-    return make(op, args, kwargs, name, attr)

@@ -281,3 +281,49 @@ def test_reshape_and_monitor_match_mxnet():
     assert [(s, n) for s, n, _ in stats] == [(s, n) for s, n, _ in expected.json["stats"]]
     np.testing.assert_allclose([v for _, _, v in stats],
                                [v for _, _, v in expected.json["stats"]], rtol=1e-5)
+
+
+def _make_loss_training(mx_, inputs):
+    """A Module trained on a loss written with symbol ops (what Gluon losses produce when
+    called on symbols): softmax cross-entropy via log_softmax/pick plus an L2 term."""
+    sym = mx_.sym
+    data, label = sym.var("data"), sym.var("label")
+    fc = sym.FullyConnected(data, num_hidden=3, name="fc")
+    ce = -sym.pick(sym.log_softmax(fc, axis=-1), label, axis=-1, keepdims=True)
+    l2 = sym.mean(sym.square(fc), axis=1, exclude=False, keepdims=True) * 0.1
+    loss = sym.MakeLoss(sym.mean(ce + l2, axis=0, exclude=True), name="loss")
+    net = sym.Group([loss, sym.BlockGrad(sym.softmax(fc), name="prob")])
+    mod = mx_.mod.Module(net, data_names=["data"], label_names=["label"])
+    mod.bind(data_shapes=[("data", (6, 4))], label_shapes=[("label", (6,))])
+    mod.init_params(arg_params={"fc_weight": mx_.nd.array(inputs["w"]),
+                                "fc_bias": mx_.nd.zeros((3,))})
+    mod.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": 0.05})
+    batch = mx_.io.DataBatch([mx_.nd.array(inputs["x"])], [mx_.nd.array(inputs["y"])])
+    losses = []
+    for _ in range(4):
+        mod.forward(batch)
+        losses.append(mod.get_outputs()[0].asnumpy())
+        mod.backward()
+        mod.update()
+    return losses, mod.get_params()[0]["fc_weight"].asnumpy(), mod.output_names
+
+
+def test_module_trains_a_loss_written_with_symbol_ops_as_mxnet():
+    import inspect
+
+    rng = np.random.default_rng(9)
+    inputs = {"x": rng.normal(size=(6, 4)).astype(np.float32),
+              "y": rng.integers(0, 3, size=(6,)).astype(np.float32),
+              "w": rng.normal(scale=0.5, size=(3, 4)).astype(np.float32)}
+    code = (inspect.getsource(_make_loss_training)
+            + "losses, w, names = _make_loss_training(mx, inputs)\n"
+              "for i, v in enumerate(losses):\n"
+              "    outputs['loss%d' % i] = v\n"
+              "outputs['w'] = w\n"
+              "result['names'] = names\n")
+    expected = run_mxnet(code, inputs)
+    losses, weight, names = _make_loss_training(mx, inputs)
+    assert names == expected.json["names"]
+    for i, value in enumerate(losses):
+        np.testing.assert_allclose(value, expected[f"loss{i}"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(weight, expected["w"], rtol=1e-4, atol=1e-6)

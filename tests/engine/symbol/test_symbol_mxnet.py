@@ -316,3 +316,38 @@ def test_infer_type_and_simple_bind_match_mxnet():
     ex = net.simple_bind(mx.cpu(), x=(2, 4))
     assert sorted([k, list(v.shape)] for k, v in ex.arg_dict.items()) == expected["bind"]
     assert sorted(k for k, v in ex.grad_dict.items() if v is not None) == expected["grads"]
+
+
+_LAYOUT_GRAPHS = [
+    ("conv_nhwc", "Convolution", {"kernel": (3, 3), "num_filter": 5, "layout": "NHWC"},
+     (2, 8, 8, 4)),
+    ("conv_ncdhw", "Convolution", {"kernel": (3, 1, 2), "num_filter": 2, "stride": (2, 1, 1),
+                                   "pad": (1, 0, 0), "num_group": 2}, (1, 4, 5, 3, 4)),
+    ("conv1d", "Convolution", {"kernel": (3,), "num_filter": 6, "dilate": (2,)}, (2, 3, 9)),
+    ("pool_nhwc", "Pooling", {"kernel": (2, 2), "stride": (2, 2), "layout": "NHWC"},
+     (2, 8, 8, 4)),
+    ("pool_full", "Pooling", {"kernel": (3, 3), "stride": (2, 2), "pooling_convention": "full",
+                              "pool_type": "avg"}, (1, 2, 8, 8)),
+    ("pool_global", "Pooling", {"global_pool": True, "kernel": (1,)}, (2, 3, 7)),
+    ("deconv", "Deconvolution", {"kernel": (3, 3), "num_filter": 5, "stride": (2, 2),
+                                 "adj": (1, 1), "pad": (1, 1), "no_bias": False}, (2, 4, 8, 8)),
+    ("deconv_nhwc", "Deconvolution", {"kernel": (3, 3), "num_filter": 5, "layout": "NHWC"},
+     (2, 8, 8, 4)),
+    ("deconv_target", "Deconvolution", {"kernel": (4, 4), "num_filter": 2, "stride": (2, 2),
+                                        "target_shape": (9, 9)}, (1, 3, 4, 4)),
+]
+
+
+def test_convolution_pooling_and_deconvolution_shapes_follow_mxnet_in_every_layout():
+    code = ("result['shapes'] = {}\n"
+            f"for case, op, params, shape in {_LAYOUT_GRAPHS!r}:\n"
+            "    g = getattr(mx.sym, op)(mx.sym.var('x'), name='op', **params)\n"
+            "    arg, out, _ = g.infer_shape(x=shape)\n"
+            "    result['shapes'][case] = [g.list_arguments(), [list(s) for s in arg],\n"
+            "                              [list(s) for s in out]]\n")
+    expected = run_mxnet(code).json["shapes"]
+    for case, op, params, shape in _LAYOUT_GRAPHS:
+        g = getattr(mx.sym, op)(mx.sym.var("x"), name="op", **params)
+        arg, out, _ = g.infer_shape(x=shape)
+        assert [g.list_arguments(), [list(s) for s in arg], [list(s) for s in out]] == \
+            expected[case], case

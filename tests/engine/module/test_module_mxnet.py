@@ -327,3 +327,31 @@ def test_module_trains_a_loss_written_with_symbol_ops_as_mxnet():
     for i, value in enumerate(losses):
         np.testing.assert_allclose(value, expected[f"loss{i}"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(weight, expected["w"], rtol=1e-4, atol=1e-6)
+
+
+def test_checkpoint_files_round_trip_and_load_in_mxnet(tmp_path):
+    prefix = str(tmp_path / "net")
+    with mx.name.NameManager():
+        data = mx.sym.var("data")
+        h = mx.sym.LeakyReLU(mx.sym.FullyConnected(data, num_hidden=3, name="fc"),
+                             act_type="prelu", name="act")
+        net = mx.sym.log_softmax(mx.sym.sum(mx.sym.expand_dims(h, axis=1), axis=1), axis=-1)
+    rng = np.random.default_rng(10)
+    arg = {"fc_weight": nd.array(rng.normal(size=(3, 4)).astype(np.float32)),
+           "fc_bias": nd.array(rng.normal(size=(3,)).astype(np.float32)),
+           "act_gamma": nd.array([0.1, 0.2, 0.3])}
+    mx.model.save_checkpoint(prefix, 7, net, arg, {})
+    sym, arg2, aux2 = mx.model.load_checkpoint(prefix, 7)
+    assert sym.tojson() == net.tojson() and aux2 == {}
+    x = rng.normal(size=(2, 4)).astype(np.float32)
+    ours = sym.eval(data=nd.array(x), **arg2)[0].asnumpy()
+    with open(f"{prefix}-symbol.json") as handle:
+        text = handle.read()
+    code = ("net = mx.sym.load_json(" + repr(text) + ")\n"
+            "args = {k: nd.array(v) for k, v in inputs.items()}\n"
+            "outputs['out'] = net.eval(**args)[0]\n"
+            "result['args'] = net.list_arguments()\n")
+    inputs = {"data": x, **{k: v.asnumpy() for k, v in arg.items()}}
+    expected = run_mxnet(code, inputs)
+    assert expected.json["args"] == sym.list_arguments()
+    np.testing.assert_allclose(ours, expected["out"], rtol=1e-5, atol=1e-6)

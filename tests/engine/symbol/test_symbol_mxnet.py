@@ -351,3 +351,30 @@ def test_convolution_pooling_and_deconvolution_shapes_follow_mxnet_in_every_layo
         arg, out, _ = g.infer_shape(x=shape)
         assert [g.list_arguments(), [list(s) for s in arg], [list(s) for s in out]] == \
             expected[case], case
+
+
+@pytest.mark.parametrize("use_linear", [False, True])
+def test_svm_output_gradient_matches_mxnet(use_linear):
+    rng = np.random.default_rng(6)
+    inputs = {"x": rng.normal(scale=1.5, size=(5, 4)).astype(np.float32),
+              "y": np.array([0, 3, 1, 1, 2], np.float32)}
+    code = (f"g = mx.sym.SVMOutput(mx.sym.var('x'), mx.sym.var('y'), margin=0.8,\n"
+            f"                     regularization_coefficient=0.5, use_linear={use_linear})\n"
+            "grads = {'x': nd.zeros((5, 4))}\n"
+            "ex = g.bind(mx.cpu(), {'x': nd.array(inputs['x']), 'y': nd.array(inputs['y'])},\n"
+            "            args_grad=grads, grad_req={'x': 'write', 'y': 'null'})\n"
+            "outputs['out'] = ex.forward(is_train=True)[0]\n"
+            "ex.backward()\n"
+            "outputs['dx'] = grads['x']\n"
+            "result['args'] = g.list_arguments()\n")
+    expected = run_mxnet(code, inputs)
+    g = mx.sym.SVMOutput(mx.sym.var("x"), mx.sym.var("y"), margin=0.8,
+                         regularization_coefficient=0.5, use_linear=use_linear)
+    assert g.list_arguments() == expected.json["args"]
+    x = nd.array(inputs["x"])
+    x.attach_grad()
+    with autograd.record():
+        (out,) = g.eval(x=x, y=nd.array(inputs["y"]))
+    out.backward()
+    np.testing.assert_allclose(out.asnumpy(), expected["out"])
+    np.testing.assert_allclose(x.grad.asnumpy(), expected["dx"], rtol=1e-5, atol=1e-6)

@@ -317,7 +317,22 @@ class Module(CheckpointMixin, BaseModule):
         if is_train is None:
             is_train = self.for_training
         assert self._exec_group is not None
+        data = getattr(data_batch, "data", None) or []
+        shapes = [tuple(getattr(arr, "shape", ())) for arr in data]
+        if shapes != [shape for _, shape in self._data_shapes]:
+            self._follow_batch_shapes(data_batch, shapes)
         self._exec_group.forward(data_batch, is_train)
+
+    def _follow_batch_shapes(self, data_batch: Any, shapes: list[Shape]) -> None:
+        """A batch of other shapes reshapes the module first, as MXNet's forward does (the
+        graph itself runs on any shape; ``data_shapes`` must say what ran)."""
+        provided = getattr(data_batch, "provide_data", None)
+        data = provided or list(zip(self._data_names, shapes, strict=False))
+        labels = getattr(data_batch, "provide_label", None)
+        if not labels and self._label_shapes and getattr(data_batch, "label", None):
+            labels = [(name, tuple(arr.shape)) for (name, _), arr in
+                      zip(self._label_shapes, data_batch.label, strict=False)]
+        self.reshape(data, labels or None)
 
     def backward(self, out_grads: Any = None) -> None:
         """Gradients of the outputs into the parameters' gradient buffers."""

@@ -355,3 +355,31 @@ def test_checkpoint_files_round_trip_and_load_in_mxnet(tmp_path):
     expected = run_mxnet(code, inputs)
     assert expected.json["args"] == sym.list_arguments()
     np.testing.assert_allclose(ours, expected["out"], rtol=1e-5, atol=1e-6)
+
+
+def _batch_of_another_size(mx_, inputs):
+    net = mx_.sym.FullyConnected(mx_.sym.var("data"), num_hidden=2, name="fc")
+    mod = mx_.mod.Module(mx_.sym.LinearRegressionOutput(net, name="lro"),
+                         label_names=["lro_label"])
+    mod.bind(data_shapes=[("data", (4, 3))], label_shapes=[("lro_label", (4, 2))])
+    mod.init_params(arg_params={"fc_weight": mx_.nd.array(inputs["w"]),
+                                "fc_bias": mx_.nd.zeros((2,))})
+    mod.forward(mx_.io.DataBatch([mx_.nd.array(inputs["x"])], [mx_.nd.array(inputs["y"])]))
+    shapes = [[name, list(shape)] for name, shape in mod.data_shapes + mod.label_shapes]
+    return mod.get_outputs()[0].asnumpy(), shapes
+
+
+def test_forward_on_a_batch_of_another_size_reshapes_as_mxnet():
+    import inspect
+
+    rng = np.random.default_rng(12)
+    inputs = {"x": rng.normal(size=(6, 3)).astype(np.float32),
+              "y": rng.normal(size=(6, 2)).astype(np.float32),
+              "w": rng.normal(size=(2, 3)).astype(np.float32)}
+    code = (inspect.getsource(_batch_of_another_size)
+            + "out, shapes = _batch_of_another_size(mx, inputs)\n"
+              "outputs['out'] = out\nresult['shapes'] = shapes\n")
+    expected = run_mxnet(code, inputs)
+    out, shapes = _batch_of_another_size(mx, inputs)
+    np.testing.assert_allclose(out, expected["out"], rtol=1e-6)
+    assert shapes == expected.json["shapes"]

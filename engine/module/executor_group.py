@@ -163,7 +163,7 @@ class ExecutorGroup:
         shapes = {n: v.shape for n, v in values.items()}
         key = (ctx, tuple(sorted(shapes.items())))
         if key not in self._placeholders:
-            arg, _, _ = self.symbol.infer_shape_partial(**shapes)
+            arg, _, _ = self.symbol._infer_shapes(**shapes)
             arg_shape = dict(zip(self.symbol.list_arguments(), arg, strict=True))
             self._placeholders[key] = {n: zeros(arg_shape[n] or (1,), ctx=ctx)
                                        for n in self.label_names}

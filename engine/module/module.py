@@ -155,7 +155,7 @@ class Module(CheckpointMixin, BaseModule):
         labels = _parse_descs(label_shapes, self._label_names, "label") \
             if label_shapes is not None else []
         known = dict(data + labels)
-        arg_shapes, _, aux_shapes = self._symbol.infer_shape_partial(**known)
+        arg_shapes, _, aux_shapes = self._symbol._infer_shapes(**known)
         arg_shape = dict(zip(self._symbol.list_arguments(), arg_shapes, strict=True))
         unknown = [n for n in self._param_names if arg_shape[n] is None]
         if unknown or any(s is None for s in aux_shapes):
@@ -390,7 +390,7 @@ class Module(CheckpointMixin, BaseModule):
         data = _parse_descs(data_shapes, self._data_names, "data")
         labels = _parse_descs(label_shapes, self._label_names, "label") \
             if label_shapes is not None else []
-        arg_shapes, _, _ = self._symbol.infer_shape_partial(**dict(data + labels))
+        arg_shapes, _, _ = self._symbol._infer_shapes(**dict(data + labels))
         assert self._exec_group is not None
         for name, shape in zip(self._symbol.list_arguments(), arg_shapes, strict=True):
             current = self._exec_group.params[0].get(name)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy
+
 from .. import autograd
 from ..ndarray import NDArray, zeros
 
@@ -145,8 +147,9 @@ def simple_bind(symbol: Any, ctx: Any, grad_req: Any, type_dict: Any,
     arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
     if arg_shapes is None:
         raise ValueError(f"simple_bind: shapes {shapes} do not determine every argument")
-    types = dict(zip(symbol.list_arguments(), symbol.infer_type(**(type_dict or {}))[0],
-                     strict=True))
+    arg_types = symbol.infer_type(**(type_dict or {}))[0] or \
+        [numpy.float32] * len(symbol.list_arguments())
+    types = dict(zip(symbol.list_arguments(), arg_types, strict=True))
     args = {n: zeros(s, dtype=types[n]) for n, s in zip(symbol.list_arguments(), arg_shapes,
                                                         strict=True)}
     aux = {n: zeros(s) for n, s in zip(symbol.list_auxiliary_states(), aux_shapes, strict=True)}

@@ -186,13 +186,25 @@ class Symbol(SymbolArithmetic):
     def infer_shape(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
         """``(arg_shapes, out_shapes, aux_shapes)`` from known input shapes, or
         ``(None, None, None)`` when they do not determine every shape."""
-        arg, out, aux = self.infer_shape_partial(*args, **kwargs)
+        arg, out, aux = self._infer_shapes(*args, **kwargs)
         if any(s is None for s in arg + out + aux):
             return None, None, None
         return arg, out, aux
 
     def infer_shape_partial(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
-        """Like :meth:`infer_shape`, with None for shapes that stay unknown."""
+        """Like :meth:`infer_shape`, with ``()`` for shapes that stay unknown (a variable's
+        declared shape, zeros for its unknown sizes, when it has one), as MXNet returns."""
+        arg, out, aux = self._infer_shapes(*args, **kwargs)
+        declared = {n.name: _parse_shape(n.attrs["__shape__"]) for n in self._nodes()
+                    if n.op is None and "__shape__" in n.attrs}
+        arg = [s if s is not None else declared.get(name, ())
+               for name, s in zip(self.list_arguments(), arg, strict=True)]
+        aux = [s if s is not None else declared.get(name, ())
+               for name, s in zip(self.list_auxiliary_states(), aux, strict=True)]
+        return arg, [s if s is not None else () for s in out], aux
+
+    def _infer_shapes(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
+        """Known shapes, None for the unknown ones."""
         if args:
             kwargs = {**dict(zip(self.list_arguments(), args, strict=False)), **kwargs}
         known: dict[str, Shape] = {}
@@ -251,7 +263,12 @@ class Symbol(SymbolArithmetic):
         rule (``Cast``/``cast`` its ``dtype``, index ops float32, the rest their input's)."""
         given = {**dict(zip(self.list_arguments(), args, strict=False)), **kwargs}
         given = {k: numpy.dtype(v) for k, v in given.items() if v is not None}
-        default = next(iter(given.values()), numpy.dtype(numpy.float32))
+        declared = [n.attrs["__dtype__"] for n in self._nodes()
+                    if n.op is None and "__dtype__" in n.attrs]
+        if not given and not declared:  # nothing to start from, as MXNet answers
+            return None, None, None
+        default = next(iter(given.values()), numpy.dtype(declared[0] if declared
+                                                         else numpy.float32))
         types: dict[int, list[Any]] = {}
         for node in self._nodes():
             if node.op is None:
@@ -269,7 +286,11 @@ class Symbol(SymbolArithmetic):
         return arg, out, aux
 
     def infer_type_partial(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
-        return self.infer_type(*args, **kwargs)
+        arg, out, aux = self.infer_type(*args, **kwargs)
+        if arg is None:
+            return ([None] * len(self.list_arguments()), [None] * len(self._outputs),
+                    [None] * len(self.list_auxiliary_states()))
+        return arg, out, aux
 
     # --------------------------------------------------------------- evaluation
     def _evaluate(self, values: dict[str, NDArray], monitor: Any = None) -> list[NDArray]:

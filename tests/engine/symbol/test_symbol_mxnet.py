@@ -378,3 +378,42 @@ def test_svm_output_gradient_matches_mxnet(use_linear):
     out.backward()
     np.testing.assert_allclose(out.asnumpy(), expected["out"])
     np.testing.assert_allclose(x.grad.asnumpy(), expected["dx"], rtol=1e-5, atol=1e-6)
+
+
+def test_partial_shape_and_type_inference_answer_as_mxnet():
+    code = ("x, y = mx.sym.var('x'), mx.sym.var('y')\n"
+            "g = mx.sym.FullyConnected(x, num_hidden=3, name='fc') + y\n"
+            "w = mx.sym.var('w', shape=(3, 0))\n"
+            "h = mx.sym.FullyConnected(x, weight=w, num_hidden=3, no_bias=True)\n"
+            "t = mx.sym.var('t', dtype='float16') * 2\n"
+            "def names(ts):\n"
+            "    return None if ts is None else [None if v is None else np.dtype(v).name\n"
+            "                                    for v in ts]\n"
+            "result['cases'] = [\n"
+            "    [[list(s) for s in part] for part in g.infer_shape_partial()],\n"
+            "    [[list(s) for s in part] for part in g.infer_shape_partial(y=(2, 3))],\n"
+            "    [[list(s) for s in part] for part in h.infer_shape_partial()],\n"
+            "    [[list(s) for s in part] for part in h.infer_shape(x=(2, 5))],\n"
+            "    [names(part) for part in g.infer_type()],\n"
+            "    [names(part) for part in g.infer_type_partial()],\n"
+            "    [names(part) for part in t.infer_type()]]\n")
+    expected = run_mxnet(code).json["cases"]
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    g = mx.sym.FullyConnected(x, num_hidden=3, name="fc") + y
+    w = mx.sym.var("w", shape=(3, 0))
+    h = mx.sym.FullyConnected(x, weight=w, num_hidden=3, no_bias=True)
+    t = mx.sym.var("t", dtype="float16") * 2
+
+    def names(types):
+        return None if types is None else [None if v is None else np.dtype(v).name
+                                           for v in types]
+
+    ours = [
+        [[list(s) for s in part] for part in g.infer_shape_partial()],
+        [[list(s) for s in part] for part in g.infer_shape_partial(y=(2, 3))],
+        [[list(s) for s in part] for part in h.infer_shape_partial()],
+        [[list(s) for s in part] for part in h.infer_shape(x=(2, 5))],
+        [names(part) for part in g.infer_type()],
+        [names(part) for part in g.infer_type_partial()],
+        [names(part) for part in t.infer_type()]]
+    assert ours == expected

@@ -73,6 +73,7 @@ LinearRegressionOutput = _operator("LinearRegressionOutput")
 LogisticRegressionOutput = _operator("LogisticRegressionOutput")
 MAERegressionOutput = _operator("MAERegressionOutput")
 SVMOutput = _operator("SVMOutput")
+RNN = _operator("RNN")
 elemwise_add = _operator("elemwise_add")
 elemwise_sub = _operator("elemwise_sub")
 elemwise_mul = _operator("elemwise_mul")
@@ -136,7 +137,7 @@ __all__ = [
     "Embedding", "Flatten", "FullyConnected", "Group", "GroupNorm", "InstanceNorm",
     "LayerNorm", "LeakyReLU", "LinearRegressionOutput", "LogisticRegressionOutput",
     "MAERegressionOutput", "NameManager", "BatchNorm_v1", "Convolution_v1", "Pooling_v1",
-    "Pooling", "Prefix", "Reshape", "Softmax", "SoftmaxOutput", "SVMOutput", "Symbol",
+    "Pooling", "Prefix", "RNN", "Reshape", "Softmax", "SoftmaxOutput", "SVMOutput", "Symbol",
     "Variable", "broadcast_add", "broadcast_div", "broadcast_minus",
     "broadcast_mul", "broadcast_plus", "broadcast_sub", "concat", "elemwise_add",
     "elemwise_div", "elemwise_mul", "elemwise_sub", "flatten", "load", "load_json",

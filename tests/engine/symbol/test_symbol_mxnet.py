@@ -417,3 +417,81 @@ def test_partial_shape_and_type_inference_answer_as_mxnet():
         [names(part) for part in g.infer_type_partial()],
         [names(part) for part in t.infer_type()]]
     assert ours == expected
+
+
+_RNN_CASES = [
+    ("lstm_bi2", {"mode": "lstm", "num_layers": 2, "bidirectional": True,
+                  "state_outputs": True}),
+    ("gru", {"mode": "gru", "num_layers": 1}),
+    ("gru_states", {"mode": "gru", "num_layers": 2, "state_outputs": True}),
+    ("rnn_tanh_bi", {"mode": "rnn_tanh", "num_layers": 1, "bidirectional": True}),
+    ("rnn_relu", {"mode": "rnn_relu", "num_layers": 2, "state_outputs": True}),
+]
+
+
+def test_lstm_state_clip_bounds_the_cell_state():
+    # MXNet 1.9 applies lstm_state_clip_* only in its cuDNN kernel (its CPU kernel ignores
+    # them); the engine applies the documented clip on every device
+    g = mx.sym.RNN(mx.sym.var("x"), state_size=4, num_layers=1, mode="lstm", name="rnn",
+                   state_outputs=True, lstm_state_clip_min=-0.2, lstm_state_clip_max=0.3)
+    shapes = dict(zip(g.list_arguments(), g.infer_shape(x=(6, 2, 3))[0], strict=True))
+    rng = np.random.default_rng(14)
+    args = {n: nd.array(rng.normal(scale=2.0, size=s).astype(np.float32))
+            for n, s in shapes.items()}
+    _, _, cell = g.eval(**args)
+    assert cell.asnumpy().min() >= -0.2 - 1e-7 and cell.asnumpy().max() <= 0.3 + 1e-7
+    unclipped = mx.sym.RNN(mx.sym.var("x"), state_size=4, num_layers=1, mode="lstm",
+                           name="rnn", state_outputs=True).eval(**args)[2].asnumpy()
+    assert unclipped.max() > 0.3 or unclipped.min() < -0.2
+
+
+def test_fused_rnn_matches_mxnet_outputs_states_and_gradients():
+    rng = np.random.default_rng(13)
+    inputs = {"x": rng.normal(size=(5, 2, 3)).astype(np.float32)}
+    for case, params in _RNN_CASES:
+        g = mx.sym.RNN(mx.sym.var("x"), state_size=4, name="rnn", **params)
+        arg_shapes, _, _ = g.infer_shape(x=(5, 2, 3))
+        for name, shape in zip(g.list_arguments()[1:], arg_shapes[1:], strict=True):
+            inputs[f"{case}_{name}"] = rng.normal(scale=0.5, size=shape).astype(np.float32)
+    code = (
+        "import json\n"
+        "result['meta'] = {}\n"
+        f"for case, params in {_RNN_CASES!r}:\n"
+        "    g = mx.sym.RNN(mx.sym.var('x'), state_size=4, name='rnn', **params)\n"
+        "    args = {'x': nd.array(inputs['x'])}\n"
+        "    for n in g.list_arguments()[1:]:\n"
+        "        args[n] = nd.array(inputs[case + '_' + n])\n"
+        "    grads = {n: nd.zeros(a.shape) for n, a in args.items()}\n"
+        "    ex = g.bind(mx.cpu(), args, args_grad=grads)\n"
+        "    outs = ex.forward(is_train=True)\n"
+        "    ex.backward([nd.ones(o.shape) for o in outs])\n"
+        "    for i, o in enumerate(outs):\n"
+        "        outputs[case + '_out%d' % i] = o\n"
+        "    for n, a in grads.items():\n"
+        "        outputs[case + '_d' + n] = a\n"
+        "    graph = json.loads(g.tojson())\n"
+        "    result['meta'][case] = [g.list_arguments(), g.list_outputs(),\n"
+        "                            [list(s) for s in g.infer_shape(x=(5, 2, 3))[1]],\n"
+        "                            graph['nodes'], graph['node_row_ptr']]\n"
+    )
+    expected = run_mxnet(code, inputs)
+    for case, params in _RNN_CASES:
+        g = mx.sym.RNN(mx.sym.var("x"), state_size=4, name="rnn", **params)
+        graph = json.loads(g.tojson())
+        assert [g.list_arguments(), g.list_outputs(),
+                [list(s) for s in g.infer_shape(x=(5, 2, 3))[1]],
+                graph["nodes"], graph["node_row_ptr"]] == expected.json["meta"][case], case
+        args = {"x": nd.array(inputs["x"])}
+        for n in g.list_arguments()[1:]:
+            args[n] = nd.array(inputs[f"{case}_{n}"])
+        for arr in args.values():
+            arr.attach_grad()
+        with autograd.record():
+            outs = g.eval(**args)
+        autograd.backward(outs, [nd.ones(o.shape) for o in outs])
+        for i, out in enumerate(outs):
+            np.testing.assert_allclose(out.asnumpy(), expected[f"{case}_out{i}"], rtol=1e-4,
+                                       atol=1e-5, err_msg=f"{case} output {i}")
+        for n, arr in args.items():
+            np.testing.assert_allclose(arr.grad.asnumpy(), expected[f"{case}_d{n}"],
+                                       rtol=1e-3, atol=1e-4, err_msg=f"{case} d{n}")

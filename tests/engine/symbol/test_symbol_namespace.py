@@ -46,7 +46,7 @@ FROM_ND = {
     "multi_sgd_mom_update", "multi_mp_sgd_update", "multi_mp_sgd_mom_update", "multi_lars",
     "multi_sum_sq", "preloaded_multi_sgd_update", "preloaded_multi_sgd_mom_update",
     "preloaded_multi_mp_sgd_update", "preloaded_multi_mp_sgd_mom_update", "reset_arrays",
-    "RNN", "CTCLoss", "ctc_loss",
+    "CTCLoss", "ctc_loss",
 }
 
 

@@ -74,6 +74,13 @@ LogisticRegressionOutput = _operator("LogisticRegressionOutput")
 MAERegressionOutput = _operator("MAERegressionOutput")
 SVMOutput = _operator("SVMOutput")
 RNN = _operator("RNN")
+CTCLoss = _operator("CTCLoss")
+
+
+def ctc_loss(*args: Any, name: str | None = None, attr: dict[str, str] | None = None,
+             **kwargs: Any) -> Symbol:
+    """MXNet's ``ctc_loss``: the ``CTCLoss`` operator, named ``ctc_loss<n>``."""
+    return _make_op("CTCLoss", args, kwargs, NameManager.current().get(name, "ctc_loss"), attr)
 elemwise_add = _operator("elemwise_add")
 elemwise_sub = _operator("elemwise_sub")
 elemwise_mul = _operator("elemwise_mul")
@@ -133,13 +140,13 @@ def _fluent(name: str) -> Any:
 
 
 __all__ = [
-    "Activation", "BatchNorm", "Concat", "Convolution", "Deconvolution", "Dropout",
+    "Activation", "BatchNorm", "CTCLoss", "Concat", "Convolution", "Deconvolution", "Dropout",
     "Embedding", "Flatten", "FullyConnected", "Group", "GroupNorm", "InstanceNorm",
     "LayerNorm", "LeakyReLU", "LinearRegressionOutput", "LogisticRegressionOutput",
     "MAERegressionOutput", "NameManager", "BatchNorm_v1", "Convolution_v1", "Pooling_v1",
     "Pooling", "Prefix", "RNN", "Reshape", "Softmax", "SoftmaxOutput", "SVMOutput", "Symbol",
     "Variable", "broadcast_add", "broadcast_div", "broadcast_minus",
-    "broadcast_mul", "broadcast_plus", "broadcast_sub", "concat", "elemwise_add",
+    "broadcast_mul", "broadcast_plus", "broadcast_sub", "concat", "ctc_loss", "elemwise_add",
     "elemwise_div", "elemwise_mul", "elemwise_sub", "flatten", "load", "load_json",
     "negative", "reshape", "var",
 ]

@@ -360,7 +360,7 @@ _op(OpSpec(
 
 # The loss heads and the other layers live in their own modules; importing them
 # registers them in OPS.
-from . import arith_ops, layer_ops, loss_ops, rnn_ops  # noqa: E402, F401
+from . import arith_ops, ctc_ops, layer_ops, loss_ops, rnn_ops  # noqa: E402, F401
 
 # MXNet's deprecated first versions take the same inputs and (a subset of) the parameters
 for _legacy in ("BatchNorm", "Convolution", "Pooling"):

@@ -495,3 +495,60 @@ def test_fused_rnn_matches_mxnet_outputs_states_and_gradients():
         for n, arr in args.items():
             np.testing.assert_allclose(arr.grad.asnumpy(), expected[f"{case}_d{n}"],
                                        rtol=1e-3, atol=1e-4, err_msg=f"{case} d{n}")
+
+
+_CTC_CASES = [
+    ("first", "sym.CTCLoss(d, l, name='ctc')"),
+    ("last_lengths", "sym.ctc_loss(d, l, dl, ll, use_data_lengths=True,"
+                     " use_label_lengths=True, blank_label='last')"),
+]
+
+
+def _ctc_graph(sym, case):
+    d, l, dl, ll = sym.var("d"), sym.var("l"), sym.var("dl"), sym.var("ll")
+    if case == "first":
+        return sym.CTCLoss(d, l, name="ctc")
+    return sym.ctc_loss(d, l, dl, ll, use_data_lengths=True, use_label_lengths=True,
+                        blank_label="last")
+
+
+def test_ctc_loss_matches_mxnet_loss_and_gradient():
+    import inspect
+
+    rng = np.random.default_rng(15)
+    inputs = {"d": rng.normal(size=(7, 3, 5)).astype(np.float32),
+              "l_first": np.array([[1, 2, 2], [3, 0, 0], [4, 1, 0]], np.float32),
+              "l_last_lengths": np.array([[0, 1, 1], [2, 3, -1], [3, 0, 2]], np.float32),
+              "dl": np.array([7, 5, 6], np.float32), "ll": np.array([3, 2, 2], np.float32),
+              "head": np.array([1.0, 0.5, 2.0], np.float32)}
+    code = (inspect.getsource(_ctc_graph) + "import json\nresult['meta'] = {}\n"
+            "for case in ('first', 'last_lengths'):\n"
+            "    with mx.name.NameManager():\n"
+            "        g = _ctc_graph(mx.sym, case)\n"
+            "    args = {n: nd.array(inputs['l_' + case] if n == 'l' else inputs[n])\n"
+            "            for n in g.list_arguments()}\n"
+            "    grads = {'d': nd.zeros((7, 3, 5))}\n"
+            "    reqs = {n: 'write' if n == 'd' else 'null' for n in args}\n"
+            "    ex = g.bind(mx.cpu(), args, args_grad=grads, grad_req=reqs)\n"
+            "    outputs[case] = ex.forward(is_train=True)[0]\n"
+            "    ex.backward(nd.array(inputs['head']))\n"
+            "    outputs[case + '_dd'] = grads['d']\n"
+            "    result['meta'][case] = [g.list_arguments(), g.list_outputs(),\n"
+            "                            json.loads(g.tojson())['nodes'][-1],\n"
+            "                            json.loads(g.tojson())['node_row_ptr']]\n")
+    expected = run_mxnet(code, inputs)
+    for case in ("first", "last_lengths"):
+        with mx.name.NameManager():
+            g = _ctc_graph(mx.sym, case)
+        graph = json.loads(g.tojson())
+        assert [g.list_arguments(), g.list_outputs(), graph["nodes"][-1],
+                graph["node_row_ptr"]] == expected.json["meta"][case]
+        args = {n: nd.array(inputs["l_" + case] if n == "l" else inputs[n])
+                for n in g.list_arguments()}
+        args["d"].attach_grad()
+        with autograd.record():
+            (out,) = g.eval(**args)
+        out.backward(nd.array(inputs["head"]))
+        np.testing.assert_allclose(out.asnumpy(), expected[case], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(args["d"].grad.asnumpy(), expected[case + "_dd"],
+                                   rtol=1e-3, atol=1e-5)

@@ -35,9 +35,9 @@ OUT_OF_SCOPE = {
     "gen_linalg": "generated module", "gen_op": "generated module",
     "gen_sparse": "generated module",
 }
-# Served by the engine.nd functions of the same names (the fused optimizer updates, the
-# recurrent and CTC operators): engine.symbol wraps whatever engine.nd defines, so these
-# appear in mx.sym as soon as engine.nd has them.
+# Served by the engine.nd functions of the same names (the fused optimizer updates, which
+# another part of issue 10 adds to engine.nd): engine.symbol wraps whatever engine.nd
+# defines, so these appear in mx.sym as soon as engine.nd has them.
 FROM_ND = {
     "sgd_update", "sgd_mom_update", "mp_sgd_update", "mp_sgd_mom_update", "nag_mom_update",
     "mp_nag_mom_update", "adam_update", "rmsprop_update", "rmspropalex_update", "ftrl_update",
@@ -46,7 +46,6 @@ FROM_ND = {
     "multi_sgd_mom_update", "multi_mp_sgd_update", "multi_mp_sgd_mom_update", "multi_lars",
     "multi_sum_sq", "preloaded_multi_sgd_update", "preloaded_multi_sgd_mom_update",
     "preloaded_multi_mp_sgd_update", "preloaded_multi_mp_sgd_mom_update", "reset_arrays",
-    "CTCLoss", "ctc_loss",
 }
 
 

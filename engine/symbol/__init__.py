@@ -97,6 +97,30 @@ Convolution_v1 = _operator("Convolution_v1")
 Pooling_v1 = _operator("Pooling_v1")
 
 
+def _elementwise(op: str, scalar_op: str, rscalar_op: str, number: Any) -> Any:
+    def make(left: Any, right: Any, name: str | None = None) -> Any:
+        if isinstance(left, Symbol) and isinstance(right, Symbol):
+            return _make_op(op, [left, right], {}, name)
+        if isinstance(left, Symbol):
+            return _make_op(scalar_op, [left], {"scalar": right}, name)
+        if isinstance(right, Symbol):
+            return _make_op(rscalar_op, [right], {"scalar": left}, name)
+        return number(left, right)
+
+    make.__name__ = op.strip("_")
+    make.__doc__ = (f"MXNet's ``mx.sym.{make.__name__}``: ``{op}`` between symbols, "
+                    f"``{scalar_op}`` with a number.")
+    return make
+
+
+maximum = _elementwise("_maximum", "_maximum_scalar", "_maximum_scalar", max)
+minimum = _elementwise("_minimum", "_minimum_scalar", "_minimum_scalar", min)
+power = _elementwise("_power", "_power_scalar", "_rpower_scalar", pow)
+pow = power  # noqa: A001 - MXNet's name
+hypot = _elementwise("_hypot", "_hypot_scalar", "_hypot_scalar",
+                     lambda a, b: (a * a + b * b) ** 0.5)
+
+
 def Concat(*data: Symbol, dim: int = 1, name: str | None = None,  # noqa: N802
            num_args: int | None = None, attr: dict[str, str] | None = None) -> Symbol:
     """Join ``data`` along ``dim``."""
@@ -147,6 +171,7 @@ __all__ = [
     "Pooling", "Prefix", "RNN", "Reshape", "Softmax", "SoftmaxOutput", "SVMOutput", "Symbol",
     "Variable", "broadcast_add", "broadcast_div", "broadcast_minus",
     "broadcast_mul", "broadcast_plus", "broadcast_sub", "concat", "ctc_loss", "elemwise_add",
-    "elemwise_div", "elemwise_mul", "elemwise_sub", "flatten", "load", "load_json",
+    "elemwise_div", "elemwise_mul", "elemwise_sub", "flatten", "hypot", "maximum", "minimum",
+    "pow", "power", "load", "load_json",
     "negative", "reshape", "var",
 ]

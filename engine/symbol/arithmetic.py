@@ -61,6 +61,9 @@ class SymbolArithmetic:
     def __mod__(self, other: Any) -> Any:
         return self._binary(other, "_mod", "_mod_scalar")
 
+    def __rmod__(self, other: Any) -> Any:
+        return _make_op("_rmod_scalar", [self], {"scalar": other}, None)
+
     def __abs__(self) -> Any:
         return _make_op("abs", [self], {}, None)
 

@@ -180,8 +180,9 @@ _BINARY: dict[str, tuple[Callable[[Raw, Raw], Raw], Any]] = {
     "broadcast_logical_and": (lambda a, b: (a != 0) & (b != 0), None),
     "broadcast_logical_or": (lambda a, b: (a != 0) | (b != 0), None),
     "broadcast_logical_xor": (lambda a, b: (a != 0) ^ (b != 0), None),
-    "broadcast_mod": (lambda a, b: array_module(a).fmod(a, b) + 0 * b,
-                      lambda g, a, b, o: (g, -g * array_module(a).trunc(a / b))),
+    # Python's sign rule (the result takes the divisor's sign), as MXNet's mod
+    "broadcast_mod": (lambda a, b: array_module(a).where(b == 0, 0, array_module(a).mod(a, b)),
+                      lambda g, a, b, o: (g, -g * array_module(a).floor(a / b))),
     "broadcast_hypot": (lambda a, b: array_module(a).hypot(a, b),
                         lambda g, a, b, o: (g * a / o, g * b / o)),
 }

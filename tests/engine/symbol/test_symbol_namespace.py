@@ -101,6 +101,10 @@ _CASES = [
      " + sym.broadcast_lesser_equal(x, u) * 3 + sym.broadcast_logical_xor(x > 0, u > 0)",
      False),
     ("hypot_mod", "sym.broadcast_hypot(x, u) + sym.broadcast_mod(pos * 3, pos)", True),
+    ("python_binaries", "sym.maximum(x, u) + sym.minimum(x, 0.5) + sym.power(pos, u)"
+     " + sym.hypot(x, 2.0) + sym.hypot(x, u) + sym.maximum(0.1, x) + sym.pow(2.0, u)", True),
+    ("mods", "x % u + x % 0.7 + 2.5 % pos + sym.broadcast_mod(x, u)", False),
+    ("mods_grad", "x % u + x % 0.7", True),
     ("nan", "sym.nansum(x, axis=1) + sym.nanprod(pos, axis=1)", True),
     ("moments", "sym.moments(x, axes=(0, 2))", False),
     ("argmax_channel", "sym.argmax_channel(x)", False),
@@ -205,6 +209,7 @@ def _expr_of(sym, expr):
 
     variables = {}
     binary = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+              ast.Mod: operator.mod, ast.Pow: operator.pow,
               ast.Gt: operator.gt, ast.Lt: operator.lt}
 
     def build(node):

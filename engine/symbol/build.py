@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy
-
 from ..attribute import AttrScope
 from ..name import NameManager
 from .generic import CANONICAL, bind_arguments, generic_spec
-from .ops import OPS, OpSpec, to_attr_string
+from .ops import OPS, OpSpec, dtype_flag, to_attr_string
 from .symbol import _HIDDEN_KEYS, Symbol, _Node
 
 
@@ -38,7 +36,7 @@ def Variable(name: str, attr: dict[str, str] | None = None, shape: Any = None,  
     if wd_mult is not None:
         attrs["__wd_mult__"] = str(wd_mult)
     if dtype is not None:
-        attrs["__dtype__"] = str(numpy.dtype(dtype))
+        attrs["__dtype__"] = dtype_flag(dtype)
     if init is not None:
         attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     if stype is not None and stype != "default":

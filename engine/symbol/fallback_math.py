@@ -303,11 +303,10 @@ def softmax_activation(data: NDArray, mode: str = "instance") -> NDArray:
 MATH: dict[str, Any] = {name: _unary(name) for name in _UNARY}
 MATH.update({name: _binary(name) for name in _BINARY})
 MATH.update({
-    "broadcast_plus": None, "hypot": _binary("broadcast_hypot"),
+    "hypot": _binary("broadcast_hypot"),
     "hard_sigmoid": hard_sigmoid, "softmin": softmin, "make_loss": make_loss,
     "MakeLoss": make_loss, "nansum": _nan_reduce("sum"), "nanprod": _nan_reduce("prod"),
     "moments": moments, "argmax_channel": argmax_channel, "add_n": add_n,
     "ElementWiseSum": add_n, "smooth_l1": smooth_l1, "L2Normalization": l2_normalization,
     "SoftmaxActivation": softmax_activation,
 })
-MATH = {k: v for k, v in MATH.items() if v is not None}

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy
+
 from ..ndarray import NDArray, nn_ops, shape_ops
 
 Shape = tuple[int, ...]
@@ -49,6 +51,21 @@ def _opt_float(text: Any) -> float | None:
     if text is None or str(text) == "None":
         return None
     return float(text)
+
+
+# MXNet's type flags, the form ``__dtype__`` takes in its graphs
+_TYPE_FLAGS = ["float32", "float64", "float16", "uint8", "int32", "int8", "int64", "bool",
+               "int16", "uint16", "uint32", "uint64"]
+
+
+def dtype_flag(dtype: Any) -> str:
+    """MXNet's ``__dtype__`` text for a dtype (``float16`` -> ``'2'``)."""
+    return str(_TYPE_FLAGS.index(numpy.dtype(dtype).name))
+
+
+def dtype_of_flag(text: str) -> numpy.dtype:
+    """The dtype of a ``__dtype__`` attribute (MXNet's flag, or a dtype name)."""
+    return numpy.dtype(_TYPE_FLAGS[int(text)] if text.isdigit() else text)
 
 
 def to_attr_string(value: Any) -> str:

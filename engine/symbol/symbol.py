@@ -24,7 +24,7 @@ import numpy
 from ..attribute import dunder
 from ..ndarray import NDArray
 from .arithmetic import SymbolArithmetic
-from .ops import OPS, OpSpec
+from .ops import OPS, OpSpec, dtype_of_flag
 
 Shape = tuple[int, ...]
 
@@ -267,13 +267,13 @@ class Symbol(SymbolArithmetic):
                     if n.op is None and "__dtype__" in n.attrs]
         if not given and not declared:  # nothing to start from, as MXNet answers
             return None, None, None
-        default = next(iter(given.values()), numpy.dtype(declared[0] if declared
-                                                         else numpy.float32))
+        default = next(iter(given.values()), dtype_of_flag(declared[0]) if declared
+                       else numpy.dtype(numpy.float32))
         types: dict[int, list[Any]] = {}
         for node in self._nodes():
             if node.op is None:
-                declared = node.attrs.get("__dtype__")
-                dtype = given.get(node.name, numpy.dtype(declared) if declared else default)
+                flag = node.attrs.get("__dtype__")
+                dtype = given.get(node.name, dtype_of_flag(flag) if flag else default)
                 types[id(node)] = [dtype]
                 continue
             in_types = [types[id(child)][index] for child, index in node.inputs]

@@ -52,6 +52,8 @@ class BucketingModule(BaseModule):
         self._monitor: Any = None
         self._grad_req = "write"
         self._symbol = symbol
+        self._loaded_params: tuple[dict[str, NDArray], dict[str, NDArray]] | None = None
+        self._saved_keys: list[Any] = []
 
     def _call_sym_gen(self, key: Any) -> tuple[Any, Any, Any]:
         from ..name import NameManager
@@ -124,8 +126,8 @@ class BucketingModule(BaseModule):
              inputs_need_grad: bool = False, force_rebind: bool = False,
              shared_module: Any = None, grad_req: str = "write") -> None:
         """Bind the default bucket's module (the other buckets bind on first use)."""
-        if self.params_initialized:
-            arg_params, aux_params = self.get_params()
+        params = self._loaded_params if not self.binded else (
+            self.get_params() if self.params_initialized else None)
         if force_rebind:
             self._reset_bind()
         if self.binded:
@@ -144,8 +146,9 @@ class BucketingModule(BaseModule):
         self._curr_bucket_key = self._default_bucket_key
         self._buckets[self._default_bucket_key] = module
         self.binded = True
-        if self.params_initialized:  # a rebind keeps the parameters
-            self.set_params(arg_params, aux_params)
+        if params is not None:  # a rebind (or a loaded checkpoint) keeps the parameters
+            self._loaded_params = None
+            self.set_params(*params)
 
     def switch_bucket(self, bucket_key: Any, data_shapes: Any, label_shapes: Any = None) -> None:
         """Make ``bucket_key``'s module current, creating it (sharing parameters) if new."""
@@ -228,8 +231,35 @@ class BucketingModule(BaseModule):
             module.install_monitor(mon)
 
     def save_checkpoint(self, prefix: str, epoch: int, remove_amp_cast: bool = False) -> None:
-        """The default bucket's symbol and the shared parameters."""
-        self._buckets[self._default_bucket_key].save_checkpoint(prefix, epoch)
+        """The shared parameters (``prefix-%04d.params``), every bucket's graph
+        (``prefix-<key>-symbol.json``) and the bucket keys (``prefix.buckets``)."""
+        from .. import nd
+        from ..model import params_filename, save_params
+
+        if not self._buckets:
+            raise ValueError("Empty BucketingModule cannot be saved")
+        arg, aux = self.get_params()
+        save_params(params_filename(prefix, epoch), arg, aux)
+        for key in self._buckets:
+            self._call_sym_gen(key)[0].save(f"{prefix}-{key}-symbol.json")
+        nd.save(f"{prefix}.buckets", nd.array(list(self._buckets), dtype="int32"))
+
+    @staticmethod
+    def load(prefix: str, epoch: int, sym_gen: Any = None, default_bucket_key: Any = None,
+             **kwargs: Any) -> BucketingModule:
+        """A module from :meth:`save_checkpoint`'s files; ``bind`` gets the parameters."""
+        from .. import nd
+        from ..model import load_params
+
+        if sym_gen is None or default_bucket_key is None:
+            raise ValueError("loading a BucketingModule needs sym_gen and default_bucket_key")
+        saved = nd.load(f"{prefix}.buckets")
+        keys = [int(k) for k in saved[0].asnumpy().tolist()]  # type: ignore[index]
+        mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
+        mod._saved_keys = keys
+        mod._loaded_params = load_params(prefix, epoch)
+        mod.params_initialized = True
+        return mod
 
 
 def _shapes(descs: Any) -> list[tuple[str, tuple[int, ...]]]:

@@ -383,3 +383,29 @@ def test_forward_on_a_batch_of_another_size_reshapes_as_mxnet():
     out, shapes = _batch_of_another_size(mx, inputs)
     np.testing.assert_allclose(out, expected["out"], rtol=1e-6)
     assert shapes == expected.json["shapes"]
+
+
+def test_bucketing_module_checkpoint_round_trip(tmp_path):
+    rng = np.random.default_rng(16)
+    inputs = {"w": rng.normal(size=(2, 3)).astype(np.float32)}
+
+    def sym_gen(length):
+        data = mx.sym.var("data")
+        fc = mx.sym.FullyConnected(mx.sym.sum(data, axis=1) / length, num_hidden=2, name="fc")
+        return mx.sym.LinearRegressionOutput(fc, name="lro"), ("data",), ("lro_label",)
+
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4)
+    mod.bind(data_shapes=[("data", (2, 4, 3))], label_shapes=[("lro_label", (2, 2))])
+    mod.init_params(arg_params={"fc_weight": nd.array(inputs["w"]),
+                                "fc_bias": nd.ones((2,))})
+    mod.switch_bucket(6, [("data", (2, 6, 3))], [("lro_label", (2, 2))])
+    prefix = str(tmp_path / "bucketed")
+    mod.save_checkpoint(prefix, 3)
+    assert (tmp_path / "bucketed-6-symbol.json").exists()
+    loaded = mx.mod.BucketingModule.load(prefix, 3, sym_gen=sym_gen, default_bucket_key=4)
+    assert loaded._saved_keys == [4, 6]
+    loaded.bind(data_shapes=[("data", (2, 4, 3))], label_shapes=[("lro_label", (2, 2))],
+                for_training=False)
+    arg, _ = loaded.get_params()
+    np.testing.assert_array_equal(arg["fc_weight"].asnumpy(), inputs["w"])
+    np.testing.assert_array_equal(arg["fc_bias"].asnumpy(), [1, 1])

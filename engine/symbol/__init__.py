@@ -152,6 +152,15 @@ def __getattr__(name: str) -> Any:
     return fn
 
 
+def __dir__() -> list[str]:
+    from .. import nd
+    from .fallback_ops import ADAPTERS, FUNCTIONS
+
+    public = {n for n in dir(nd) if not n.startswith("_") and n not in _NOT_OPERATORS
+              and callable(getattr(nd, n))}
+    return sorted(set(globals()) | set(FUNCTIONS) | set(ADAPTERS) | set(_NAMESPACES) | public)
+
+
 def _fluent(name: str) -> Any:
     """The namespace function a Symbol method ``name`` calls, or None."""
     if name in _FLUENT_EXCLUDED or not name[:1].islower():

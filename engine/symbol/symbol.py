@@ -365,6 +365,12 @@ class Symbol(SymbolArithmetic):
 
         return load_json(self.tojson())
 
+    def astype(self, dtype: Any) -> Symbol:
+        """This symbol cast to ``dtype`` (MXNet's ``Cast``)."""
+        from .build import make_generic
+
+        return make_generic("Cast", (self,), {"dtype": dtype}, None)
+
     def __getattr__(self, name: str) -> Any:
         # Fluent methods (``x.sum(axis=1)``, ``x.reshape((0, -1))``): the namespace op with
         # this symbol as its first input.

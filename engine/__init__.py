@@ -44,7 +44,12 @@ _LAZY = {
     "test_utils": "engine.test_utils",
     "runtime": "engine.runtime",
     "util": "engine.util",
+    "name": "engine.name",
+    "attribute": "engine.attribute",
+    "mon": "engine.monitor",
+    "monitor": "engine.monitor",
 }
+_LAZY_NAMES = {"AttrScope": ("engine.attribute", "AttrScope")}  # classes, not modules
 
 
 def np_shape(active: bool = True) -> Any:
@@ -59,11 +64,16 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(_LAZY[name])
         globals()[name] = module
         return module
+    if name in _LAZY_NAMES:
+        module_name, attribute = _LAZY_NAMES[name]
+        value = getattr(importlib.import_module(module_name), attribute)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'engine' has no attribute {name!r}")
 
 
 __all__ = [
     "Context", "MXNetError", "NDArray", "autograd", "base", "cpu", "cpu_pinned",
     "current_context", "gpu",
-    "nd", "np", "np_shape", "num_gpus", "random", *_LAZY,
+    "nd", "np", "np_shape", "num_gpus", "random", *_LAZY, *_LAZY_NAMES,
 ]

@@ -179,8 +179,6 @@ class BaseModule:
         """
         if num_epoch is None:
             raise ValueError("please specify number of epochs (num_epoch)")
-        if monitor is not None:
-            raise NotImplementedError("Module monitors are not supported by Rudder")
         if initializer is None:
             from .. import initializer as init
 
@@ -191,6 +189,8 @@ class BaseModule:
                          allow_missing=allow_missing, force_init=force_init)
         self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
                             optimizer_params=optimizer_params)
+        if monitor is not None:
+            self.install_monitor(monitor)
         if validation_metric is None:
             validation_metric = eval_metric
         if not isinstance(eval_metric, metric_mod.EvalMetric):
@@ -210,6 +210,8 @@ class BaseModule:
                 raise ValueError(f"train_data produced no batches in epoch {epoch}") from None
             while not end_of_batch:
                 data_batch = next_data_batch
+                if monitor is not None:
+                    monitor.tic()
                 self.forward_backward(data_batch)
                 self.update()
                 self.update_metric(eval_metric, data_batch.label)
@@ -218,6 +220,8 @@ class BaseModule:
                     self.prepare(next_data_batch, sparse_row_id_fn=sparse_row_id_fn)
                 except StopIteration:
                     end_of_batch = True
+                if monitor is not None:
+                    monitor.toc_print()
                 if end_of_batch:
                     # read before the callbacks: a Speedometer may reset the local stats
                     eval_name_vals = eval_metric.get_global_name_value()

@@ -60,8 +60,33 @@ class ExecutorGroup:
         self.inputs: list[dict[str, NDArray]] = []
         self._sizes: list[int] = []
         self._placeholders: dict[tuple[Any, ...], dict[str, NDArray]] = {}
+        self._monitor: Any = None
+
+    def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
+        """``callback(name, array)`` for every operator output (``mx.mon.Monitor``)."""
+        from ..symbol.executor import _Callback
+
+        self._monitor = _Callback(callback, monitor_all)
+
+    @property
+    def arg_dict(self) -> dict[str, NDArray]:
+        """The first context's arguments: the latest inputs and the parameters."""
+        inputs = self.inputs[0] if self.inputs else {}
+        return {**inputs, **self.params[0]}
 
     # ------------------------------------------------------------------ params
+    def share_params(self, other: ExecutorGroup) -> None:
+        """Use ``other``'s parameter and auxiliary arrays (same names, same shapes)."""
+        for mine, theirs in ((self.params, other.params), (self.aux, other.aux)):
+            for table, source in zip(mine, theirs, strict=True):
+                for name, arr in table.items():
+                    if name not in source:
+                        continue
+                    if source[name].shape != arr.shape:
+                        raise ValueError(f"shared parameter {name!r} has shape "
+                                         f"{source[name].shape}, this graph needs {arr.shape}")
+                    table[name] = source[name]
+
     def set_params(self, arg_params: dict[str, NDArray], aux_params: dict[str, NDArray]) -> None:
         for params, aux in zip(self.params, self.aux, strict=True):
             for table, source in ((params, arg_params), (aux, aux_params)):
@@ -126,10 +151,10 @@ class ExecutorGroup:
             values.update(self.aux[k])
             if is_train:
                 with autograd.record(train_mode=True):
-                    self.outputs.append(self.symbol._evaluate(values))
+                    self.outputs.append(self.symbol._evaluate(values, self._monitor))
             else:
                 with autograd.predict_mode():
-                    self.outputs.append(self.symbol._evaluate(values))
+                    self.outputs.append(self.symbol._evaluate(values, self._monitor))
 
     def _placeholder_labels(self, values: dict[str, NDArray], ctx: Context) -> dict[str, NDArray]:
         """Zero labels for inference batches without labels (loss heads ignore them)."""
@@ -138,7 +163,7 @@ class ExecutorGroup:
         shapes = {n: v.shape for n, v in values.items()}
         key = (ctx, tuple(sorted(shapes.items())))
         if key not in self._placeholders:
-            arg, _, _ = self.symbol.infer_shape_partial(**shapes)
+            arg, _, _ = self.symbol._infer_shapes(**shapes)
             arg_shape = dict(zip(self.symbol.list_arguments(), arg, strict=True))
             self._placeholders[key] = {n: zeros(arg_shape[n] or (1,), ctx=ctx)
                                        for n in self.label_names}

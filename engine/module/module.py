@@ -20,22 +20,19 @@ MXNet's Module sets it.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
+
+import numpy
 
 from .. import autograd
 from .. import initializer as init_mod
 from .. import kvstore as kv_mod
 from .. import optimizer as opt_mod
 from ..context import Context, cpu
-from ..model import (
-    load_checkpoint,
-    params_filename,
-    save_params,
-)
 from ..ndarray import NDArray
 from .base_module import BaseModule
+from .checkpointing import CheckpointMixin
 from .executor_group import ExecutorGroup, copy_into
 
 Shape = tuple[int, ...]
@@ -47,10 +44,15 @@ def _parse_descs(descs: Any, names: Sequence[str], kind: str) -> list[tuple[str,
     parsed: list[tuple[str, Shape]] = []
     for desc in descs or []:
         if hasattr(desc, "name") and hasattr(desc, "shape"):
-            parsed.append((str(desc.name), tuple(int(s) for s in desc.shape)))
+            name, shape = desc.name, desc.shape
         else:
             name, shape = desc
-            parsed.append((str(name), tuple(int(s) for s in shape)))
+        if not isinstance(shape, (tuple, list)) or not all(
+                isinstance(s, (int, numpy.integer)) for s in shape):
+            # MXNet fails the same way on an NDArray (or any non-integer) shape
+            raise TypeError(f"the shape of {kind} {name!r} must be a tuple of ints, got "
+                            f"{type(shape).__name__} {shape!r}")
+        parsed.append((str(name), tuple(int(s) for s in shape)))
     given = [name for name, _ in parsed]
     if given != list(names):
         raise ValueError(
@@ -60,7 +62,7 @@ def _parse_descs(descs: Any, names: Sequence[str], kind: str) -> list[tuple[str,
     return parsed
 
 
-class Module(BaseModule):
+class Module(CheckpointMixin, BaseModule):
     """A symbol with its parameters, trained batch by batch (``mx.mod.Module``)."""
 
     def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
@@ -145,15 +147,15 @@ class Module(BaseModule):
         if self.binded and not force_rebind:
             self.logger.warning("Already bound, ignoring bind()")
             return
-        if shared_module is not None:
-            raise NotImplementedError("shared_module is not supported by Rudder's Module")
+        if shared_module is not None and not shared_module.binded:
+            raise ValueError("shared_module must be bound")
         if grad_req not in ("write", "add", "null"):
             raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
         data = _parse_descs(data_shapes, self._data_names, "data")
         labels = _parse_descs(label_shapes, self._label_names, "label") \
             if label_shapes is not None else []
         known = dict(data + labels)
-        arg_shapes, _, aux_shapes = self._symbol.infer_shape_partial(**known)
+        arg_shapes, _, aux_shapes = self._symbol._infer_shapes(**known)
         arg_shape = dict(zip(self._symbol.list_arguments(), arg_shapes, strict=True))
         unknown = [n for n in self._param_names if arg_shape[n] is None]
         if unknown or any(s is None for s in aux_shapes):
@@ -169,6 +171,11 @@ class Module(BaseModule):
             self._label_names, {n: arg_shape[n] for n in self._param_names},
             dict(zip(self._aux_names, aux_shapes, strict=True)), grad_reqs, inputs_need_grad)
         self.binded = True
+        if shared_module is not None:  # the same parameter arrays (BucketingModule's buckets)
+            self._exec_group.share_params(shared_module._exec_group)
+            self.params_initialized = shared_module.params_initialized
+            self._arg_params = self._aux_params = None
+            return
         if self.params_initialized:  # e.g. Module.load(): copy the loaded values in
             self._copy_params(self._arg_params or {}, self._aux_params or {}, False, True)
 
@@ -185,11 +192,8 @@ class Module(BaseModule):
             raise RuntimeError("call bind before initializing the parameters")
         if initializer is None and (arg_params is None or allow_missing):
             initializer = init_mod.Uniform(0.01)
-        for source, names in ((arg_params, self._param_names), (aux_params, self._aux_names)):
-            extra = sorted(set(source or {}) - set(names))
-            if extra and not allow_extra:
-                raise ValueError(f"parameters {extra} are not used by the symbol; pass "
-                                 "allow_extra=True to ignore them")
+        # as MXNet: names the symbol does not use are ignored here (set_params with
+        # allow_missing=True is where they are refused)
         group = self._exec_group
         assert group is not None
         attrs = self._symbol.attr_dict()
@@ -221,8 +225,24 @@ class Module(BaseModule):
             self._arg_params, self._aux_params = dict(arg_params), dict(aux_params or {})
             self.params_initialized = True
             return
-        self.init_params(None, arg_params, aux_params, allow_missing=allow_missing,
-                         force_init=force_init, allow_extra=allow_extra)
+        if not allow_missing:  # every parameter must be given (RuntimeError naming one)
+            self.init_params(None, arg_params, aux_params, allow_missing=False,
+                             force_init=force_init, allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            self.logger.warning("Parameters already initialized and force_init=False. "
+                                "set_params call ignored.")
+            return
+        group = self._exec_group
+        assert group is not None
+        if not allow_extra:
+            known = set(self._param_names) | set(self._aux_names)
+            for name in list(arg_params) + list(aux_params or {}):
+                if name not in known:
+                    raise ValueError(f'Find name "{name}" that is not in the arguments')
+        # the given values replace the current ones; missing names keep theirs
+        group.set_params(arg_params, aux_params or {})
+        self.params_initialized = True
 
     def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
         """Copies of ``(arg_params, aux_params)`` on the cpu."""
@@ -297,7 +317,22 @@ class Module(BaseModule):
         if is_train is None:
             is_train = self.for_training
         assert self._exec_group is not None
+        data = getattr(data_batch, "data", None) or []
+        shapes = [tuple(getattr(arr, "shape", ())) for arr in data]
+        if shapes != [shape for _, shape in self._data_shapes]:
+            self._follow_batch_shapes(data_batch, shapes)
         self._exec_group.forward(data_batch, is_train)
+
+    def _follow_batch_shapes(self, data_batch: Any, shapes: list[Shape]) -> None:
+        """A batch of other shapes reshapes the module first, as MXNet's forward does (the
+        graph itself runs on any shape; ``data_shapes`` must say what ran)."""
+        provided = getattr(data_batch, "provide_data", None)
+        data = provided or list(zip(self._data_names, shapes, strict=False))
+        labels = getattr(data_batch, "provide_label", None)
+        if not labels and self._label_shapes and getattr(data_batch, "label", None):
+            labels = [(name, tuple(arr.shape)) for (name, _), arr in
+                      zip(self._label_shapes, data_batch.label, strict=False)]
+        self.reshape(data, labels or None)
 
     def backward(self, out_grads: Any = None) -> None:
         """Gradients of the outputs into the parameters' gradient buffers."""
@@ -341,59 +376,25 @@ class Module(BaseModule):
         assert self._exec_group is not None
         return self._exec_group.input_grads()
 
-    # ------------------------------------------------------------ checkpoints
-    def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False,
-                        remove_amp_cast: bool = True) -> None:
-        """Write ``prefix-symbol.json``, ``prefix-%04d.params`` (and ``.states``)."""
-        self._symbol.save(f"{prefix}-symbol.json")
-        param_name = params_filename(prefix, epoch)
-        arg, aux = self.get_params()
-        save_params(param_name, arg, aux)
-        self.logger.info('Saved checkpoint to "%s"', param_name)
-        if save_optimizer_states:
-            state_name = f"{prefix}-{epoch:04d}.states"
-            self.save_optimizer_states(state_name)
-            self.logger.info('Saved optimizer state to "%s"', state_name)
-
-    @staticmethod
-    def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
-             **kwargs: Any) -> Module:
-        """A module from a checkpoint; ``bind`` then gets the saved parameters."""
-        sym, args, auxs = load_checkpoint(prefix, epoch)
-        mod = Module(symbol=sym, **kwargs)
-        mod._arg_params, mod._aux_params = args, auxs
-        mod.params_initialized = True
-        if load_optimizer_states:
-            states = f"{prefix}-{epoch:04d}.states"
-            if not os.path.exists(states):
-                raise FileNotFoundError(f"optimizer states {states} do not exist")
-            mod._preload_opt_states = states
-        return mod
-
-    def save_optimizer_states(self, fname: str) -> None:
-        if not self.optimizer_initialized:
-            raise RuntimeError("no optimizer to save: call init_optimizer first")
-        if self._kvstore is not None:
-            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
-            return
-        blob = self._updater.get_states(dump_optimizer=True)
-        tmp = f"{fname}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as handle:
-            handle.write(blob)
-        os.replace(tmp, fname)
-
-    def load_optimizer_states(self, fname: str) -> None:
-        if not self.optimizer_initialized:
-            raise RuntimeError("call init_optimizer before load_optimizer_states")
-        if self._kvstore is not None:
-            self._kvstore.load_optimizer_states(fname)
-            return
-        with open(fname, "rb") as handle:
-            blob = handle.read()
-        try:
-            self._updater.set_states(blob)
-        except ValueError as exc:
-            raise ValueError(f"{fname}: {exc}") from None
-
     def install_monitor(self, mon: Any) -> None:
-        raise NotImplementedError("Module monitors are not supported by Rudder")
+        """Have ``mon`` (``mx.mon.Monitor``) watch every forward of this module."""
+        if not self.binded:
+            raise RuntimeError("call bind before install_monitor")
+        assert self._exec_group is not None
+        mon.install(self._exec_group)
+
+    def reshape(self, data_shapes: Any, label_shapes: Any = None) -> None:
+        """New input shapes for a bound module (parameters and optimizer are kept)."""
+        if not self.binded:
+            raise RuntimeError("call bind before reshape")
+        data = _parse_descs(data_shapes, self._data_names, "data")
+        labels = _parse_descs(label_shapes, self._label_names, "label") \
+            if label_shapes is not None else []
+        arg_shapes, _, _ = self._symbol._infer_shapes(**dict(data + labels))
+        assert self._exec_group is not None
+        for name, shape in zip(self._symbol.list_arguments(), arg_shapes, strict=True):
+            current = self._exec_group.params[0].get(name)
+            if current is not None and shape is not None and tuple(shape) != current.shape:
+                raise ValueError(f"reshape: parameter {name!r} would change shape from "
+                                 f"{current.shape} to {tuple(shape)}")
+        self._data_shapes, self._label_shapes = data, labels

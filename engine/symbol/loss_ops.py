@@ -129,3 +129,40 @@ for _name, _kind in (("LinearRegressionOutput", "linear"),
                      ("MAERegressionOutput", "mae")):
     _op(OpSpec(_name, ("data", "label"), {"grad_scale": (float, 1.0)}, _regression_infer,
                lambda p, x, _k=_kind: regression_output(_k, x[0], x[1], p["grad_scale"])))
+
+
+def svm_output(data: NDArray, label: Any, margin: float = 1.0,
+               regularization_coefficient: float = 1.0, use_linear: bool = False) -> NDArray:
+    """MXNet's ``SVMOutput``: forward identity; backward the hinge loss's gradient per
+    class (squared hinge unless ``use_linear``), scaled by the regularization coefficient,
+    whatever the head gradient."""
+    x = data._data
+    xp = data.xp
+    scores = x.reshape(x.shape[0], -1)
+    classes = as_raw(label, data).reshape(-1).astype("int64")
+    is_label = xp.arange(scores.shape[1])[None, :] == classes[:, None]
+    # the labelled class should score above +margin, every other class below -margin
+    signed = xp.where(is_label, scores, -scores)
+    active = margin > signed
+    sign = xp.where(is_label, -1.0, 1.0)
+
+    def backward(_g: Any) -> tuple[Any]:
+        if use_linear:
+            grad = active * sign
+        else:
+            grad = xp.where(active, 2 * (margin - signed), 0.0) * sign
+        grad = grad * regularization_coefficient
+        return (grad.astype(x.dtype, copy=False).reshape(x.shape),)
+
+    return apply_op(x.copy(), (data,), backward)
+
+
+def _svm_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    return ([data, (data[0],)], data) if data is not None else (shapes, None)
+
+
+_op(OpSpec("SVMOutput", ("data", "label"),
+           {"margin": (float, 1.0), "regularization_coefficient": (float, 1.0),
+            "use_linear": (_bool, False)},
+           _svm_infer, lambda p, x: svm_output(x[0], x[1], **p)))

@@ -13,12 +13,12 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy
 
-from ..ndarray import NDArray, nn_ops, shape_ops
+from ..ndarray import NDArray, nn_ops
 
 Shape = tuple[int, ...]
 _REQUIRED = object()
@@ -53,6 +53,21 @@ def _opt_float(text: Any) -> float | None:
     return float(text)
 
 
+# MXNet's type flags, the form ``__dtype__`` takes in its graphs
+_TYPE_FLAGS = ["float32", "float64", "float16", "uint8", "int32", "int8", "int64", "bool",
+               "int16", "uint16", "uint32", "uint64"]
+
+
+def dtype_flag(dtype: Any) -> str:
+    """MXNet's ``__dtype__`` text for a dtype (``float16`` -> ``'2'``)."""
+    return str(_TYPE_FLAGS.index(numpy.dtype(dtype).name))
+
+
+def dtype_of_flag(text: str) -> numpy.dtype:
+    """The dtype of a ``__dtype__`` attribute (MXNet's flag, or a dtype name)."""
+    return numpy.dtype(_TYPE_FLAGS[int(text)] if text.isdigit() else text)
+
+
 def to_attr_string(value: Any) -> str:
     """MXNet's string form of an attribute value (``(3, 3)``, ``True``, ``0.5``)."""
     if isinstance(value, (list, tuple)):
@@ -72,7 +87,21 @@ class OpSpec:
     hint: str = ""
     num_outputs: int = 1  # outputs in MXNet's graph (only the first is visible)
     variadic: bool = False
-    aux_init: dict[str, str] = field(default_factory=dict)
+    aux_init: dict[str, str] = field(default_factory=dict)  # __init__ of created variables
+    outputs: Callable[[dict[str, Any]], list[str]] | None = None  # visible output suffixes
+    dtype_rule: Callable[[dict[str, Any], list[Any], Any], Any] | None = None
+
+    def output_suffixes(self, params: dict[str, Any]) -> list[str]:
+        return self.outputs(params) if self.outputs is not None else ["output"]
+
+    def count_outputs(self, params: dict[str, Any]) -> int:
+        return len(self.output_suffixes(params))
+
+    def out_dtype(self, params: dict[str, Any], in_types: list[Any], default: Any) -> Any:
+        """The output dtype: the rule's, else the first input's (``default`` without one)."""
+        if self.dtype_rule is not None:
+            return self.dtype_rule(params, in_types, default)
+        return in_types[0] if in_types else default
 
     def parse(self, attrs: dict[str, str]) -> dict[str, Any]:
         unknown = [k for k in attrs if k not in self.params and not k.startswith("__")]
@@ -89,19 +118,43 @@ class OpSpec:
                 raise ValueError(f"{self.name}: required argument {key!r} is missing")
             else:
                 out[key] = default
-        if "layout" in attrs and str(attrs["layout"]) not in ("None", "NCHW", "NCW", "NC"):
-            raise ValueError(f"{self.name}: only NCHW layout is supported")
+        layout = str(attrs.get("layout", "None"))
+        if layout not in _LAYOUTS:
+            raise ValueError(f"{self.name}: invalid layout {layout!r}; valid values are "
+                             f"{sorted(_LAYOUTS)}")
         return out
 
     def input_names(self, params: dict[str, Any], count: int = 0) -> tuple[str, ...]:
         if self.variadic:
             return tuple(f"arg{i}" for i in range(count))
-        if params.get("no_bias") and "bias" in self.inputs:
-            return tuple(n for n in self.inputs if n != "bias")
-        return self.inputs
+        names = self.inputs
+        if params.get("no_bias") and "bias" in names:
+            names = tuple(n for n in names if n != "bias")
+        if "gamma" in names and params.get("act_type", "prelu") != "prelu" \
+                and self.name == "LeakyReLU":
+            names = tuple(n for n in names if n != "gamma")
+        return names
 
 
 OPS: dict[str, OpSpec] = {}
+_LAYOUTS = {"None", "NC", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"}
+
+
+def channels_last(p: dict[str, Any]) -> bool:
+    """Whether the operator's ``layout`` puts channels last (NWC, NHWC, NDHWC)."""
+    return str(p.get("layout", "None")) in ("NWC", "NHWC", "NDHWC")
+
+
+def to_channels_first(shape: Shape) -> Shape:
+    return (shape[0], shape[-1]) + tuple(shape[1:-1])
+
+
+def to_channels_last(shape: Shape) -> Shape:
+    return (shape[0],) + tuple(shape[2:]) + (shape[1],)
+
+
+def _layout_kwargs(p: dict[str, Any]) -> dict[str, Any]:
+    return {} if str(p.get("layout", "None")) == "None" else {"layout": p["layout"]}
 
 
 def _op(spec: OpSpec) -> OpSpec:
@@ -141,56 +194,29 @@ _op(OpSpec(
 _op(OpSpec("Activation", ("data",), {"act_type": (str, _REQUIRED)}, _same,
            lambda p, x: nn_ops.activation(x[0], p["act_type"])))
 
+def _leaky_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None or p["act_type"] != "prelu":
+        return shapes, data
+    return [data, (data[1] if len(data) > 1 else 1,)], data
+
+
 _op(OpSpec(
-    "LeakyReLU", ("data",),
-    {"act_type": (str, "leaky"), "slope": (float, 0.25)}, _same,
-    lambda p, x: nn_ops.leaky_relu(x[0], p["act_type"], p["slope"]),
+    "LeakyReLU", ("data", "gamma"),
+    {"act_type": (str, "leaky"), "slope": (float, 0.25), "lower_bound": (float, 0.125),
+     "upper_bound": (float, 0.334)},
+    _leaky_infer,
+    lambda p, x: nn_ops.leaky_relu(x[0], p["act_type"], p["slope"],
+                                   x[1] if len(x) > 1 else None),
+    aux_init={"gamma": '["Constant", {"value": 0.25}]'},
 ))
 
 _op(OpSpec(
     "Dropout", ("data",),
     {"p": (float, 0.5), "mode": (str, "training"), "axes": (_tuple, ()),
      "cudnn_off": (_bool, False)},
-    _same, lambda p, x: nn_ops.dropout(x[0], p["p"], p["axes"], p["mode"]),
+    _same, lambda p, x: nn_ops.dropout(x[0], p["p"], p["axes"], p["mode"]), num_outputs=2,
 ))
-
-
-def _flatten_infer(p: dict[str, Any], shapes: list[Shape | None]):
-    data = shapes[0]
-    return shapes, None if data is None else (data[0], _prod(data[1:]))
-
-
-_op(OpSpec("Flatten", ("data",), {}, _flatten_infer,
-           lambda p, x: x[0].reshape((x[0].shape[0], -1))))
-
-
-def _reshape_infer(p: dict[str, Any], shapes: list[Shape | None]):
-    data = shapes[0]
-    if data is None:
-        return shapes, None
-    out = list(shape_ops._mxnet_shape(data, p["shape"]))
-    if -1 in out:
-        known = _prod(tuple(d for d in out if d != -1))
-        out[out.index(-1)] = _prod(data) // max(known, 1)
-    return shapes, tuple(out)
-
-
-_op(OpSpec("Reshape", ("data",), {"shape": (_tuple, _REQUIRED)}, _reshape_infer,
-           lambda p, x: x[0].reshape(p["shape"])))
-
-
-# ---- Concat
-def _concat_infer(p: dict[str, Any], shapes: list[Shape | None]):
-    if any(s is None for s in shapes):
-        return shapes, None
-    dim = p["dim"] % len(shapes[0])  # type: ignore[arg-type]
-    first = list(shapes[0])  # type: ignore[arg-type]
-    first[dim] = sum(s[dim] for s in shapes)  # type: ignore[index]
-    return shapes, tuple(first)
-
-
-_op(OpSpec("Concat", (), {"dim": (int, 1), "num_args": (int, 0)}, _concat_infer,
-           lambda p, x: shape_ops.concat(list(x), axis=p["dim"]), variadic=True))
 
 
 # ---- Convolution and Pooling
@@ -203,6 +229,11 @@ def _conv_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
+    if channels_last(p):  # infer channel-first, then move channels back to the end
+        filled, out = _conv_infer({**p, "layout": "None"}, [to_channels_first(data)])
+        weight = filled[1]
+        filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
+        return filled, to_channels_last(out)
     kernel = p["kernel"]
     nsp = len(kernel)
     stride, dilate, pad = (_spatial(p, k, nsp, d) for k, d in
@@ -224,7 +255,7 @@ def _conv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
     return convolution(x[0], x[1], None if p["no_bias"] else x[2], kernel=p["kernel"],
                        stride=_spatial(p, "stride", nsp, 1), dilate=_spatial(p, "dilate", nsp, 1),
                        pad=_spatial(p, "pad", nsp, 0), num_filter=p["num_filter"],
-                       num_group=p["num_group"], no_bias=p["no_bias"])
+                       num_group=p["num_group"], no_bias=p["no_bias"], **_layout_kwargs(p))
 
 
 _op(OpSpec(
@@ -241,6 +272,9 @@ def _pool_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
+    if channels_last(p):
+        _, out = _pool_infer({**p, "layout": "None"}, [to_channels_first(data)])
+        return shapes, to_channels_last(out)  # type: ignore[arg-type]
     if p["global_pool"]:
         return shapes, tuple(data[:2]) + (1,) * (len(data) - 2)
     kernel = p["kernel"]
@@ -261,7 +295,7 @@ def _pool_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
     return pooling(x[0], kernel=p["kernel"] or (1, 1), pool_type=p["pool_type"],
                    global_pool=p["global_pool"], stride=_spatial(p, "stride", nsp, 1),
                    pad=_spatial(p, "pad", nsp, 0), pooling_convention=p["pooling_convention"],
-                   count_include_pad=p["count_include_pad"])
+                   count_include_pad=p["count_include_pad"], **_layout_kwargs(p))
 
 
 _op(OpSpec(
@@ -285,9 +319,10 @@ def _bn_infer(p: dict[str, Any], shapes: list[Shape | None]):
 def _bn_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
     from ..ndarray.norm_ops import batch_norm
 
-    return batch_norm(x[0], x[1], x[2], x[3], x[4], eps=p["eps"], momentum=p["momentum"],
-                      fix_gamma=p["fix_gamma"], use_global_stats=p["use_global_stats"],
-                      axis=p["axis"])
+    out = batch_norm(x[0], x[1], x[2], x[3], x[4], eps=p["eps"], momentum=p["momentum"],
+                     fix_gamma=p["fix_gamma"], use_global_stats=p["use_global_stats"],
+                     axis=p["axis"], output_mean_var=p["output_mean_var"])
+    return out
 
 
 _op(OpSpec(
@@ -297,44 +332,15 @@ _op(OpSpec(
      "cudnn_off": (_bool, False), "min_calib_range": (_opt_float, None),
      "max_calib_range": (_opt_float, None)},
     _bn_infer, _bn_forward, aux=("moving_mean", "moving_var"), num_outputs=3,
+    outputs=lambda p: ["output", "mean", "var"] if p["output_mean_var"] else ["output"],
     aux_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
 ))
 
 
-# ---- arithmetic
-def _broadcast_infer(p: dict[str, Any], shapes: list[Shape | None]):
-    known = [s for s in shapes if s is not None]
-    if len(known) < len(shapes):
-        return [known[0] if s is None and known else s for s in shapes], (
-            known[0] if known else None)
-    return shapes, tuple(numpy.broadcast_shapes(*known))
+# The loss heads and the other layers live in their own modules; importing them
+# registers them in OPS.
+from . import arith_ops, ctc_ops, layer_ops, loss_ops, reshape_ops, rnn_ops  # noqa: E402, F401
 
-
-for _name, _hint, _fn in (
-    ("elemwise_add", "_plus", lambda a, b: a + b), ("elemwise_sub", "_minus", lambda a, b: a - b),
-    ("elemwise_mul", "_mul", lambda a, b: a * b), ("elemwise_div", "_div", lambda a, b: a / b),
-    ("broadcast_add", "broadcast_add", lambda a, b: a + b),
-    ("broadcast_sub", "broadcast_sub", lambda a, b: a - b),
-    ("broadcast_mul", "broadcast_mul", lambda a, b: a * b),
-    ("broadcast_div", "broadcast_div", lambda a, b: a / b),
-):
-    _op(OpSpec(_name, ("lhs", "rhs"), {}, _broadcast_infer,
-               lambda p, x, _f=_fn: _f(x[0], x[1]), hint=_hint))
-
-for _name, _hint, _fn in (
-    ("_plus_scalar", "_plusscalar", lambda a, s: a + s),
-    ("_minus_scalar", "_minusscalar", lambda a, s: a - s),
-    ("_rminus_scalar", "_rminusscalar", lambda a, s: s - a),
-    ("_mul_scalar", "_mulscalar", lambda a, s: a * s),
-    ("_div_scalar", "_divscalar", lambda a, s: a / s),
-    ("_rdiv_scalar", "_rdivscalar", lambda a, s: s / a),
-    ("_power_scalar", "_powerscalar", lambda a, s: a ** s),
-):
-    _op(OpSpec(_name, ("data",), {"scalar": (float, _REQUIRED)}, _same,
-               lambda p, x, _f=_fn: _f(x[0], p["scalar"]), hint=_hint))
-
-_op(OpSpec("negative", ("data",), {}, _same, lambda p, x: -x[0]))
-
-
-# The loss heads live in their own module; importing it registers them in OPS.
-from . import loss_ops  # noqa: E402, F401
+# MXNet's deprecated first versions take the same inputs and (a subset of) the parameters
+for _legacy in ("BatchNorm", "Convolution", "Pooling"):
+    _op(replace(OPS[_legacy], name=f"{_legacy}_v1", hint=f"{_legacy.lower()}_v1"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .generic import generic_spec
 from .ops import OPS
 from .symbol import Symbol, _Node
 
@@ -27,7 +28,8 @@ def to_json(symbol: Symbol) -> str:
             entry["attrs"] = dict(node.attrs)
         entry["inputs"] = [[index[id(c)], i, 0] for c, i in node.inputs]
         out_nodes.append(entry)
-        row_ptr.append(row_ptr[-1] + (1 if node.op is None else node.spec.num_outputs))
+        row_ptr.append(row_ptr[-1] + (1 if node.op is None else
+                                      max(node.spec.num_outputs, node.visible_outputs())))
     graph = {
         "nodes": out_nodes,
         "arg_nodes": [i for i, n in enumerate(nodes) if n.op is None],
@@ -62,7 +64,7 @@ def _build(raw_nodes: Any, heads: Any) -> Symbol:
             if not 0 <= ref[0] < i:
                 raise ValueError(f"symbol JSON node {i} refers to node {ref[0]} out of order")
             inputs.append((nodes[ref[0]], int(ref[1]) if len(ref) > 1 else 0))
-        if op != "null" and op not in OPS:
+        if op != "null" and op not in OPS and generic_spec(op) is None:
             raise ValueError(f"symbol JSON uses operator {op!r}, which Rudder does not "
                              f"implement; supported: {sorted(OPS)}")
         node = _Node(None if op == "null" else op, entry["name"],
@@ -74,7 +76,7 @@ def _build(raw_nodes: Any, heads: Any) -> Symbol:
 
 
 def load(fname: str) -> Symbol:
-    """Load a ``prefix-symbol.json`` file."""
+    """Load a ``prefix-symbol.json`` file (as written by :meth:`Symbol.save`)."""
     with open(fname) as handle:
         text = handle.read()
     try:

@@ -16,12 +16,15 @@ or an operator with input entries and string attributes, exactly as MXNet's
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy
+
+from ..attribute import dunder
 from ..ndarray import NDArray
-from .ops import OPS, OpSpec, to_attr_string
+from .arithmetic import SymbolArithmetic
+from .ops import OPS, OpSpec, dtype_of_flag
 
 Shape = tuple[int, ...]
 
@@ -47,51 +50,15 @@ class _Node:
             self._params = self.spec.parse(self.attrs)
         return self._params
 
+    def visible_outputs(self) -> int:
+        """Outputs a user sees (``split`` has ``num_outputs``; most operators one)."""
+        return 1 if self.op is None else self.spec.count_outputs(self.params())
 
-class _NameState(threading.local):
-    def __init__(self) -> None:
-        self.current: NameManager | None = None
-
-
-_name_state = _NameState()
-
-
-class NameManager:
-    """Numbers unnamed operators per type (``fullyconnected0``, ``fullyconnected1``, ...).
-
-    Used as a context manager it starts fresh counters for the symbols built inside, as
-    ``mx.name.NameManager`` does:
-
-    >>> import engine as mx
-    >>> with NameManager():
-    ...     mx.sym.Activation(mx.sym.var('x'), act_type='relu').name
-    'activation0'
-    """
-
-    def __init__(self) -> None:
-        self.counter: dict[str, int] = {}
-        self._previous: NameManager | None = None
-
-    def get(self, name: str | None, hint: str) -> str:
-        if name:
-            return name
-        count = self.counter.get(hint, 0)
-        self.counter[hint] = count + 1
-        return f"{hint}{count}"
-
-    @staticmethod
-    def current() -> NameManager:
-        if _name_state.current is None:
-            _name_state.current = NameManager()
-        return _name_state.current
-
-    def __enter__(self) -> NameManager:
-        self._previous = NameManager.current()
-        _name_state.current = self
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _name_state.current = self._previous
+    def output_names(self) -> list[str]:
+        if self.op is None:
+            return [self.name]
+        suffixes = self.spec.output_suffixes(self.params())
+        return [f"{self.name}_{suffix}" for suffix in suffixes]
 
 
 def _topo(heads: Iterable[_Node]) -> list[_Node]:
@@ -122,7 +89,7 @@ def _parse_shape(text: str) -> Shape:
     return _tuple(text)
 
 
-class Symbol:
+class Symbol(SymbolArithmetic):
     """A symbolic output list; combine with operators and ``engine.symbol`` functions."""
 
     def __init__(self, outputs: Sequence[tuple[_Node, int]]) -> None:
@@ -162,12 +129,11 @@ class Symbol:
         return [n.name for n in self._nodes() if n.op is None]
 
     def list_outputs(self) -> list[str]:
-        return [node.name if node.op is None else f"{node.name}_output"
-                for node, _ in self._outputs]
+        return [node.output_names()[index] for node, index in self._outputs]
 
     def get_internals(self) -> Symbol:
         """Every node's output as one grouped symbol (select with ``['name_output']``)."""
-        return Symbol([(n, 0) for n in self._nodes()])
+        return Symbol([(n, i) for n in self._nodes() for i in range(n.visible_outputs())])
 
     def get_children(self) -> Symbol | None:
         children = [entry for node, _ in self._outputs for entry in node.inputs]
@@ -188,64 +154,57 @@ class Symbol:
         return (Symbol([entry]) for entry in self._outputs)
 
     def attr(self, key: str) -> str | None:
-        return self._outputs[0][0].attrs.get(key) if len(self._outputs) == 1 else None
+        """The attribute ``key`` of this (single-output) symbol's node, or None."""
+        if len(self._outputs) != 1:
+            return None
+        attrs = self._outputs[0][0].attrs
+        return attrs.get(key, attrs.get(dunder(key)))
+
+    def list_attr(self, recursive: bool = False) -> dict[str, str]:
+        """This node's attributes; ``__key__`` ones also listed as ``key``, as MXNet does."""
+        if recursive:
+            raise DeprecationWarning("Symbol.list_attr with recursive=True has been deprecated. "
+                                     "Please use attr_dict instead.")
+        return _with_plain_keys(self._outputs[0][0].attrs) if len(self._outputs) == 1 else {}
 
     def attr_dict(self) -> dict[str, dict[str, str]]:
-        return {n.name: dict(n.attrs) for n in self._nodes() if n.attrs}
+        """``{node name: attributes}`` for every node that has attributes."""
+        return {n.name: _with_plain_keys(n.attrs) for n in self._nodes() if n.attrs}
+
+    def _set_attr(self, **kwargs: str) -> None:
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError("Set Attr only accepts string values")
+            for node, _ in self._outputs:
+                node.attrs[key] = value
 
     def __repr__(self) -> str:
         name = self.name
         return f"<Symbol {name}>" if name else f"<Symbol group [{', '.join(self.list_outputs())}]>"
 
-    # ------------------------------------------------------------------ arithmetic
-    def _binary(self, other: Any, op: str, scalar_op: str) -> Symbol:
-        if isinstance(other, Symbol):
-            return _make_op(op, [self, other], {}, None)
-        return _make_op(scalar_op, [self], {"scalar": other}, None)
-
-    def __add__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_add", "_plus_scalar")
-
-    def __radd__(self, other: Any) -> Symbol:
-        return self.__add__(other)
-
-    def __sub__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_sub", "_minus_scalar")
-
-    def __rsub__(self, other: Any) -> Symbol:
-        return _make_op("_rminus_scalar", [self], {"scalar": other}, None)
-
-    def __mul__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_mul", "_mul_scalar")
-
-    def __rmul__(self, other: Any) -> Symbol:
-        return self.__mul__(other)
-
-    def __truediv__(self, other: Any) -> Symbol:
-        return self._binary(other, "elemwise_div", "_div_scalar")
-
-    def __rtruediv__(self, other: Any) -> Symbol:
-        return _make_op("_rdiv_scalar", [self], {"scalar": other}, None)
-
-    def __pow__(self, other: Any) -> Symbol:
-        if isinstance(other, Symbol):
-            raise TypeError("Symbol ** Symbol is not supported; use a scalar exponent")
-        return _make_op("_power_scalar", [self], {"scalar": other}, None)
-
-    def __neg__(self) -> Symbol:
-        return _make_op("negative", [self], {}, None)
-
     # ------------------------------------------------------------------- shapes
     def infer_shape(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
         """``(arg_shapes, out_shapes, aux_shapes)`` from known input shapes, or
         ``(None, None, None)`` when they do not determine every shape."""
-        arg, out, aux = self.infer_shape_partial(*args, **kwargs)
+        arg, out, aux = self._infer_shapes(*args, **kwargs)
         if any(s is None for s in arg + out + aux):
             return None, None, None
         return arg, out, aux
 
     def infer_shape_partial(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
-        """Like :meth:`infer_shape`, with None for shapes that stay unknown."""
+        """Like :meth:`infer_shape`, with ``()`` for shapes that stay unknown (a variable's
+        declared shape, zeros for its unknown sizes, when it has one), as MXNet returns."""
+        arg, out, aux = self._infer_shapes(*args, **kwargs)
+        declared = {n.name: _parse_shape(n.attrs["__shape__"]) for n in self._nodes()
+                    if n.op is None and "__shape__" in n.attrs}
+        arg = [s if s is not None else declared.get(name, ())
+               for name, s in zip(self.list_arguments(), arg, strict=True)]
+        aux = [s if s is not None else declared.get(name, ())
+               for name, s in zip(self.list_auxiliary_states(), aux, strict=True)]
+        return arg, [s if s is not None else () for s in out], aux
+
+    def _infer_shapes(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
+        """Known shapes, None for the unknown ones."""
         if args:
             kwargs = {**dict(zip(self.list_arguments(), args, strict=False)), **kwargs}
         known: dict[str, Shape] = {}
@@ -265,20 +224,19 @@ class Symbol:
         shapes = self._propagate(known)
         arg = [known.get(n) for n in self.list_arguments()]
         aux = [known.get(n) for n in self.list_auxiliary_states()]
-        out = [shapes.get(id(node)) if node.op is not None else known.get(node.name)
-               for node, _ in self._outputs]
+        out = [shapes[id(node)][index] for node, index in self._outputs]
         return arg, out, aux
 
-    def _propagate(self, known: dict[str, Shape]) -> dict[int, Shape | None]:
-        out: dict[int, Shape | None] = {}
+    def _propagate(self, known: dict[str, Shape]) -> dict[int, list[Shape | None]]:
+        out: dict[int, list[Shape | None]] = {}
         for node in self._nodes():
             if node.op is None:
-                out[id(node)] = known.get(node.name)
+                out[id(node)] = [known.get(node.name)]
                 continue
-            in_shapes = [out.get(id(child)) for child, _ in node.inputs]
+            in_shapes = [out[id(child)][index] for child, index in node.inputs]
             try:
                 filled, result = node.spec.infer(node.params(), in_shapes)
-            except (TypeError, IndexError, ZeroDivisionError) as exc:
+            except (TypeError, IndexError, ZeroDivisionError, ValueError) as exc:
                 raise ValueError(f"{node.op} {node.name!r}: cannot infer shapes from inputs "
                                  f"{in_shapes}: {exc}") from None
             for (child, _), shape, old in zip(node.inputs, filled, in_shapes, strict=False):
@@ -291,43 +249,104 @@ class Symbol:
                     )
                 if child.op is None:
                     known.setdefault(child.name, tuple(shape))
-                    out[id(child)] = known[child.name]
-            out[id(node)] = result
+                    out[id(child)] = [known[child.name]]
+            count = node.visible_outputs()
+            if result is None or isinstance(result, tuple):
+                out[id(node)] = [result] * count if result is None else [result]
+            else:
+                out[id(node)] = list(result)
         return out
 
-    def infer_type(self, *args: Any, **kwargs: Any) -> tuple[list[Any], list[Any], list[Any]]:
-        """``(arg_types, out_types, aux_types)``: the given dtypes, float32 elsewhere (every
-        operator here keeps its input's dtype)."""
-        import numpy
-
+    def infer_type(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
+        """``(arg_types, out_types, aux_types)`` as numpy type classes. Unknown inputs take
+        the first given dtype (float32 when none is given); outputs follow their operator's
+        rule (``Cast``/``cast`` its ``dtype``, index ops float32, the rest their input's)."""
         given = {**dict(zip(self.list_arguments(), args, strict=False)), **kwargs}
-        default = numpy.dtype(given.get(self.list_arguments()[0], numpy.float32)).type \
-            if self.list_arguments() else numpy.float32
-        arg = [numpy.dtype(given.get(n, default)).type for n in self.list_arguments()]
-        aux = [numpy.dtype(given.get(n, default)).type for n in self.list_auxiliary_states()]
-        return arg, [default] * len(self._outputs), aux
+        given = {k: numpy.dtype(v) for k, v in given.items() if v is not None}
+        declared = [n.attrs["__dtype__"] for n in self._nodes()
+                    if n.op is None and "__dtype__" in n.attrs]
+        if not given and not declared:  # nothing to start from, as MXNet answers
+            return None, None, None
+        default = next(iter(given.values()), dtype_of_flag(declared[0]) if declared
+                       else numpy.dtype(numpy.float32))
+        types: dict[int, list[Any]] = {}
+        for node in self._nodes():
+            if node.op is None:
+                flag = node.attrs.get("__dtype__")
+                dtype = given.get(node.name, dtype_of_flag(flag) if flag else default)
+                types[id(node)] = [dtype]
+                continue
+            in_types = [types[id(child)][index] for child, index in node.inputs]
+            dtype = node.spec.out_dtype(node.params(), in_types, default)
+            types[id(node)] = [dtype] * node.visible_outputs()
+        by_name = {n.name: types[id(n)][0] for n in self._nodes() if n.op is None}
+        arg = [by_name[n].type for n in self.list_arguments()]
+        aux = [by_name[n].type for n in self.list_auxiliary_states()]
+        out = [types[id(node)][index].type for node, index in self._outputs]
+        return arg, out, aux
+
+    def infer_type_partial(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
+        arg, out, aux = self.infer_type(*args, **kwargs)
+        if arg is None:
+            return ([None] * len(self.list_arguments()), [None] * len(self._outputs),
+                    [None] * len(self.list_auxiliary_states()))
+        return arg, out, aux
 
     # --------------------------------------------------------------- evaluation
-    def _evaluate(self, values: dict[str, NDArray]) -> list[NDArray]:
-        """Run the graph on NDArrays (recorded when autograd is recording)."""
-        results: dict[int, NDArray] = {}
+    def _evaluate(self, values: dict[str, NDArray], monitor: Any = None) -> list[NDArray]:
+        """Run the graph on NDArrays (recorded when autograd is recording). ``monitor``,
+        when given, is called ``(name, array)`` with every operator output, MXNet's
+        executor monitor callback (``monitor.monitor_all`` adds the operators' inputs)."""
+        results: dict[int, list[NDArray]] = {}
         for node in self._nodes():
             if node.op is None:
                 try:
-                    results[id(node)] = values[node.name]
+                    results[id(node)] = [values[node.name]]
                 except KeyError:
                     raise ValueError(f"no value bound for input {node.name!r}") from None
                 continue
-            inputs = [results[id(child)] for child, _ in node.inputs]
-            results[id(node)] = node.spec.forward(node.params(), inputs)
-        return [results[id(node)] for node, _ in self._outputs]
+            inputs = [results[id(child)][index] for child, index in node.inputs]
+            if monitor is not None and getattr(monitor, "monitor_all", False):
+                names = node.spec.input_names(node.params(), len(inputs)) + node.spec.aux
+                for input_name, array in zip(names, inputs, strict=False):
+                    monitor(f"{node.name}_{input_name}", array)
+            result = node.spec.forward(node.params(), inputs)
+            results[id(node)] = list(result) if isinstance(result, (list, tuple)) else [result]
+            if monitor is not None:
+                for name, array in zip(node.output_names(), results[id(node)], strict=False):
+                    monitor(name, array)
+        return [results[id(node)][index] for node, index in self._outputs]
 
     def eval(self, ctx: Any = None, **kwargs: NDArray) -> list[NDArray]:
-        """Evaluate with NDArray inputs given by name (``sym.eval(data=x, ...)``)."""
+        """Evaluate with NDArray inputs given by name (``sym.eval(data=x, ...)``); under
+        ``autograd.record()`` the result is recorded for ``backward``."""
         return self._evaluate(kwargs)
 
+    def bind(self, ctx: Any = None, args: Any = None, args_grad: Any = None,
+             grad_req: Any = "write", aux_states: Any = None, **_: Any) -> Any:
+        """An :class:`~engine.symbol.executor.Executor` over the given arrays."""
+        from .executor import Executor
+
+        return Executor(self, ctx, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx: Any = None, grad_req: Any = "write", type_dict: Any = None,
+                    **shapes: Any) -> Any:
+        """An executor with zero-filled arrays of the shapes inferred from ``shapes``."""
+        from .executor import simple_bind
+
+        return simple_bind(self, ctx, grad_req, type_dict, shapes)
+
+    def __call__(self, *args: Symbol, **kwargs: Symbol) -> Symbol:
+        """A copy of this graph with variables replaced by the given symbols (by name)."""
+        from .build import compose
+
+        names = self.list_arguments()
+        mapping = dict(zip(names, args, strict=False))
+        mapping.update(kwargs)
+        return compose(self, mapping)
+
     # ----------------------------------------------------------------- json I/O
-    def tojson(self) -> str:
+    def tojson(self, remove_amp_cast: bool = True) -> str:
         """MXNet's JSON graph (``nodes``, ``arg_nodes``, ``node_row_ptr``, ``heads``)."""
         from .serialization import to_json
 
@@ -338,79 +357,42 @@ class Symbol:
         with open(fname, "w") as handle:
             handle.write(self.tojson())
 
+    def __copy__(self) -> Symbol:
+        return Symbol(self._outputs)
 
-def Variable(name: str, attr: dict[str, str] | None = None, shape: Any = None,  # noqa: N802
-             lr_mult: float | None = None, wd_mult: float | None = None, dtype: Any = None,
-             init: Any = None, **kwargs: Any) -> Symbol:
-    """A named input of the graph (data, label or parameter)."""
-    if not isinstance(name, str) or not name:
-        raise ValueError("a Variable needs a non-empty string name")
-    attrs = {str(k): str(v) for k, v in (attr or {}).items()}
-    if shape is not None:
-        attrs["__shape__"] = to_attr_string(tuple(shape))
-    if lr_mult is not None:
-        attrs["__lr_mult__"] = str(lr_mult)
-    if wd_mult is not None:
-        attrs["__wd_mult__"] = str(wd_mult)
-    if dtype is not None:
-        attrs["__dtype__"] = str(dtype)
-    if init is not None:
-        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
-    return Symbol([(_Node(None, name, attrs), 0)])
+    def __deepcopy__(self, memo: Any) -> Symbol:
+        from .serialization import load_json
 
+        return load_json(self.tojson())
 
-var = Variable
+    def astype(self, dtype: Any) -> Symbol:
+        """This symbol cast to ``dtype`` (MXNet's ``Cast``)."""
+        from .build import make_generic
 
+        return make_generic("Cast", (self,), {"dtype": dtype}, None)
 
-def Group(symbols: Sequence[Symbol]) -> Symbol:  # noqa: N802
-    """One symbol whose outputs are the outputs of ``symbols``, in order."""
-    outputs = []
-    for sym in symbols:
-        if not isinstance(sym, Symbol):
-            raise TypeError(f"Group takes Symbols, got {type(sym).__name__}")
-        outputs.extend(sym._outputs)
-    return Symbol(outputs)
+    def __getattr__(self, name: str) -> Any:
+        # Fluent methods (``x.sum(axis=1)``, ``x.reshape((0, -1))``): the namespace op with
+        # this symbol as its first input.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        from . import _fluent
+
+        fn = _fluent(name)
+        if fn is None:
+            raise AttributeError(f"'Symbol' object has no attribute {name!r}")
+        return lambda *args, **kwargs: fn(self, *args, **kwargs)
 
 
-def _make_op(op: str, args: Sequence[Any], kwargs: dict[str, Any], name: str | None,
-             attr: dict[str, str] | None = None) -> Symbol:
-    """Create an operator node; missing inputs become variables ``<name>_<input>``."""
-    spec = OPS[op]
-    symbol_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    attrs = {k: to_attr_string(v) for k, v in kwargs.items()
-             if not isinstance(v, Symbol) and v is not None}
-    if spec.variadic:
-        inputs = [a for a in args if isinstance(a, Symbol)]
-        if args and len(args) == 1 and isinstance(args[0], (list, tuple)):
-            inputs = list(args[0])
-        attrs.setdefault("num_args", str(len(inputs)))
-        arg_names: tuple[str, ...] = tuple(f"arg{i}" for i in range(len(inputs)))
-    else:
-        params = spec.parse(attrs)
-        arg_names = spec.input_names(params) + spec.aux
-        if len(args) > len(arg_names):
-            raise TypeError(f"{op} takes at most {len(arg_names)} inputs, got {len(args)}")
-        for key in symbol_kwargs:
-            if key not in arg_names:
-                raise TypeError(f"{op} has no input {key!r}; inputs are {list(arg_names)}")
-        inputs = list(args) + [None] * (len(arg_names) - len(args))
-        for i, key in enumerate(arg_names):
-            if key in symbol_kwargs:
-                inputs[i] = symbol_kwargs[key]
-    node_name = NameManager.current().get(name, spec.hint or op.lower())
-    entries = []
-    for key, sym in zip(arg_names, inputs, strict=True):
-        if sym is None:
-            init = spec.aux_init.get(key)
-            sym = Variable(f"{node_name}_{key}", attr={"__init__": init} if init else None)
-        if not isinstance(sym, Symbol):
-            raise TypeError(f"{op} input {key!r} must be a Symbol, got {type(sym).__name__}")
-        if len(sym._outputs) != 1:
-            raise ValueError(f"{op} input {key!r} must have one output, got a group of "
-                             f"{len(sym._outputs)}")
-        entries.append(sym._outputs[0])
-    if attr:
-        attrs.update({str(k): str(v) for k, v in attr.items()})
-    node = _Node(op, node_name, attrs, entries)
-    node.params()
-    return Symbol([(node, 0)])
+# MXNet lists these attributes under their plain names too, and accepts them as keyword
+# arguments of any operator (stored as ``__key__``).
+_HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
+                "profiler_scope")
+
+
+def _with_plain_keys(attrs: dict[str, str]) -> dict[str, str]:
+    out = dict(attrs)
+    for key in _HIDDEN_KEYS:
+        if f"__{key}__" in attrs:
+            out[key] = attrs[f"__{key}__"]
+    return out

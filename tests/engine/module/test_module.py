@@ -279,3 +279,16 @@ def test_batches_split_by_workload_like_mxnet():
     assert split_sizes(10, [3, 1]) == [8, 2]
     with pytest.raises(ValueError, match="too small to split"):
         split_sizes(1, [1, 1])
+
+
+def test_fit_with_a_monitor_logs_each_interval(caplog):
+    x, y = _data(n=32, d=5, k=3)
+    train = mx.io.NDArrayIter(x, y, batch_size=8, label_name="softmax_label")
+    mod = mx.mod.Module(_softmax_net())
+    mon = mx.mon.Monitor(2, pattern="fc_.*")
+    with caplog.at_level(logging.INFO):
+        mod.fit(train, num_epoch=1, monitor=mon, optimizer_params={"learning_rate": 0.1})
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Batch:")]
+    # batches 0 and 2 of 4 are monitored: fc's output, then its weight and bias
+    assert [line.split()[2] for line in lines] == ["fc_output", "fc_weight", "fc_bias"] * 2
+    assert [int(line.split()[1]) for line in lines] == [1, 1, 1, 3, 3, 3]

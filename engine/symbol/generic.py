@@ -1,0 +1,203 @@
+"""Every other ``mx.sym`` operator: the NDArray function of the same name, run on symbols.
+
+``mx.sym.sum(x, axis=1)`` makes a node ``sum`` whose forward calls ``engine.nd.sum`` on the
+input arrays with the node's attributes. Symbol arguments are the node's inputs (they must
+come first in the function's signature, as MXNet's tensor inputs do); the others become
+string attributes, written in MXNet's JSON and parsed back as Python literals. Shapes
+are inferred by running the function once on zero arrays of the input shapes (random
+generators are restored afterwards, so inference never changes what a seed draws).
+
+Names with no ``engine.nd`` function are served by :mod:`.fallback_ops` when it has one.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import warnings
+from typing import Any
+
+import numpy
+
+from . import fallback_ops
+from .ops import OPS, OpSpec, Shape, to_attr_string
+
+# MXNet's name in the graph -> the engine.nd function that computes it
+ND_NAME = {
+    "SwapAxis": "swapaxes", "SliceChannel": "split", "Cast": "cast", "BlockGrad": "stop_gradient",
+    "Pad": "pad", "_copy": "identity", "sum_axis": "sum", "max_axis": "max", "min_axis": "min",
+    "broadcast_plus": "broadcast_add", "broadcast_minus": "broadcast_sub", "pow": "power",
+    "_power": "power", "_maximum": "maximum", "_minimum": "minimum", "_hypot": "hypot",
+    "_mod": "broadcast_mod", "_grad_add": "elemwise_add", "softmax_activation": "SoftmaxActivation",
+    "choose_element_0index": "pick", "_zeros": "zeros", "_ones": "ones", "_full": "full",
+    "_arange": "arange", "_eye": "eye", "_linspace": "linspace", "reverse": "flip",
+    "_random_uniform": "random_uniform", "_random_normal": "random_normal",
+    "_equal": "broadcast_equal", "_not_equal": "broadcast_not_equal",
+    "_greater": "broadcast_greater", "_greater_equal": "broadcast_greater_equal",
+    "_lesser": "broadcast_lesser", "_lesser_equal": "broadcast_lesser_equal",
+}
+# the name MXNet writes in the JSON for a function called by another name
+CANONICAL = {
+    "swapaxes": "SwapAxis", "split": "SliceChannel", "cast": "Cast", "stop_gradient": "BlockGrad",
+    "pad": "Pad", "crop": "slice", "identity": "_copy", "broadcast_plus": "broadcast_add",
+    "broadcast_minus": "broadcast_sub", "sum_axis": "sum", "max_axis": "max",
+    "min_axis": "min", "pow": "_power", "flip": "reverse",
+}
+
+
+def _split_outputs(p: dict[str, Any]) -> list[str]:
+    return [f"output{i}" for i in range(int(p.get("num_outputs", 1)))]
+
+
+# operators with several visible outputs -> their output suffixes
+MULTI_OUTPUT = {
+    "split": _split_outputs, "SliceChannel": _split_outputs, "split_v2": lambda p: [
+        f"output{i}" for i in range(
+            len(p["indices_or_sections"]) + 1 if isinstance(p.get("indices_or_sections"),
+                                                            tuple)
+            else int(p.get("indices_or_sections", p.get("sections", 1))))],
+    "topk": lambda p: ["output0", "output1"] if p.get("ret_typ") == "both" else ["output"],
+    "moments": lambda p: ["output0", "output1"],
+    "histogram": lambda p: ["output0", "output1"],
+    "linalg_gelqf": lambda p: ["output0", "output1"],
+    "linalg_slogdet": lambda p: ["output0", "output1"],
+    "sample_multinomial": lambda p: ["output0", "output1"] if p.get("get_prob") else ["output"],
+}
+# attributes MXNet writes that only describe the graph, never an argument of the function
+BOOKKEEPING = {"num_args", "workspace", "cudnn_tune", "cudnn_off"}
+# MXNet's type for operators whose output dtype is not their input's
+_INT_OUTPUT = {"shape_array", "size_array"}
+
+
+def nd_function(op: str) -> Any:
+    """The NDArray function computing ``op``, or None."""
+    from .. import nd
+
+    name = ND_NAME.get(op, op)
+    for source in (fallback_ops.ADAPTERS, nd, fallback_ops.FUNCTIONS):
+        fn = source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+        if callable(fn) and not inspect.isclass(fn) and not inspect.ismodule(fn):
+            return fn
+    return None
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)  # literals only, never code
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _zeros_like_shape(shape: Shape) -> Any:
+    from .. import nd
+
+    return nd.zeros(shape)
+
+
+class GenericSpec(OpSpec):
+    """An :class:`OpSpec` built from an NDArray function's signature."""
+
+    def __init__(self, op: str, fn: Any) -> None:
+        super().__init__(op, (), {}, self._infer, self._forward, hint=op.lower(),
+                         outputs=MULTI_OUTPUT.get(op), dtype_rule=self._dtype)
+        self.fn = fn
+        self.num_outputs = 1
+
+    def parse(self, attrs: dict[str, str]) -> dict[str, Any]:
+        return {k: _literal(v) for k, v in attrs.items()
+                if not k.startswith("__") and k not in BOOKKEEPING}
+
+    def input_names(self, params: dict[str, Any], count: int = 0) -> tuple[str, ...]:
+        return tuple(f"arg{i}" for i in range(count))
+
+    def _forward(self, params: dict[str, Any], inputs: list[Any]) -> Any:
+        return self.fn(*inputs, **params)
+
+    def _infer(self, params: dict[str, Any], shapes: list[Shape | None]) -> Any:
+        if any(s is None for s in shapes):
+            return shapes, None
+        from .. import autograd
+        from .. import random as engine_random
+
+        state = engine_random.get_state()
+        try:
+            # zeros may sit outside an operator's domain (log, pdfs): only shapes matter here
+            with autograd.pause(), numpy.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = self._forward(params, [_zeros_like_shape(tuple(s))  # type: ignore
+                                                for s in shapes])
+        finally:
+            engine_random.set_state(state)
+        if isinstance(result, (list, tuple)):
+            return shapes, [tuple(r.shape) for r in result]
+        return shapes, tuple(result.shape)
+
+    def _dtype(self, params: dict[str, Any], in_types: list[Any], default: Any) -> Any:
+        if params.get("dtype") not in (None, "None"):
+            return numpy.dtype(params["dtype"])
+        if self.name in _INT_OUTPUT:
+            return numpy.dtype(numpy.int64)
+        return in_types[0] if in_types else default
+
+
+def generic_spec(op: str) -> GenericSpec | None:
+    """The spec of ``op`` (registered in ``OPS`` on first use), or None when unknown."""
+    if op in OPS:
+        spec = OPS[op]
+        return spec if isinstance(spec, GenericSpec) else None
+    fn = nd_function(op)
+    if fn is None:
+        return None
+    spec = GenericSpec(op, fn)
+    OPS[op] = spec
+    return spec
+
+
+def _attr_value(value: Any) -> str:
+    if isinstance(value, type) and issubclass(value, numpy.generic):
+        return numpy.dtype(value).name
+    if isinstance(value, numpy.dtype):
+        return value.name
+    return to_attr_string(value)
+
+
+def bind_arguments(fn: Any, op: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   is_symbol: Any) -> tuple[list[Any], dict[str, str]]:
+    """Split a call into its symbol inputs (in order) and its string attributes."""
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        flat: list[Any] = []
+        for arg in args:
+            flat.extend(arg if isinstance(arg, (list, tuple)) else [arg])
+        inputs = [a for a in flat if is_symbol(a)]
+        if len(inputs) != len(flat):
+            raise TypeError(f"{op}: positional arguments must be Symbols")
+        kwargs = {k: v for k, v in kwargs.items() if k != "num_args"}
+        return inputs, {k: _attr_value(v) for k, v in kwargs.items() if v is not None}
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                       p.POSITIONAL_OR_KEYWORD)]
+    # MXNet's input names (data, lhs, rhs) for functions whose parameters are named x, a, b
+    for alias, index in (("data", 0), ("lhs", 0), ("rhs", 1)):
+        if alias in kwargs and alias not in signature.parameters and index < len(positional):
+            kwargs[positional[index]] = kwargs.pop(alias)
+    try:
+        bound = signature.bind_partial(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{op}: {exc}") from None
+    inputs: list[Any] = []
+    attrs: dict[str, str] = {}
+    for position, param in enumerate(params):
+        if param.name not in bound.arguments:
+            continue
+        value = bound.arguments[param.name]
+        if param.kind == param.VAR_KEYWORD:
+            attrs.update({k: _attr_value(v) for k, v in value.items() if v is not None})
+        elif is_symbol(value):
+            if position != len(inputs):
+                raise TypeError(f"{op}: Symbol argument {param.name!r} must follow the other "
+                                "Symbol inputs")
+            inputs.append(value)
+        elif value is not None:
+            attrs[param.name] = _attr_value(value)
+    return inputs, attrs

@@ -1,0 +1,175 @@
+"""Symbolic layers with learned inputs whose shapes follow from the data: ``Embedding``,
+``LayerNorm``, ``InstanceNorm``, ``GroupNorm`` and ``Deconvolution``.
+
+Each spec infers its weights' shapes from the data's, so ``Module.bind`` can allocate them,
+and runs on the engine's differentiable NDArray ops. InstanceNorm and GroupNorm are written
+with those ops (mean, variance, broadcasting), so their gradients come from autograd.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ndarray import NDArray
+from ..ndarray.ops import reduce_mean
+from .ops import (
+    _REQUIRED,
+    OpSpec,
+    Shape,
+    _bool,
+    _layout_kwargs,
+    _op,
+    _spatial,
+    _tuple,
+    channels_last,
+    to_channels_first,
+    to_channels_last,
+)
+
+
+def _embedding_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    weight = (p["input_dim"], p["output_dim"])
+    return [data, weight], None if data is None else tuple(data) + (p["output_dim"],)
+
+
+def _embedding_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    from ..ndarray.norm_ops import embedding
+
+    return embedding(x[0], x[1], input_dim=p["input_dim"], output_dim=p["output_dim"])
+
+
+_op(OpSpec(
+    "Embedding", ("data", "weight"),
+    {"input_dim": (int, _REQUIRED), "output_dim": (int, _REQUIRED), "dtype": (str, "float32"),
+     "sparse_grad": (_bool, False)},
+    _embedding_infer, _embedding_forward,
+    dtype_rule=lambda p, types, default: types[1] if len(types) > 1 else default,
+))
+
+
+def _channel_infer(axis_key: str | None, default_axis: int):
+    def infer(p: dict[str, Any], shapes: list[Shape | None]):
+        data = shapes[0]
+        if data is None:
+            return shapes, None
+        axis = p[axis_key] if axis_key else default_axis
+        channels = (data[axis % len(data)],)
+        return [data, channels, channels], data
+
+    return infer
+
+
+def _layer_norm_forward(p: dict[str, Any], x: list[NDArray]) -> Any:
+    from ..ndarray.norm_ops import layer_norm
+
+    return layer_norm(x[0], x[1], x[2], axis=p["axis"], eps=p["eps"],
+                      output_mean_var=p["output_mean_var"])
+
+
+_op(OpSpec(
+    "LayerNorm", ("data", "gamma", "beta"),
+    {"axis": (int, -1), "eps": (float, 1e-5), "output_mean_var": (_bool, False)},
+    _channel_infer("axis", -1), _layer_norm_forward, num_outputs=3,
+    outputs=lambda p: ["output", "mean", "std"] if p["output_mean_var"] else ["output"],
+))
+
+
+def _normalize(data: NDArray, axes: tuple[int, ...], eps: float) -> NDArray:
+    mean = reduce_mean(data, axis=axes, keepdims=True)
+    centered = data - mean
+    var = reduce_mean(centered * centered, axis=axes, keepdims=True)
+    return centered / (var + eps).sqrt()
+
+
+def _per_channel(arr: NDArray, ndim: int) -> NDArray:
+    return arr.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _instance_norm_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    data, gamma, beta = x
+    normalized = _normalize(data, tuple(range(2, data.ndim)), p["eps"])
+    return normalized * _per_channel(gamma, data.ndim) + _per_channel(beta, data.ndim)
+
+
+_op(OpSpec(
+    "InstanceNorm", ("data", "gamma", "beta"), {"eps": (float, 1e-3)},
+    _channel_infer(None, 1), _instance_norm_forward,
+))
+
+
+def _group_norm_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None:
+        return shapes, None
+    groups = (p["num_groups"],)  # MXNet 1.9: one gamma/beta per group, not per channel
+    return [data, groups, groups], data
+
+
+def _group_norm_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    data, gamma, beta = x
+    groups = p["num_groups"]
+    if data.shape[1] % groups:
+        raise ValueError(f"GroupNorm: {data.shape[1]} channels do not split into {groups} "
+                         "groups")
+    grouped = data.reshape((data.shape[0], groups, -1))
+    normalized = _normalize(grouped, (2,), p["eps"])
+    scaled = normalized * gamma.reshape((1, groups, 1)) + beta.reshape((1, groups, 1))
+    return scaled.reshape(data.shape)
+
+
+_op(OpSpec(
+    "GroupNorm", ("data", "gamma", "beta"),
+    {"num_groups": (int, 1), "eps": (float, 1e-5), "output_mean_var": (_bool, False)},
+    _group_norm_infer, _group_norm_forward, num_outputs=3,
+))
+
+
+def _deconv_infer(p: dict[str, Any], shapes: list[Shape | None]):
+    data = shapes[0]
+    if data is None:
+        return shapes, None
+    if channels_last(p):  # infer channel-first, then move channels back to the end
+        filled, out = _deconv_infer({**p, "layout": "None"}, [to_channels_first(data)])
+        weight = filled[1]
+        filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
+        return filled, to_channels_last(out)
+    kernel = p["kernel"]
+    nsp = len(kernel)
+    stride, dilate, pad, adj = (_spatial(p, k, nsp, d) for k, d in
+                                (("stride", 1), ("dilate", 1), ("pad", 0), ("adj", 0)))
+    nf, groups = p["num_filter"], p["num_group"]
+    weight = (data[1], nf // groups) + tuple(kernel)
+    shapes = [data, weight] + ([(nf,)] if not p["no_bias"] else [])
+    if p["target_shape"]:
+        return shapes, (data[0], nf) + tuple(p["target_shape"])
+    out = tuple((data[2 + i] - 1) * stride[i] - 2 * pad[i] + dilate[i] * (kernel[i] - 1)
+                + adj[i] + 1 for i in range(nsp))
+    return shapes, (data[0], nf) + out
+
+
+def _deconv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    from ..ndarray import conv_ops
+
+    # conv_ops.deconvolution takes MXNet's argument names (kernel, stride, adj, ...)
+    deconvolution = getattr(conv_ops, "deconvolution", None)
+    if deconvolution is None:
+        raise NotImplementedError("Deconvolution needs engine.ndarray.conv_ops.deconvolution")
+    nsp = len(p["kernel"])
+    return deconvolution(
+        x[0], x[1], None if p["no_bias"] else x[2], kernel=p["kernel"],
+        stride=_spatial(p, "stride", nsp, 1), dilate=_spatial(p, "dilate", nsp, 1),
+        pad=_spatial(p, "pad", nsp, 0), adj=_spatial(p, "adj", nsp, 0),
+        target_shape=p["target_shape"] or None, num_filter=p["num_filter"],
+        num_group=p["num_group"], no_bias=p["no_bias"], **_layout_kwargs(p))
+
+
+_op(OpSpec(
+    "Deconvolution", ("data", "weight", "bias"),
+    {"kernel": (_tuple, _REQUIRED), "stride": (_tuple, ()), "dilate": (_tuple, ()),
+     "pad": (_tuple, ()), "adj": (_tuple, ()), "target_shape": (_tuple, ()),
+     "num_filter": (int, _REQUIRED), "num_group": (int, 1), "workspace": (int, 512),
+     "no_bias": (_bool, True), "cudnn_tune": (str, "None"), "cudnn_off": (_bool, False),
+     "layout": (str, "None")},
+    _deconv_infer, _deconv_forward,
+))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import random
-from .conv_ops import Convolution, Pooling  # noqa: F401 - exported as nd.Convolution/Pooling
+from .conv_ops import Convolution  # noqa: F401 - exported as nd.Convolution etc.
 from .creation import (
     arange,
     array,
@@ -27,6 +27,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .deconv_ops import Deconvolution  # noqa: F401
 from .ndarray import NDArray, apply_op
 from .nn_ops import activation as Activation  # noqa: N812 - MXNet's operator names
 from .nn_ops import dropout as Dropout  # noqa: N812
@@ -34,6 +35,7 @@ from .nn_ops import fully_connected as FullyConnected  # noqa: N812
 from .nn_ops import leaky_relu as LeakyReLU  # noqa: N812
 from .nn_ops import log_softmax, one_hot, softmax
 from .norm_ops import BatchNorm, Embedding, LayerNorm  # noqa: F401 - nd.BatchNorm etc.
+from .pool_ops import Pooling  # noqa: F401
 from .ops import argmax as _argmax
 from .ops import argmin as _argmin
 from .ops import (

@@ -35,7 +35,6 @@ from .nn_ops import fully_connected as FullyConnected  # noqa: N812
 from .nn_ops import leaky_relu as LeakyReLU  # noqa: N812
 from .nn_ops import log_softmax, one_hot, softmax
 from .norm_ops import BatchNorm, Embedding, LayerNorm  # noqa: F401 - nd.BatchNorm etc.
-from .pool_ops import Pooling  # noqa: F401
 from .ops import argmax as _argmax
 from .ops import argmin as _argmin
 from .ops import (
@@ -53,6 +52,7 @@ from .ops import (
     unary,
     where,
 )
+from .pool_ops import Pooling  # noqa: F401
 from .shape_ops import (
     concat,
     expand_dims,

@@ -94,8 +94,9 @@ def _conv_geometry(x: Any, w: Any, kernel: Any, stride: Any, dilate: Any, pad: A
     out = tuple(im2col.conv_out_size(*args) for args in zip(sizes, kernel, stride, pad, dilate,
                                                              strict=True))
     if min(out) <= 0:
+        padded = tuple(s + 2 * p for s, p in zip(sizes, pad, strict=True))
         raise ValueError(f"Convolution: kernel {kernel} (dilate {dilate}) is larger than the "
-                         f"padded input {tuple(s + 2 * p for s, p in zip(sizes, pad, strict=True))}")
+                         f"padded input {padded}")
     return last, kernel, stride, dilate, pad, tuple(sizes), out
 
 

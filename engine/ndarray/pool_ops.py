@@ -101,7 +101,10 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
         return im2col.from_channels_last(gpad[im2col.interior(pad, sizes)], last)
 
     if pool_type == "max":
-        xpad = im2col.pad_channels_last(xp, xl, pad, after, value=-numpy.inf)
+        # the dtype's lowest value, not -inf: a window wholly in the padding (ceil mode) gives
+        # that finite value, as MXNet's kernels do
+        kind = numpy.finfo if numpy.dtype(x.dtype).kind == "f" else numpy.iinfo
+        xpad = im2col.pad_channels_last(xp, xl, pad, after, value=kind(x.dtype).min)
         out = xp.copy(part(xpad, offsets[0]))
         arg = xp.zeros(out.shape, dtype=numpy.uint16 if len(offsets) < 65536 else numpy.int64)
         for k, offset in enumerate(offsets[1:], start=1):

@@ -108,22 +108,25 @@ class _Conv(HybridBlock):
         return self.act(out) if self.act is not None else out
 
     def __repr__(self) -> str:
+        # MXNet prints weight.shape[1] -> weight.shape[0] for every layout and op (for a
+        # transposed or grouped convolution that is not in -> out) and never output_padding;
+        # kept so that printed networks are identical
         shape = self.weight.shape
         k = self._kwargs
-        if self._op_name == "Convolution":
-            in_channels = shape[-1 if self._layout.endswith("C") else 1] * k["num_group"]
-        else:
-            in_channels = shape[0]
-        extras = "".join(f", {name}={k[key]}" for name, key, zero in
-                         (("padding", "pad", 0), ("dilation", "dilate", 1))
-                         if any(v != zero for v in k[key]))
+        n = len(k["kernel"])
+        text = (f"{type(self).__name__}({shape[1] or None} -> {shape[0]}, "
+                f"kernel_size={k['kernel']}, stride={k['stride']}")
+        if k["pad"] != (0,) * n:
+            text += f", padding={k['pad']}"
+        if k["dilate"] != (1,) * n:
+            text += f", dilation={k['dilate']}"
         if k["num_group"] != 1:
-            extras += f", groups={k['num_group']}"
-        if k.get("adj") and any(k["adj"]):
-            extras += f", output_padding={k['adj']}"
-        return (f"{type(self).__name__}({in_channels or None} -> {self._channels}, "
-                f"kernel_size={k['kernel']}, stride={k['stride']}{extras}"
-                f"{', bias=False' if k['no_bias'] else ''})")
+            text += f", groups={k['num_group']}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.act is not None:
+            text += f", {self.act}"
+        return text + ")"
 
 
 class _ConvTranspose(_Conv):

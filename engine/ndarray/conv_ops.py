@@ -4,8 +4,8 @@ The data is read through a channels-last window view (see :mod:`.im2col`) and co
 into an im2col matrix (rows = N·out pixels, columns = kernel positions × channels), so each
 layer is one large GEMM ``cols @ weight.T`` per group whose (rows, filters) result already
 *is* the channels-last output: it is returned as a transposed view, never copied back to
-NCHW. The backward is two GEMMs (weight gradient, column gradient) and one strided add per
-kernel position; the input gradient is skipped for a network's input data.
+NCHW. The backward is two GEMMs (weight gradient, kernel-position-major column gradient) and one
+strided add per kernel position; the input gradient is skipped for a network's input data.
 
 >>> from engine import nd
 >>> x = nd.ones((1, 1, 4, 4)); w = nd.ones((2, 1, 3, 3))
@@ -49,6 +49,18 @@ def grouped_matmul(xp: Any, a: Any, b: Any) -> Any:
     if a.shape[0] == 1:
         return (a[0] @ b[0])[None]
     return xp.matmul(a, b)
+
+
+def kernel_major_product(xp: Any, mat: Any, wmat: Any, kk: int) -> Any:
+    """``mat @ wmat`` per group with the result laid out kernel-position-major for col2im:
+    (G, rows, A) @ (G, A, KK·B) → (KK, rows, G·B), one batched GEMM per group."""
+    groups, rows, a = mat.shape
+    b = wmat.shape[-1] // kk
+    per_k = wmat.reshape(groups, a, kk, b).transpose(0, 2, 1, 3)  # (G, KK, A, B)
+    out = xp.matmul(mat[:, None], xp.ascontiguousarray(per_k))  # (G, KK, rows, B)
+    if groups == 1:
+        return out[0]
+    return xp.ascontiguousarray(out.transpose(1, 2, 0, 3)).reshape(kk, rows, groups * b)
 
 
 def weight_to_rows(w: Any, channels_last: bool) -> Any:
@@ -140,10 +152,10 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
         gw = rows_to_weight(gw.reshape(f, -1), w.shape, last)
         gx = None
         if need_gx:
-            gcols = ungroup_matrix(xp, grouped_matmul(xp, gmat, wmat), kk)
+            gcols = kernel_major_product(xp, gmat, wmat, kk)  # (KK, rows, C)
             gpad = xp.zeros(xpad.shape, dtype=x.dtype)
-            im2col.col2im_add(gpad, gcols.reshape(n, *out_sizes, *kernel, c), out_sizes,
-                              kernel, stride, dilate)
+            im2col.col2im_add(gpad, gcols.reshape(kk, n, *out_sizes, c), out_sizes, kernel,
+                              stride, dilate)
             gx = im2col.from_channels_last(gpad[im2col.interior(pad, sizes)], last)
         if use_bias:
             return gx, gw, gmat.sum(axis=1).reshape(f)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import im2col
-from .conv_ops import group_matrix, grouped_matmul, ungroup_matrix
+from .conv_ops import group_matrix, grouped_matmul, kernel_major_product, ungroup_matrix
 from .ndarray import NDArray, apply_op, needs_grad
 
 
@@ -87,9 +87,9 @@ def deconvolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     # weight as (G, C/G, KK·F/G) in (kernel, filter) order, matching channels-last columns
     wl = w if last else w.transpose(0, *range(2, w.ndim), 1)
     wmat = wl.reshape(groups, c // groups, kk * fg)
-    cols = ungroup_matrix(xp, grouped_matmul(xp, xmat, wmat), kk)  # (rows, KK, F)
+    cols = kernel_major_product(xp, xmat, wmat, kk)  # (KK, rows, F)
     full = xp.zeros((n, *canvas, f), dtype=x.dtype)
-    im2col.col2im_add(full, cols.reshape(n, *sizes, *kernel, f), sizes, kernel, stride, dilate)
+    im2col.col2im_add(full, cols.reshape(kk, n, *sizes, f), sizes, kernel, stride, dilate)
     out_l = full[im2col.interior(pad, out_sizes)]
     use_bias = bias is not None and not no_bias
     if use_bias:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import allocator as _allocator
 from . import random
 from .conv_ops import Convolution  # noqa: F401 - exported as nd.Convolution etc.
 from .creation import (
@@ -69,6 +70,7 @@ from .shape_ops import (
     transpose,
 )
 
+_allocator.keep_freed_memory()  # reuse big temporaries across steps (see allocator.py)
 BlockGrad = stop_gradient
 Flatten = flatten
 Concat = concat

@@ -254,3 +254,45 @@ def test_shape_errors_name_the_problem():
                          target_shape=(12, 12), num_filter=2)
     with pytest.raises(ValueError, match="layout"):
         nd.Pooling(x, kernel=(2, 2), layout="NCW")
+
+
+@pytest.mark.parametrize("module", ["engine.ndarray.im2col", "engine.ndarray.pool_ops",
+                                    "engine.ndarray.deconv_ops", "engine.ndarray.allocator",
+                                    "engine.gluon.nn.pool_layers"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(module)).failed == 0
+
+
+def test_training_steps_do_not_page_fault_for_their_temporaries():
+    """Freed temporaries stay in the process (allocator.py): repeated steps of a small CNN
+    touch no fresh pages once warm."""
+    import resource
+
+    from engine.ndarray import allocator
+
+    if not allocator.keep_freed_memory():
+        pytest.skip("malloc is not glibc's here")
+    from engine import gluon
+
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(16, 3, padding=1), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
+            gluon.nn.MaxPool2D(), gluon.nn.Conv2D(32, 3, padding=1), gluon.nn.BatchNorm(),
+            gluon.nn.Activation("relu"), gluon.nn.GlobalAvgPool2D(), gluon.nn.Dense(10))
+    net.initialize()
+    x = nd.array(rng.randn(32, 3, 32, 32).astype(np.float32))
+
+    def step():
+        with autograd.record():
+            y = net(x)
+        y.backward()
+
+    step()
+    step()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(3):
+        step()
+    # without the tuning glibc unmaps these temporaries: ~17,000 faults over the 3 steps
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 500

@@ -16,8 +16,12 @@ spike on the shared machine hits them alike; a contender's figure is the median 
 all its timed steps, and the ratios compare those medians. ``--threads N`` caps every
 contender's BLAS/OpenMP threads alike (bench/threads.py, default 1).
 
+``--profile`` instead prints where the engine's step goes: ms per step in each op's forward
+and backward, per input shape (the ops of engine.nd that Gluon layers call are wrapped with
+timers), and the rest ("other": activations, loss, autograd bookkeeping, Adam).
+
 Usage: python bench/engine_cnn.py [--nets cnn,resnet18] [--steps 10] [--rounds 3]
-       [--threads 1] [--resnet-batch 16]
+       [--threads 1] [--resnet-batch 16] [--profile]
 """
 
 from __future__ import annotations
@@ -243,6 +247,58 @@ def report(net_name: str, batch: int, times: dict[str, list[float]]) -> None:
         print(f"  engine / faster anchor = {medians['engine'] / min(anchors):5.2f}")
 
 
+PROFILED_OPS = ("Convolution", "Pooling", "BatchNorm", "Activation", "FullyConnected")
+
+
+def profile(net_name: str, data, steps: int) -> None:
+    """Per-op forward/backward ms per step of the engine's training step."""
+    from collections import defaultdict
+
+    from engine.gluon import block
+
+    spent: dict[str, float] = defaultdict(float)
+
+    def timed(name: str, op):
+        def run(*args, **kwargs):
+            label = f"{name}{tuple(args[0].shape)}"
+            t0 = time.perf_counter()
+            out = op(*args, **kwargs)
+            spent[label + " fwd"] += time.perf_counter() - t0
+            node = getattr(out, "_node", None)
+            if node is not None:
+                backward = node.backward
+
+                def timed_backward(g, backward=backward):
+                    t1 = time.perf_counter()
+                    grads = backward(g)
+                    spent[label + " bwd"] += time.perf_counter() - t1
+                    return grads
+
+                node.backward = timed_backward
+            return out
+        return run
+
+    originals = {name: getattr(block.nd, name) for name in PROFILED_OPS}
+    for name, op in originals.items():
+        setattr(block.nd, name, timed(name, op))
+    try:
+        step = engine_step(net_name, data)
+        step()
+        step()
+        spent.clear()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        total = (time.perf_counter() - t0) / steps
+    finally:
+        for name, op in originals.items():
+            setattr(block.nd, name, op)
+    print(f"{net_name}: {total * 1e3:.1f} ms/step (mean of {steps}), by op and input shape:")
+    for label, secs in sorted(spent.items(), key=lambda item: -item[1]):
+        print(f"  {label:<40} {secs / steps * 1e3:8.2f} ms")
+    print(f"  {'other':<40} {(total - sum(spent.values()) / steps) * 1e3:8.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", default="cnn,resnet18")
@@ -251,7 +307,14 @@ def main() -> None:
     parser.add_argument("--resnet-batch", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS/OpenMP threads for every contender (see bench/threads.py)")
+    parser.add_argument("--profile", action="store_true",
+                        help="the engine's per-op time table instead of the comparison")
     args = parser.parse_args()
+    if args.profile:
+        for net_name in args.nets.split(","):
+            profile(net_name, make_data(64 if net_name == "cnn" else args.resnet_batch),
+                    args.steps)
+        return
     print(f"{THREADS} thread(s) each, {os.cpu_count()} cores, {args.rounds} interleaved rounds "
           f"of {args.steps} steps")
     for net_name in args.nets.split(","):

@@ -97,14 +97,13 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
     tiles = stride == kernel and all(o * s == n for o, s, n in zip(out_sizes, stride, padded,
                                                                      strict=True))
 
-    def scatter(g_l: Any, pick: Any) -> Any:
+    def scatter(write: Any) -> Any:
+        """The input gradient: ``write(k, dst)`` puts kernel position k's share into its
+        strided slice ``dst`` (assigning when windows tile the input, else adding)."""
         shape = (x.shape[0], *padded, xl.shape[-1])
         gpad = xp.empty(shape, dtype=x.dtype) if tiles else xp.zeros(shape, dtype=x.dtype)
         for k, offset in enumerate(offsets):
-            if tiles:
-                part(gpad, offset)[...] = pick(k)
-            else:
-                part(gpad, offset)[...] += pick(k)
+            write(k, part(gpad, offset))
         return im2col.from_channels_last(gpad[im2col.interior(pad, sizes)], last)
 
     if pool_type == "max":
@@ -122,17 +121,20 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
             # a stored index array written with masked stores cost 3-5 ms per kernel position
             # on a 64x32x32x32 input, more than the whole pooling.
             g_l = im2col.to_channels_last(g, last)
-            taken = xp.zeros(out.shape, dtype=bool)
+            free = xp.ones(out.shape, dtype=bool)  # outputs whose max is not yet claimed
+            hit = xp.empty(out.shape, dtype=bool)
 
-            def first_max_share(k: int) -> Any:
-                hit = part(xpad, offsets[k]) == out
-                if k:
-                    hit &= ~taken
-                if k < len(offsets) - 1:
-                    taken[...] |= hit
-                return g_l * hit
+            def write_first_max(k: int, dst: Any) -> None:
+                xp.equal(part(xpad, offsets[k]), out, out=hit)
+                xp.logical_and(hit, free, out=hit)
+                # hit is a subset of free: xor clears exactly the outputs claimed now
+                xp.logical_xor(free, hit, out=free)
+                if tiles:
+                    xp.multiply(g_l, hit, out=dst)
+                else:
+                    dst += g_l * hit
 
-            return (scatter(g_l, first_max_share),)
+            return (scatter(write_first_max),)
 
         return apply_op(im2col.from_channels_last(out, last), (data,), max_backward)
 
@@ -152,7 +154,14 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
     def sum_backward(g: Any) -> tuple[Any]:
         g_l = im2col.to_channels_last(g, last)
         share = g_l if divisor is None else g_l / divisor
-        return (scatter(g_l, lambda k: share),)
+
+        def write_share(k: int, dst: Any) -> None:
+            if tiles:
+                dst[...] = share
+            else:
+                dst += share
+
+        return (scatter(write_share),)
 
     return apply_op(im2col.from_channels_last(out, last), (data,), sum_backward)
 

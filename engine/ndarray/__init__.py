@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import allocator as _allocator
 from . import random
-from .conv_ops import Convolution, Pooling  # noqa: F401 - exported as nd.Convolution/Pooling
+from .conv_ops import Convolution  # noqa: F401 - exported as nd.Convolution etc.
 from .creation import (
     arange,
     array,
@@ -28,7 +29,8 @@ from .creation import (
     zeros_like,
 )
 from .ctc_ops import CTCLoss, ctc_loss  # noqa: F401 - the layers' CTC op
-from .group_norm_ops import GroupNorm, InstanceNorm, Pad, pad  # noqa: F401 - layers' ops
+from .deconv_ops import Deconvolution  # noqa: F401
+from .group_norm_ops import GroupNorm, InstanceNorm  # noqa: F401 - layers' ops
 from .ndarray import NDArray, apply_op
 from .nn_ops import activation as Activation  # noqa: N812 - MXNet's operator names
 from .nn_ops import dropout as Dropout  # noqa: N812
@@ -53,6 +55,7 @@ from .ops import (
     unary,
     where,
 )
+from .pool_ops import Pooling  # noqa: F401
 from .shape_ops import (
     concat,
     expand_dims,
@@ -69,6 +72,7 @@ from .shape_ops import (
     transpose,
 )
 
+_allocator.keep_freed_memory()  # reuse big temporaries across steps (see allocator.py)
 BlockGrad = stop_gradient
 Flatten = flatten
 Concat = concat

@@ -1,264 +1,168 @@
-"""2-D convolution and pooling (MXNet's ``Convolution`` and ``Pooling``, layout NCHW).
+"""N-d convolution (MXNet's ``Convolution``): 1-D, 2-D and 3-D, channels-first or -last.
 
-Both work on a strided *window view* of the padded input, shape (N, C, OH, OW, KH, KW),
-made with ``as_strided`` (no copy; stride and dilation are folded into the view's strides).
-Convolution copies that view once into an im2col matrix and does one batched GEMM over the
-groups; its input gradient is scattered back with one strided add per kernel position
-(KH·KW adds, not one per output pixel). The same code runs on numpy and cupy.
+The data is read through a channels-last window view (see :mod:`.im2col`) and copied once
+into an im2col matrix (rows = N·out pixels, columns = kernel positions × channels), so each
+layer is one large GEMM ``cols @ weight.T`` per group whose (rows, filters) result already
+*is* the channels-last output: it is returned as a transposed view, never copied back to
+NCHW. The backward is two GEMMs (weight gradient, kernel-position-major column gradient) and one
+strided add per kernel position; the input gradient is skipped for a network's input data.
 
 >>> from engine import nd
 >>> x = nd.ones((1, 1, 4, 4)); w = nd.ones((2, 1, 3, 3))
 >>> nd.Convolution(x, w, kernel=(3, 3), num_filter=2, no_bias=True).shape
 (1, 2, 2, 2)
->>> nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max").shape
-(1, 1, 2, 2)
+>>> nd.Convolution(nd.ones((1, 3, 5)), nd.ones((4, 3, 2)), nd.zeros((4,)), kernel=2,
+...                num_filter=4).shape
+(1, 4, 4)
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from . import im2col
 from .ndarray import NDArray, apply_op, needs_grad
+from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
 
 
-def _pair(value: Any, name: str) -> tuple[int, int]:
-    if value is None or value == ():
-        raise ValueError(f"{name} must be given")
-    if isinstance(value, int):
-        return (value, value)
-    value = tuple(int(v) for v in value)
-    if len(value) == 1:
-        return (value[0], value[0])
-    if len(value) != 2:
-        raise ValueError(f"{name} must have 2 entries for a 2-D op, got {value}")
-    return value  # type: ignore[return-value]
+def group_matrix(xp: Any, mat: Any, groups: int) -> Any:
+    """(rows, KK, C) channels-last columns → (G, rows, KK·C/G): a view when G == 1."""
+    rows, kk, c = mat.shape
+    if groups == 1:
+        return mat.reshape(1, rows, kk * c)
+    split = mat.reshape(rows, kk, groups, c // groups).transpose(2, 0, 1, 3)
+    return xp.ascontiguousarray(split).reshape(groups, rows, kk * (c // groups))
 
 
-def _lift(value: Any, height: int = 1) -> Any:
-    """A 1-D kernel/stride/pad argument as the 2-D one of a height-1 image."""
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return (height, value)
-    value = tuple(int(v) for v in value)
-    return (height, value[0]) if len(value) == 1 else value
+def ungroup_matrix(xp: Any, mat: Any, kk: int) -> Any:
+    """Inverse of :func:`group_matrix`: (G, rows, KK·Cg) → (rows, KK, G·Cg)."""
+    groups, rows, width = mat.shape
+    if groups == 1:
+        return mat.reshape(rows, kk, width // kk)
+    split = mat.reshape(groups, rows, kk, width // kk).transpose(1, 2, 0, 3)
+    return xp.ascontiguousarray(split).reshape(rows, kk, groups * (width // kk))
 
 
-def _windows(xp: Any, xpad: Any, out_hw: tuple[int, int], kernel: tuple[int, int],
-             stride: tuple[int, int], dilate: tuple[int, int]) -> Any:
-    """A read-only view (N, C, OH, OW, KH, KW) of the windows of a padded NCHW array."""
-    n, c = xpad.shape[:2]
-    s_n, s_c, s_h, s_w = xpad.strides
-    shape = (n, c, out_hw[0], out_hw[1], kernel[0], kernel[1])
-    strides = (s_n, s_c, s_h * stride[0], s_w * stride[1], s_h * dilate[0], s_w * dilate[1])
-    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
+def grouped_matmul(xp: Any, a: Any, b: Any) -> Any:
+    """``a @ b`` over a leading group axis; G == 1 runs as one 2-D GEMM (BLAS reads
+    transposed views of 2-D operands without copying them)."""
+    if a.shape[0] == 1:
+        return (a[0] @ b[0])[None]
+    return xp.matmul(a, b)
 
 
-def _scatter_windows(xp: Any, gpad: Any, gwin: Any, out_hw: tuple[int, int],
-                     kernel: tuple[int, int], stride: tuple[int, int],
-                     dilate: tuple[int, int]) -> None:
-    """Add window gradients, laid out (KH, KW, N, C, OH, OW) so each kernel position is one
-    contiguous block, back into the padded input gradient."""
-    oh, ow = out_hw
-    for p in range(kernel[0]):
-        h0 = p * dilate[0]
-        rows = slice(h0, h0 + stride[0] * (oh - 1) + 1, stride[0])
-        for q in range(kernel[1]):
-            w0 = q * dilate[1]
-            cols = slice(w0, w0 + stride[1] * (ow - 1) + 1, stride[1])
-            gpad[:, :, rows, cols] += gwin[p, q]
+def kernel_major_product(xp: Any, mat: Any, wmat: Any, kk: int) -> Any:
+    """``mat @ wmat`` per group with the result laid out kernel-position-major for col2im:
+    (G, rows, A) @ (G, A, KK·B) → (KK, rows, G·B), one batched GEMM per group."""
+    groups, rows, a = mat.shape
+    b = wmat.shape[-1] // kk
+    per_k = wmat.reshape(groups, a, kk, b).transpose(0, 2, 1, 3)  # (G, KK, A, B)
+    out = xp.matmul(mat[:, None], xp.ascontiguousarray(per_k))  # (G, KK, rows, B)
+    if groups == 1:
+        return out[0]
+    return xp.ascontiguousarray(out.transpose(1, 2, 0, 3)).reshape(kk, rows, groups * b)
 
 
-def _pad(xp: Any, x: Any, pad: tuple[int, int], extra: tuple[int, int] = (0, 0),
-         value: float = 0.0) -> Any:
-    if pad == (0, 0) and extra == (0, 0):
-        return x
-    widths = ((0, 0), (0, 0), (pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1]))
-    return xp.pad(x, widths, mode="constant", constant_values=value)
+def weight_to_rows(w: Any, channels_last: bool) -> Any:
+    """A weight (F, Cg, *K) or channels-last (F, *K, Cg) as (F, KK·Cg) in (K, Cg) order."""
+    if not channels_last:
+        w = w.transpose(0, *range(2, w.ndim), 1)
+    return w.reshape(w.shape[0], -1)
+
+
+def rows_to_weight(mat: Any, shape: tuple[int, ...], channels_last: bool) -> Any:
+    """Inverse of :func:`weight_to_rows` for a gradient of weight ``shape``."""
+    if channels_last:
+        return mat.reshape(shape)
+    lead, cg, kernel = shape[0], shape[1], shape[2:]
+    return mat.reshape(lead, *kernel, cg).transpose(0, len(shape) - 1, *range(1, len(shape) - 1))
+
+
+def _conv_geometry(x: Any, w: Any, kernel: Any, stride: Any, dilate: Any, pad: Any,
+                   num_filter: Any, groups: int, layout: str | None) -> tuple[Any, ...]:
+    nd = x.ndim - 2
+    if nd not in (1, 2, 3) or w.ndim != x.ndim:
+        raise ValueError(f"Convolution expects 3-, 4- or 5-D data and a weight of the same "
+                         f"rank, got shapes {x.shape} and {w.shape}")
+    last = im2col.check_layout(layout, nd, "Convolution")
+    kernel = im2col.spatial_tuple(kernel if kernel not in (None, ()) else
+                                  (w.shape[1:-1] if last else w.shape[2:]), nd, "kernel")
+    stride = im2col.spatial_tuple(stride, nd, "stride", 1)
+    dilate = im2col.spatial_tuple(dilate, nd, "dilate", 1)
+    pad = im2col.spatial_tuple(pad, nd, "pad", 0)
+    c = x.shape[-1] if last else x.shape[1]
+    f = w.shape[0]
+    w_kernel, cg = (w.shape[1:-1], w.shape[-1]) if last else (w.shape[2:], w.shape[1])
+    if tuple(w_kernel) != kernel:
+        raise ValueError(f"Convolution: kernel {kernel} does not match weight shape {w.shape}")
+    if groups < 1 or c % groups or f % groups or cg * groups != c:
+        raise ValueError(
+            f"Convolution: data has {c} channels and weight {w.shape} with num_group={groups}; "
+            f"the weight must hold channels/num_group = {c // max(groups, 1)} input channels"
+        )
+    if num_filter is not None and f != int(num_filter):
+        raise ValueError(f"Convolution: weight has {f} filters, num_filter={num_filter}")
+    sizes = x.shape[1:-1] if last else x.shape[2:]
+    out = tuple(im2col.conv_out_size(*args) for args in zip(sizes, kernel, stride, pad, dilate,
+                                                             strict=True))
+    if min(out) <= 0:
+        padded = tuple(s + 2 * p for s, p in zip(sizes, pad, strict=True))
+        raise ValueError(f"Convolution: kernel {kernel} (dilate {dilate}) is larger than the "
+                         f"padded input {padded}")
+    return last, kernel, stride, dilate, pad, tuple(sizes), out
 
 
 def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
-                kernel: Any = None, stride: Any = (1, 1), dilate: Any = (1, 1),
-                pad: Any = (0, 0), num_filter: int | None = None, num_group: int = 1,
-                no_bias: bool = False, layout: str = "NCHW", **_: Any) -> NDArray:
-    """Convolution of ``data`` (N, C, H, W) with ``weight`` (F, C/groups, KH, KW); 1-D data
-    (N, C, W) with a (F, C/groups, K) weight runs as height-1 2-D."""
-    if data.ndim == 3 and layout in ("NCW", "NCHW"):
-        out = convolution(data.expand_dims(2), weight.expand_dims(2), bias,
-                          _lift(kernel), _lift(stride, 1), _lift(dilate, 1), _lift(pad, 0),
-                          num_filter, num_group, no_bias)
-        return out.squeeze(2)
-    if layout != "NCHW":
-        raise ValueError(f"Convolution supports layouts 'NCHW' and 'NCW' only, got {layout!r}")
+                kernel: Any = None, stride: Any = (), dilate: Any = (), pad: Any = (),
+                num_filter: int | None = None, num_group: int = 1, workspace: int = 1024,
+                no_bias: bool = False, cudnn_tune: Any = None, cudnn_off: bool = False,
+                layout: str | None = None, **_: Any) -> NDArray:
+    """Convolution of ``data`` (N, C, *spatial) with ``weight`` (F, C/num_group, *kernel).
+
+    Channels-last layouts (``NWC``, ``NHWC``, ``NDHWC``) take data (N, *spatial, C) and a
+    weight (F, *kernel, C/num_group), as MXNet infers it. ``workspace``, ``cudnn_tune`` and
+    ``cudnn_off`` are accepted for MXNet compatibility and do nothing here.
+    """
     x, w = data._data, weight._data
     xp = data.xp
-    if x.ndim != 4 or w.ndim != 4:
-        raise ValueError(
-            f"Convolution expects 4-D data and weight, got shapes {x.shape} and {w.shape}"
-        )
-    kernel = _pair(kernel if kernel is not None else w.shape[2:], "kernel")
-    stride, dilate, pad = _pair(stride, "stride"), _pair(dilate, "dilate"), _pair(pad, "pad")
-    n, c, h, wd = x.shape
-    f, cg, kh, kw = w.shape
     groups = int(num_group)
-    if (kh, kw) != kernel:
-        raise ValueError(f"Convolution: kernel {kernel} does not match weight shape {w.shape}")
-    if c % groups or f % groups or cg * groups != c:
-        raise ValueError(
-            f"Convolution: data has {c} channels and weight {w.shape} with num_group={groups}; "
-            f"weight must be (num_filter, channels/num_group, KH, KW)"
-        )
-    if num_filter is not None and f != num_filter:
-        raise ValueError(f"Convolution: weight has {f} filters, num_filter={num_filter}")
-    oh = (h + 2 * pad[0] - dilate[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (wd + 2 * pad[1] - dilate[1] * (kw - 1) - 1) // stride[1] + 1
-    if oh <= 0 or ow <= 0:
-        raise ValueError(
-            f"Convolution: kernel {kernel} (dilate {dilate}) is larger than the padded input "
-            f"{(h + 2 * pad[0], wd + 2 * pad[1])}"
-        )
-    xpad = _pad(xp, x, pad)
-    win = _windows(xp, xpad, (oh, ow), kernel, stride, dilate)
-    rows, k = n * oh * ow, cg * kh * kw
-    # im2col: (N, OH, OW, G, Cg, KH, KW) → (G, rows, K), one copy
-    cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(rows, groups, k).transpose(1, 0, 2)
-    wmat = w.reshape(groups, f // groups, k)
-    out = xp.matmul(cols, wmat.transpose(0, 2, 1))  # (G, rows, F/G)
-    out = out.transpose(1, 0, 2).reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
+    last, kernel, stride, dilate, pad, sizes, out_sizes = _conv_geometry(
+        x, w, kernel, stride, dilate, pad, num_filter, groups, layout)
+    xl = im2col.to_channels_last(x, last)
+    xpad = im2col.pad_channels_last(xp, xl, pad, pad)
+    win = im2col.windows(xp, xpad, out_sizes, kernel, stride, dilate)
+    n, c, f = x.shape[0], xl.shape[-1], w.shape[0]
+    rows, kk = n * im2col.count(out_sizes), im2col.count(kernel)
+    # im2col: the one copy of the input, (rows, KK, C) with channels contiguous
+    cols = group_matrix(xp, xp.ascontiguousarray(win).reshape(rows, kk, c), groups)
+    wmat = weight_to_rows(w, last).reshape(groups, f // groups, -1)
+    out = grouped_matmul(xp, cols, wmat.transpose(0, 2, 1))  # (G, rows, F/G)
+    out = out[0] if groups == 1 else xp.ascontiguousarray(out.transpose(1, 0, 2))
+    out = out.reshape(rows, f)
     use_bias = bias is not None and not no_bias
     if use_bias:
-        out = out + bias._data.reshape(1, f, 1, 1)  # type: ignore[union-attr]
-    out = xp.ascontiguousarray(out)
+        out += bias._data.reshape(1, f).astype(out.dtype, copy=False)  # type: ignore[union-attr]
+    out_l = out.reshape(n, *out_sizes, f)
     inputs = (data, weight, bias) if use_bias else (data, weight)
     need_gx = needs_grad(data)  # a network's input data needs no gradient: skip col2im
 
     def backward(g: Any) -> tuple[Any, ...]:
-        gmat = g.transpose(0, 2, 3, 1).reshape(rows, groups, f // groups).transpose(1, 0, 2)
-        # a contiguous left operand keeps numpy's stacked matmul on the BLAS path
-        gw = xp.matmul(xp.ascontiguousarray(gmat.transpose(0, 2, 1)), cols).reshape(w.shape)
+        gmat = group_matrix(xp, im2col.to_channels_last(g, last).reshape(rows, 1, f), groups)
+        gw = grouped_matmul(xp, gmat.transpose(0, 2, 1), cols)  # (G, F/G, KK·Cg)
+        gw = rows_to_weight(gw.reshape(f, -1), w.shape, last)
         gx = None
         if need_gx:
-            gcols = xp.matmul(gmat, wmat)  # (G, rows, K)
-            gwin = xp.ascontiguousarray(
-                gcols.transpose(1, 0, 2).reshape(n, oh, ow, c, kh, kw).transpose(4, 5, 0, 3, 1, 2))
+            gcols = kernel_major_product(xp, gmat, wmat, kk)  # (KK, rows, C)
             gpad = xp.zeros(xpad.shape, dtype=x.dtype)
-            _scatter_windows(xp, gpad, gwin, (oh, ow), kernel, stride, dilate)
-            gx = gpad[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + wd]
+            im2col.col2im_add(gpad, gcols.reshape(kk, n, *out_sizes, c), out_sizes, kernel,
+                              stride, dilate)
+            gx = im2col.from_channels_last(gpad[im2col.interior(pad, sizes)], last)
         if use_bias:
-            return gx, gw, g.sum(axis=(0, 2, 3))
+            return gx, gw, gmat.sum(axis=1).reshape(f)
         return gx, gw
 
-    return apply_op(out, inputs, backward)  # type: ignore[arg-type]
-
-
-def _pool_out(size: int, k: int, s: int, p: int, full: bool) -> int:
-    span = size + 2 * p - k
-    return (math.ceil(span / s) if full else span // s) + 1
-
-
-def pooling(data: NDArray, kernel: Any = (1, 1), pool_type: str = "max",
-            global_pool: bool = False, stride: Any = None, pad: Any = (0, 0),
-            pooling_convention: str = "valid", count_include_pad: bool = True,
-            layout: str = "NCHW", **_: Any) -> NDArray:
-    """Max or average pooling over (N, C, H, W); ``global_pool`` pools the whole plane.
-
-    ``pooling_convention='full'`` rounds the output size up (Gluon's ``ceil_mode``).
-    """
-    if data.ndim == 3 and layout in ("NCW", "NCHW"):
-        out = pooling(data.expand_dims(2), _lift(kernel, 1), pool_type, global_pool,
-                      _lift(stride) if stride is not None else None, _lift(pad, 0),
-                      pooling_convention, count_include_pad)
-        return out.squeeze(2)
-    if layout != "NCHW":
-        raise ValueError(f"Pooling supports layouts 'NCHW' and 'NCW' only, got {layout!r}")
-    if pool_type not in ("max", "avg", "sum"):
-        raise ValueError(f"unknown pool_type {pool_type!r}; expected 'max', 'avg' or 'sum'")
-    if pooling_convention not in ("valid", "full"):
-        raise ValueError(
-            f"pooling_convention must be 'valid' or 'full', got {pooling_convention!r}"
-        )
-    x = data._data
-    xp = data.xp
-    if x.ndim != 4:
-        raise ValueError(f"Pooling expects 4-D (N, C, H, W) data, got shape {x.shape}")
-    if global_pool:
-        return _global_pool(data, pool_type)
-    kernel = _pair(kernel, "kernel")
-    stride = _pair(stride if stride is not None else kernel, "stride")
-    pad = _pair(pad, "pad")
-    n, c, h, wd = x.shape
-    full = pooling_convention == "full"
-    oh = _pool_out(h, kernel[0], stride[0], pad[0], full)
-    ow = _pool_out(wd, kernel[1], stride[1], pad[1], full)
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"Pooling: kernel {kernel} is larger than the padded input {x.shape[2:]}")
-    # windows that run past the padded input (ceil mode) read extra cells
-    extra = (max(0, (oh - 1) * stride[0] + kernel[0] - h - 2 * pad[0]),
-             max(0, (ow - 1) * stride[1] + kernel[1] - wd - 2 * pad[1]))
-    ones = (1, 1)
-    if pool_type == "max":
-        xpad = _pad(xp, x, pad, extra, value=-xp.inf)
-        win = _windows(xp, xpad, (oh, ow), kernel, stride, ones)
-        flat = win.reshape(n, c, oh, ow, kernel[0] * kernel[1])
-        arg = flat.argmax(axis=-1)
-        out = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-
-        def max_backward(g: Any) -> tuple[Any]:
-            gpad = xp.zeros(xpad.shape, dtype=x.dtype)
-            positions = xp.arange(kernel[0] * kernel[1]).reshape(-1, 1, 1, 1, 1)
-            gwin = ((arg[None] == positions) * g[None]).astype(x.dtype, copy=False)
-            gwin = gwin.reshape(kernel[0], kernel[1], n, c, oh, ow)
-            _scatter_windows(xp, gpad, gwin, (oh, ow), kernel, stride, ones)
-            return (gpad[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + wd],)
-
-        return apply_op(xp.ascontiguousarray(out), (data,), max_backward)
-
-    xpad = _pad(xp, x, pad, extra)
-    win = _windows(xp, xpad, (oh, ow), kernel, stride, ones)
-    total = win.sum(axis=(4, 5))
-    if pool_type == "sum":
-        divisor: Any = 1.0
-    elif count_include_pad:
-        # padding counts, cells beyond the padding (ceil mode) do not (as MXNet)
-        cover = _pad(xp, xp.ones((1, 1, h + 2 * pad[0], wd + 2 * pad[1]), x.dtype), (0, 0), extra)
-        divisor = _windows(xp, cover, (oh, ow), kernel, stride, ones).sum(axis=(4, 5))
-    else:
-        cover = _pad(xp, xp.ones((1, 1, h, wd), x.dtype), pad, extra)
-        divisor = _windows(xp, cover, (oh, ow), kernel, stride, ones).sum(axis=(4, 5))
-    out = (total / divisor).astype(x.dtype, copy=False)
-
-    def avg_backward(g: Any) -> tuple[Any]:
-        gpad = xp.zeros(xpad.shape, dtype=x.dtype)
-        share = g / divisor
-        gwin = xp.broadcast_to(share, (kernel[0], kernel[1], n, c, oh, ow))
-        _scatter_windows(xp, gpad, gwin, (oh, ow), kernel, stride, ones)
-        return (gpad[:, :, pad[0] : pad[0] + h, pad[1] : pad[1] + wd],)
-
-    return apply_op(xp.ascontiguousarray(out), (data,), avg_backward)
-
-
-def _global_pool(data: NDArray, pool_type: str) -> NDArray:
-    x = data._data
-    xp = data.xp
-    if pool_type == "max":
-        out = x.max(axis=(2, 3), keepdims=True)
-
-        def max_backward(g: Any) -> tuple[Any]:
-            # the gradient goes to the first maximum of each plane, as argmax picks it
-            n, c, h, w = x.shape
-            arg = x.reshape(n, c, h * w).argmax(axis=-1)
-            onehot = (arg[..., None] == xp.arange(h * w)).astype(x.dtype)
-            return ((onehot * g.reshape(n, c, 1)).reshape(x.shape),)
-
-        return apply_op(out, (data,), max_backward)
-    count = x.shape[2] * x.shape[3]
-    if pool_type == "sum":
-        return apply_op(x.sum(axis=(2, 3), keepdims=True), (data,),
-                        lambda g: (xp.broadcast_to(g, x.shape).copy(),))
-    out = x.mean(axis=(2, 3), keepdims=True)
-    return apply_op(out, (data,), lambda g: (xp.broadcast_to(g / count, x.shape).copy(),))
+    return apply_op(im2col.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
+                    backward)
 
 
 Convolution = convolution
-Pooling = pooling

@@ -1,6 +1,6 @@
-"""Per-sample normalizations and padding: ``InstanceNorm``, ``GroupNorm``, ``pad`` (MXNet names).
+"""Per-sample normalizations: ``InstanceNorm`` and ``GroupNorm`` (MXNet names).
 
-They are compositions of differentiable primitives (mean, square, rsqrt, take), so autograd
+They are compositions of differentiable primitives (mean, square, rsqrt), so autograd
 differentiates them without rules of their own. Variances are biased (divide by the count),
 as MXNet's kernels compute them.
 
@@ -8,19 +8,13 @@ as MXNet's kernels compute them.
 >>> x = nd.array([[[1.0, 3.0]]])
 >>> nd.InstanceNorm(x, nd.ones((1,)), nd.zeros((1,)), eps=0.0).asnumpy().tolist()
 [[[-1.0, 1.0]]]
->>> nd.pad(nd.array([[[[1.0, 2.0, 3.0]]]]), mode="reflect",
-...        pad_width=(0, 0, 0, 0, 0, 0, 1, 1)).asnumpy().tolist()
-[[[[2.0, 1.0, 2.0, 3.0, 2.0]]]]
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy
-
-from .ndarray import NDArray, apply_op
-from .shape_ops import take
+from .ndarray import NDArray
 
 
 def _normalize(x: NDArray, axes: tuple[int, ...], eps: float) -> NDArray:
@@ -56,44 +50,5 @@ def group_norm(data: NDArray, gamma: NDArray, beta: NDArray, num_groups: int = 1
     return out.reshape(data.shape)
 
 
-def _source_index(size: int, before: int, after: int, mode: str) -> numpy.ndarray:
-    positions = numpy.arange(-before, size + after)
-    if mode == "edge":
-        return numpy.clip(positions, 0, size - 1)
-    if before >= size or after >= size:
-        raise ValueError(f"reflect padding ({before}, {after}) must be smaller than the "
-                         f"axis length {size}")
-    period = 2 * (size - 1)
-    folded = numpy.abs(positions) % period if period else numpy.zeros_like(positions)
-    return numpy.where(folded >= size, period - folded, folded)
-
-
-def pad(data: NDArray, mode: str = "constant", pad_width: Any = (), constant_value: float = 0.0,
-        **_: Any) -> NDArray:
-    """Pad a 4-D or 5-D array; ``pad_width`` has (before, after) per axis, and the first two
-    axes must not be padded (MXNet's ``Pad`` rule). ``mode``: constant, edge or reflect."""
-    width = tuple(int(w) for w in pad_width)
-    if data.ndim not in (4, 5) or len(width) != 2 * data.ndim:
-        raise ValueError(f"pad: pad_width must have 2 values per axis of a 4-D or 5-D array, "
-                         f"got {width} for shape {data.shape}")
-    if any(width[:4]):
-        raise ValueError("pad: the batch and channel axes cannot be padded")
-    pairs = [(width[2 * i], width[2 * i + 1]) for i in range(data.ndim)]
-    if mode == "constant":
-        xp = data.xp
-        out = xp.pad(data._data, pairs, mode="constant", constant_values=constant_value)
-        crop = tuple(slice(b, b + s) for (b, _a), s in zip(pairs, data.shape, strict=True))
-        return apply_op(out, (data,), lambda g: (g[crop],))
-    if mode not in ("edge", "reflect"):
-        raise ValueError(f"pad: mode must be constant, edge or reflect, got {mode!r}")
-    out = data
-    for axis, (before, after) in enumerate(pairs):
-        if before or after:
-            index = data.xp.asarray(_source_index(data.shape[axis], before, after, mode))
-            out = take(out, index, axis=axis)
-    return out
-
-
 InstanceNorm = instance_norm
 GroupNorm = group_norm
-Pad = pad

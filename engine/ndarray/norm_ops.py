@@ -31,14 +31,52 @@ def _channel_shape(ndim: int, axis: int) -> tuple[int, ...]:
     return tuple(shape)
 
 
+class _ChannelView:
+    """``x`` as a 2-D (rows, channels) matrix when its channel axis is innermost in memory
+    (what the convolutions return), so per-channel sums are one GEMV and every elementwise
+    pass runs over contiguous memory; otherwise ``x`` as is, reduced over its other axes."""
+
+    def __init__(self, xp: Any, x: Any, axis: int) -> None:
+        self.xp, self.shape, self.axis = xp, x.shape, axis
+        moved = xp.moveaxis(x, axis, -1)
+        self.flat = moved.flags.c_contiguous
+        self.work = moved.reshape(-1, x.shape[axis]) if self.flat else x
+        self.count = x.size // max(x.shape[axis], 1)
+        self.cshape = (-1,) if self.flat else _channel_shape(x.ndim, axis)
+        self.reduce_axes = (0,) if self.flat else tuple(i for i in range(x.ndim) if i != axis)
+        self._ones = xp.ones(self.count, dtype=x.dtype) if self.flat else None
+
+    def of(self, a: Any) -> Any:
+        """Another array of the data's shape, in this view's working form."""
+        if not self.flat:
+            return a
+        return self.xp.moveaxis(a, self.axis, -1).reshape(self.work.shape)
+
+    def sum(self, a: Any) -> Any:
+        return self._ones @ a if self.flat else a.sum(axis=self.reduce_axes)
+
+    def vec(self, v: Any) -> Any:
+        return v.reshape(self.cshape)
+
+    def restore(self, a: Any) -> Any:
+        if not self.flat:
+            return a
+        moved = (*self.shape[: self.axis], *self.shape[self.axis + 1 :], self.shape[self.axis])
+        return self.xp.moveaxis(a.reshape(moved), -1, self.axis)
+
+
 def batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArray,
                moving_var: NDArray, eps: float = 1e-3, momentum: float = 0.9,
                fix_gamma: bool = True, use_global_stats: bool = False,
-               output_mean_var: bool = False, axis: int = 1, **_: Any) -> NDArray:
+               output_mean_var: bool = False, axis: int = 1, cudnn_off: bool = False,
+               min_calib_range: Any = None, max_calib_range: Any = None,
+               **_: Any) -> NDArray:
     """Batch normalization over every axis but ``axis`` (MXNet's ``BatchNorm`` operator).
 
     Training mode (``autograd.is_training()``) uses batch statistics unless
     ``use_global_stats``; ``fix_gamma`` treats gamma as 1 (and gives it no gradient).
+    One fused node: the forward keeps only the normalized data and 1/std for the backward,
+    and reuses its temporaries in place.
     """
     x = data._data
     xp = data.xp
@@ -51,45 +89,50 @@ def batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArra
                 f"BatchNorm: {name} has {arr.size} values but data has {c} channels on axis "
                 f"{axis} (data shape {x.shape})"
             )
-    cshape = _channel_shape(x.ndim, ax)
-    reduce_axes = tuple(i for i in range(x.ndim) if i != ax)
+    view = _ChannelView(xp, x, ax)
+    work = view.work
     g_raw = xp.ones((c,), x.dtype) if fix_gamma else gamma._data.astype(x.dtype, copy=False)
-    gam = g_raw.reshape(cshape)
-    bet = beta._data.astype(x.dtype, copy=False).reshape(cshape)
+    bet = beta._data.astype(x.dtype, copy=False)
     batch_stats = autograd.is_training() and not use_global_stats
     if batch_stats:
-        mean = x.mean(axis=reduce_axes)
-        centered = x - mean.reshape(cshape)
-        var = (centered * centered).mean(axis=reduce_axes)
+        mean = view.sum(work) / view.count
+        xhat = work - view.vec(mean)
+        var = view.sum(xhat * xhat) / view.count
         rm, rv = moving_mean._data, moving_var._data
         rm[...] = rm * momentum + mean.astype(rm.dtype) * (1 - momentum)
         rv[...] = rv * momentum + var.astype(rv.dtype) * (1 - momentum)
+        inv_std = 1.0 / xp.sqrt(var + eps)
+        xhat *= view.vec(inv_std)  # centered data becomes the normalized data in place
+        out = xhat * view.vec(g_raw) if not fix_gamma else xhat.copy()
+        out += view.vec(bet)
     else:
         mean = moving_mean._data.astype(x.dtype)
         var = moving_var._data.astype(x.dtype)
-        centered = x - mean.reshape(cshape)
-    inv_std = 1.0 / xp.sqrt(var + eps)
-    xhat = centered * inv_std.reshape(cshape)
-    out = (xhat * gam + bet).astype(x.dtype, copy=False)
-    count = x.size // c
+        inv_std = 1.0 / xp.sqrt(var + eps)
+        scale = g_raw * inv_std
+        out = work * view.vec(scale)
+        out += view.vec(bet - mean * scale)
+        xhat = None
+    out = out.astype(x.dtype, copy=False)
 
     def backward(g: Any) -> tuple[Any, ...]:
-        gbeta = g.sum(axis=reduce_axes)
-        ggamma = (g * xhat).sum(axis=reduce_axes)
-        dxhat = g * gam
+        gw = view.of(g)
+        gbeta = view.sum(gw)
+        normalized = xhat if xhat is not None else (work - view.vec(mean)) * view.vec(inv_std)
+        ggamma = view.sum(gw * normalized)
         if batch_stats:
-            # d/dx of (x - mean)/std with mean and var depending on x
-            sum_dxhat = dxhat.sum(axis=reduce_axes).reshape(cshape)
-            sum_dxhat_xhat = (dxhat * xhat).sum(axis=reduce_axes).reshape(cshape)
-            gx = (inv_std.reshape(cshape) / count) * (
-                count * dxhat - sum_dxhat - xhat * sum_dxhat_xhat
-            )
+            # d/dx of gamma·(x - mean)/std with mean and var depending on x
+            gx = normalized * view.vec(ggamma / view.count)
+            xp.subtract(gw, gx, out=gx)
+            gx -= view.vec(gbeta / view.count)
+            gx *= view.vec(g_raw * inv_std)
         else:
-            gx = dxhat * inv_std.reshape(cshape)
+            gx = gw * view.vec(g_raw * inv_std)
         ggamma = xp.zeros_like(ggamma) if fix_gamma else ggamma
-        return (gx, ggamma.reshape(gamma.shape), gbeta.reshape(beta.shape), None, None)
+        return (view.restore(gx), ggamma.reshape(gamma.shape), gbeta.reshape(beta.shape),
+                None, None)
 
-    result = apply_op(out, (data, gamma, beta, moving_mean, moving_var), backward)
+    result = apply_op(view.restore(out), (data, gamma, beta, moving_mean, moving_var), backward)
     if output_mean_var:
         return result, NDArray(mean, data._ctx), NDArray(var, data._ctx)  # type: ignore[return-value]
     return result

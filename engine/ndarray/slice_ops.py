@@ -142,10 +142,15 @@ def diag(data: NDArray, k: int = 0, axis1: int = 0, axis2: int = 1, **_: Any) ->
 
 def pad(data: NDArray, mode: str = "constant", pad_width: Sequence[int] = (),
         constant_value: float = 0.0, **_: Any) -> NDArray:
-    """Pad with ``pad_width`` = (before0, after0, before1, after1, ...) per axis."""
+    """Pad a 4-D or 5-D array with ``pad_width`` = (before0, after0, before1, after1, ...);
+    as in MXNet, the batch and channel axes cannot be padded. ``mode``: constant, edge or
+    reflect."""
     widths = tuple(int(p) for p in pad_width)
-    if len(widths) != 2 * data.ndim:
-        raise MXNetShapeError(f"pad: pad_width needs {2 * data.ndim} values, got {len(widths)}")
+    if data.ndim not in (4, 5) or len(widths) != 2 * data.ndim:
+        raise MXNetShapeError(f"pad: pad_width must have 2 values per axis of a 4-D or 5-D "
+                              f"array, got {widths} for shape {data.shape}")
+    if any(widths[:4]):
+        raise MXNetShapeError("pad: the batch and channel axes cannot be padded")
     pairs = [(widths[2 * i], widths[2 * i + 1]) for i in range(data.ndim)]
     xp = data.xp
     if mode == "constant":

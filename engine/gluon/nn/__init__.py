@@ -21,16 +21,26 @@ from .basic_layers import (
     Sequential,
 )
 from .conv_layers import (
+    Conv1D,
+    Conv1DTranspose,
+    Conv2D,
+    Conv2DTranspose,
+    Conv3D,
+    Conv3DTranspose,
+)
+from .pool_layers import (
     AvgPool1D,
     AvgPool2D,
-    Conv1D,
-    Conv2D,
+    AvgPool3D,
     GlobalAvgPool1D,
     GlobalAvgPool2D,
+    GlobalAvgPool3D,
     GlobalMaxPool1D,
     GlobalMaxPool2D,
+    GlobalMaxPool3D,
     MaxPool1D,
     MaxPool2D,
+    MaxPool3D,
 )
 from .norm_layers import BatchNormReLU, GroupNorm, InstanceNorm, ReflectionPad2D
 from .registry import LAYERS, create, names, register
@@ -41,5 +51,7 @@ __all__ = [
     "GlobalMaxPool1D", "GlobalMaxPool2D", "HybridBlock", "MaxPool1D",
     "HybridLambda", "HybridSequential", "LAYERS", "Lambda", "LayerNorm", "LeakyReLU",
     "MaxPool2D", "PReLU", "SELU", "Sequential", "Swish", "create", "names", "register",
+    "AvgPool3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3D", "Conv3DTranspose",
+    "GlobalAvgPool3D", "GlobalMaxPool3D", "MaxPool3D",
 ]
 __all__ += ["BatchNormReLU", "GroupNorm", "InstanceNorm", "ReflectionPad2D"]

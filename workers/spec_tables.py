@@ -33,7 +33,7 @@ OFFERED: dict[str, tuple[str, ...]] = {
                   "dcasgd", "sgld", "signum", "ftml", "lbsgd", "ftrl", "lamb", "lars", "adamw"),
     "lr_scheduler": ("factor", "multifactor", "poly", "cosine"),
     "loss": ("softmax_cross_entropy", "l2", "l1", "sigmoid_binary_cross_entropy", "huber",
-             "kl_div", "hinge", "squared_hinge", "logistic"),
+             "kl_div"),
     "initializer": ("uniform", "normal", "zero", "one", "constant", "orthogonal", "xavier",
                     "msraprelu", "bilinear"),
     "metric": ("accuracy", "top_k_accuracy", "f1", "mcc", "mae", "mse", "rmse",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
 from core.models import LRChange
 
@@ -11,7 +11,8 @@ from core.models import LRChange
 class LearningRateUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    learning_rate: float = Field(gt=0, allow_inf_nan=False)
+    # Strict: JSON true is not 1.0, and "0.1" is a string (issue 14).
+    learning_rate: StrictFloat = Field(gt=0, allow_inf_nan=False)
     mode: Literal["scale", "override"] = "scale"
 
 

@@ -7,6 +7,7 @@ import binascii
 import hashlib
 import json
 import logging
+import math
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
@@ -16,7 +17,7 @@ from api import telemetry
 from api.errors import ApiError, field_error, not_found
 from api.schemas.jobs import JobControlPublic
 from api.state import ServiceState
-from core import repositories
+from core import model_size, repositories
 from core.jobspec import JobSpec
 from core.models import Job, JobStatus, User
 
@@ -57,13 +58,26 @@ def _replay(existing: Job, request_hash: str) -> Job:
 def _check_spec_references(
     session: Session, *, spec: JobSpec, owner: User, state: ServiceState
 ) -> None:
+    features = model_size.input_features_of(spec)
     for split in ("train", "val"):
         source = getattr(spec.data, split)
         dataset_id = getattr(source, "dataset", None)
-        if dataset_id is not None and repositories.get_dataset(
-            session, dataset_id=dataset_id, owner_id=owner.id
-        ) is None:
+        if dataset_id is None:
+            continue
+        dataset = repositories.get_dataset(session, dataset_id=dataset_id, owner_id=owner.id)
+        if dataset is None:
             raise field_error(f"data.{split}.dataset", f"dataset {dataset_id} not found")
+        if split == "train" and dataset.feature_shape:
+            features = math.prod(int(d) for d in dataset.feature_shape)
+    size = model_size.estimate(spec, input_features=features)
+    limit = state.settings.limits.max_job_memory_bytes
+    if size.bytes > limit:
+        raise field_error(
+            "model",
+            f"the model needs about {model_size.human_bytes(size.bytes)} "
+            f"({size.parameters:,} parameters, batch {spec.data.batch_size}); "
+            f"the limit per job is {model_size.human_bytes(limit)}",
+        )
     lr = spec.initial_learning_rate()
     bounds = state.settings.lr
     if lr is not None and not bounds.min <= lr <= bounds.max:

@@ -86,6 +86,21 @@ class TestSpecValidation:
             ({"device": "tpu"}, "device", "cpu"),
             ({"data": {"train": {"builtin": "mnist"}}}, "data.train.builtin", "digits"),
             ({"model": []}, "model", "at least 1"),
+            # issue 9: parameters per class, not per kind
+            ({"optimizer": {"type": "adam", "momentum": 0.9}}, "optimizer", "momentum"),
+            ({"loss": {"type": "l2", "sparse_label": True}}, "loss", "sparse_label"),
+            # issue 14: types and ranges per parameter
+            ({"optimizer": {"type": "sgd", "momentum": "abc"}}, "optimizer", "momentum"),
+            ({"loss": {"type": "softmax_cross_entropy", "axis": "x"}}, "loss", "axis"),
+            ({"lr_scheduler": {"type": "cosine", "max_update": "x"}}, "lr_scheduler",
+             "max_update"),
+            ({"optimizer": {"type": "adam", "epsilon": -1}}, "optimizer", "epsilon must be > 0"),
+            ({"optimizer": {"type": "adam", "clip_gradient": True}}, "optimizer",
+             "clip_gradient must be a number"),
+            ({"model": [{"type": "Dense", "units": 10**6}, {"type": "Dense", "units": 10**6}]},
+             "model", "limit per job"),
+            ({"data": {"train": {"dataset": "../../../../etc/passwd"}}}, "data.train.dataset",
+             "is not a dataset id"),
         ],
     )
     def test_invalid_spec_names_the_field(
@@ -150,6 +165,8 @@ class TestLearningRateValidation:
             ('{"learning_rate": 0}', 422, "learning_rate"),
             ('{"learning_rate": 50}', 422, "learning_rate"),
             ('{"learning_rate": "fast"}', 422, "learning_rate"),
+            ('{"learning_rate": true}', 422, "learning_rate"),  # not applied as 1.0
+            ('{"learning_rate": "0.1"}', 422, "learning_rate"),
             ('{"learning_rate": 0.1, "mode": "double"}', 422, "mode"),
             ('{"learning_rate": 0.1, "extra": 1}', 422, "extra"),
             ('{"learning_rate": ', 400, None),

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers.engine_api import engine
+import engine
 from workers.jobio import ControlCommand, JobIO
 
 # Typed as Any: the estimator dispatches on these mixins with isinstance.

@@ -16,10 +16,12 @@ from __future__ import annotations
 import io
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import engine
+from core.jobspec import JobSpec, parse_spec
 from core.models import utcnow
 from core.storage import ObjectStore, checkpoint_prefix
 from workers import build
@@ -32,7 +34,6 @@ from workers.checkpoints import (
     sha256_hex,
     write_checkpoint,
 )
-from workers.engine_api import engine
 from workers.hooks import (
     STOP_CANCEL,
     STOP_LEASE_LOST,
@@ -76,7 +77,7 @@ class JobRunner:
     def __init__(
         self,
         job_id: str,
-        spec: dict[str, Any],
+        spec: JobSpec | Mapping[str, Any],
         store: ObjectStore,
         job_io: JobIO,
         *,
@@ -85,7 +86,8 @@ class JobRunner:
         pacing: Pacing | None = None,
     ) -> None:
         self.job_id = job_id
-        self.spec = spec
+        # Built from the validated spec only: its defaults are the schema's, not ours.
+        self.spec = spec if isinstance(spec, JobSpec) else parse_spec(dict(spec))
         self.store = store
         self.io = job_io
         self.state = LoopState()
@@ -95,43 +97,39 @@ class JobRunner:
         self._load_upload = load_upload or _no_uploads
         self.pacing = pacing or Pacing()
         self.loop_seconds = 0.0  # time inside the training loop, for logs and benchmarks
-        checkpoint_spec = spec.get("checkpoint") or {}
-        self.checkpoint_every = int(checkpoint_spec.get("every_steps") or 0)
-        self.keep_last = int(checkpoint_spec.get("keep_last") or 3)
+        self.checkpoint_every = self.spec.checkpoint.every_steps
+        self.keep_last = self.spec.checkpoint.keep_last
         self._pruner = Pruner(store, job_id, self.keep_last)
-        self.data_seed = int(spec.get("seed") or 0)
+        self.data_seed = self.spec.seed
 
     # ---------------------------------------------------------------- building
     def build(self) -> None:
         spec = self.spec
-        self.ctx = build.pick_context(str(spec.get("device") or "auto"))
+        self.ctx = build.pick_context(spec.device)
         engine.random.seed(self.data_seed)
-        data_spec = spec["data"]
-        train_x, train_y = build.DataSource(data_spec["train"]).arrays(self._load_upload)
-        batch_size = int(data_spec.get("batch_size") or 32)
-        shuffle = bool(data_spec.get("shuffle", True))
+        data_spec = spec.data
+        train_x, train_y = build.source_arrays(data_spec.train, self._load_upload)
+        batch_size, shuffle = data_spec.batch_size, data_spec.shuffle
         self.train_data = build.make_loader(train_x, train_y, batch_size, shuffle,
                                             self.data_seed, self.ctx)
         self.val_data = None
-        if data_spec.get("val"):
-            val_x, val_y = build.DataSource(data_spec["val"]).arrays(self._load_upload)
+        if data_spec.val is not None:
+            val_x, val_y = build.source_arrays(data_spec.val, self._load_upload)
             self.val_data = build.make_loader(val_x, val_y, batch_size, False, self.data_seed,
                                               self.ctx)
-        self.net = build.build_network(list(spec["model"]))
-        init_name, init_params = build._params(spec.get("initializer") or {"type": "uniform"})
-        initializer = build._create(engine.initializer.create, "initializer",
-                                    {"type": init_name, **init_params})
+        self.net = build.build_network(spec.model)
+        initializer = build.create_component(engine.initializer.create, "initializer",
+                                             spec.initializer)
         self.net.initialize(initializer, ctx=self.ctx)
         # Materialise deferred shapes now (an inference pass draws no random numbers), so
         # a checkpoint can be loaded into the parameters before training starts.
         self.net(engine.nd.array(train_x[:1], ctx=self.ctx))
-        self.loss = build._create(engine.gluon.loss.create, "loss", spec["loss"])
+        self.loss = build.create_component(engine.gluon.loss.create, "loss", spec.loss)
         self.trainer = build.build_trainer(spec, self.net)
-        names = list(spec.get("metrics") or ["accuracy"])
         # A Loss metric on each split gives train_loss / val_loss points.
-        self.train_metrics = [*build.build_metrics(names), engine.metric.Loss("loss")]
-        self.val_metrics = [*build.build_metrics(names), engine.metric.Loss("loss")]
-        self.epochs = int(spec.get("epochs") or 1)
+        self.train_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
+        self.val_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
+        self.epochs = spec.epochs
 
     def resume(self) -> CheckpointMeta | None:
         """Load the latest complete checkpoint, if any; returns its meta."""

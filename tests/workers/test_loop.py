@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from workers.engine_api import engine
+import engine
 from workers.hooks import LoopState, Pacing, ServiceHandler
 from workers.loop import run_epochs
 from workers.runner import JobRunner

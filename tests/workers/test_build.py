@@ -1,0 +1,55 @@
+"""The worker builds a job from the validated JobSpec, so its defaults are the schema's.
+
+Issue 9's drift: the runner re-read the raw dict with defaults of its own (batch_size 32
+where the schema says 64; checkpoint every 0 steps where it says 200).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from core.jobspec import CheckpointSpec, DataSpec, parse_spec
+from workers.runner import JobRunner
+
+MINIMAL: dict[str, Any] = {
+    "name": "defaults",
+    "model": [{"type": "Dense", "units": 10}],
+    "data": {"train": {"builtin": "digits"}},
+    "loss": {"type": "softmax_cross_entropy"},
+    "optimizer": {"type": "sgd", "learning_rate": 0.1},
+    "device": "cpu",
+}
+
+
+class _QuietIO:
+    wake = threading.Event()
+
+    def still_owner(self) -> bool:
+        return True
+
+
+def _runner(spec: dict[str, Any]) -> JobRunner:
+    return JobRunner("build-test", spec, store=None, job_io=_QuietIO())  # type: ignore[arg-type]
+
+
+def test_defaults_left_out_of_a_spec_are_the_schemas() -> None:
+    runner = _runner(MINIMAL)
+    runner.build()
+    first_batch, _ = next(iter(runner.train_data))
+    assert first_batch.shape[0] == DataSpec.model_fields["batch_size"].default == 64
+    assert runner.checkpoint_every == CheckpointSpec.model_fields["every_steps"].default == 200
+    assert runner.keep_last == 3 and runner.epochs == 1
+
+
+def test_the_stored_spec_and_the_parsed_spec_build_the_same_job() -> None:
+    stored = parse_spec(MINIMAL).model_dump(mode="json")
+    assert _runner(stored).spec == _runner(MINIMAL).spec == parse_spec(MINIMAL)
+
+
+def test_a_spec_the_schema_refuses_is_not_built() -> None:
+    with pytest.raises(ValidationError, match="adam takes no parameter momentum"):
+        _runner(dict(MINIMAL, optimizer={"type": "adam", "momentum": 0.9}))

@@ -246,6 +246,34 @@ def update_job_progress(
     session.flush()
 
 
+def running_jobs(session: Session) -> list[tuple[str, str, datetime | None]]:
+    """``(id, queue, started_at)`` of every running job (the watchdog's sweep)."""
+    rows = session.execute(
+        select(Job.id, Job.queue, Job.started_at).where(Job.status == JobStatus.RUNNING.value)
+    ).all()
+    return [(row[0], row[1], row[2]) for row in rows]
+
+
+def queued_jobs_untouched_since(session: Session, *, cutoff: datetime) -> list[tuple[str, str]]:
+    """``(id, queue)`` of queued jobs whose row has not changed since ``cutoff``."""
+    rows = session.execute(
+        select(Job.id, Job.queue).where(
+            Job.status == JobStatus.QUEUED.value, Job.updated_at < cutoff
+        )
+    ).all()
+    return [(row[0], row[1]) for row in rows]
+
+
+def set_current_lr(session: Session, *, job_id: str, learning_rate: float) -> None:
+    """The lr in effect now (a confirmed change), without touching step or epoch."""
+    session.execute(
+        update(Job).where(Job.id == job_id)
+        .values(current_lr=learning_rate, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    session.flush()
+
+
 def increment_attempts(session: Session, *, job_id: str) -> int:
     session.execute(
         update(Job)

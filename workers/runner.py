@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import engine
+from core.events import LogEvent, LREvent, SetLRCommand
 from core.jobspec import JobSpec, parse_spec
-from core.models import utcnow
 from core.storage import ObjectStore, checkpoint_prefix
 from workers import build
 from workers.checkpoint_writer import CheckpointWriter
@@ -43,7 +43,7 @@ from workers.hooks import (
     Pacing,
     ServiceHandler,
 )
-from workers.jobio import AppliedLR, ControlCommand, JobIO
+from workers.jobio import JobIO
 from workers.loop import run_epochs
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class ReplayedChange:
     """An LR change confirmed after the checkpoint we resume from: re-applied, not re-sent."""
 
     applied_step: int
-    command: ControlCommand
+    command: SetLRCommand
 
 
 class JobRunner:
@@ -151,25 +151,24 @@ class JobRunner:
     def current_lr(self) -> float:
         return float(self.trainer.learning_rate)
 
-    def apply_lr(self, command: ControlCommand) -> None:
-        if command.id in self._applied_ids:
+    def apply_lr(self, command: SetLRCommand) -> None:
+        if command.command_id in self._applied_ids:
             return  # delivered twice (DB at start-up and the stream): apply once
-        self._applied_ids.add(command.id)
-        mode = command.mode or "scale"
+        self._applied_ids.add(command.command_id)
         try:
-            if command.learning_rate is None:
-                raise ValueError("set_lr without a learning_rate")
-            self.trainer.set_learning_rate(command.learning_rate, mode=mode)
+            self.trainer.set_learning_rate(command.learning_rate, mode=command.mode)
         except (ValueError, TypeError, UserWarning) as exc:
-            self.io.lr_rejected(command.id, str(exc))
+            self.io.lr_rejected(LREvent(
+                change_id=command.command_id, status="rejected",
+                learning_rate=command.learning_rate, mode=command.mode, reason=str(exc),
+            ))
             return
-        self.io.lr_applied(AppliedLR(
-            change_id=command.id,
-            learning_rate=self.current_lr(),
-            requested_lr=command.learning_rate,
-            mode=mode,
+        self.io.lr_applied(LREvent(
+            change_id=command.command_id, status="applied",
+            learning_rate=self.current_lr(),  # the lr in effect for the next step
+            mode=command.mode,
             applied_step=self.state.step + 1,  # the first update that uses the new lr
-            applied_at=utcnow(),
+            applied_at=time.time(),
         ))
 
     def _replay_due_changes(self, next_step: int) -> int | None:
@@ -177,13 +176,12 @@ class JobRunner:
         step of the next one still to come (None: none left)."""
         while self._replay and self._replay[0].applied_step <= next_step:
             change = self._replay.pop(0).command
-            self._applied_ids.add(change.id)
+            self._applied_ids.add(change.command_id)
             try:
-                self.trainer.set_learning_rate(change.learning_rate,
-                                               mode=change.mode or "scale")
+                self.trainer.set_learning_rate(change.learning_rate, mode=change.mode)
             except (ValueError, TypeError, UserWarning) as exc:  # it was accepted before
                 log.error("job %s: replaying lr change %s failed: %s", self.job_id,
-                          change.id, exc)
+                          change.command_id, exc)
         return self._replay[0].applied_step if self._replay else None
 
     # ---------------------------------------------------------------- checkpoints
@@ -236,9 +234,9 @@ class JobRunner:
                 return upload()
             except Exception as exc:  # noqa: BLE001 - the next interval retries
                 if self.io.still_owner():
-                    self.io.publish("log", {"level": "warning",
-                                            "message": f"checkpoint at step {step} failed: "
-                                                       f"{type(exc).__name__}: {exc}"})
+                    self.io.publish(LogEvent(level="warning",
+                                             message=f"checkpoint at step {step} failed: "
+                                                     f"{type(exc).__name__}: {exc}"))
                 raise
 
         return run

@@ -18,6 +18,8 @@ from api.errors import ApiError, field_error, not_found
 from api.schemas.jobs import JobControlPublic
 from api.state import ServiceState
 from core import model_size, repositories
+from core.events import CancelCommand, PauseCommand
+from core.job_status import transition_and_announce
 from core.jobspec import JobSpec
 from core.models import Job, JobStatus, User
 
@@ -200,25 +202,13 @@ def _conflict(job: Job, action: str) -> ApiError:
     )
 
 
-def _publish_status(state: ServiceState, job: Job, reason: str) -> None:
-    if state.channel is None:
-        return
-    try:
-        state.channel.publish_status(job.id, job.status, reason=reason)
-    except Exception:  # the DB row is the durable record; the event is a courtesy
-        log.exception("could not publish status event for job %s", job.id)
-
-
-def _transition(session: Session, job: Job, to: JobStatus, src: JobStatus, reason: str) -> bool:
-    if not repositories.transition_job(
-        session, job_id=job.id, to_status=to, from_statuses=[src], reason=reason
-    ):
-        session.rollback()
-        session.refresh(job)
-        return False
-    session.commit()
+def _transition(
+    session: Session, state: ServiceState, job: Job, to: JobStatus, src: JobStatus, reason: str
+) -> bool:
+    moved = transition_and_announce(session, state.channel, job_id=job.id, to_status=to,
+                                    from_statuses=[src], reason=reason)
     session.refresh(job)
-    return True
+    return moved
 
 
 def _require_channel(state: ServiceState) -> None:
@@ -228,16 +218,15 @@ def _require_channel(state: ServiceState) -> None:
 
 def pause_job(session: Session, *, state: ServiceState, job: Job, user: User) -> JobControlPublic:
     if job.status == JobStatus.QUEUED and _transition(
-        session, job, JobStatus.PAUSED, JobStatus.QUEUED, f"paused by {user.name}"
+        session, state, job, JobStatus.PAUSED, JobStatus.QUEUED, f"paused by {user.name}"
     ):
-        _publish_status(state, job, f"paused by {user.name}")
         return JobControlPublic(job_id=job.id, action="pause", status=job.status, pending=False)
     if job.status == JobStatus.PAUSED:
         return JobControlPublic(job_id=job.id, action="pause", status=job.status, pending=False)
     if job.status == JobStatus.RUNNING:
         _require_channel(state)
         assert state.channel is not None
-        command_id = state.channel.send_command(job.id, "pause", {"requested_by": user.id})
+        command_id = state.channel.send_command(job.id, PauseCommand(requested_by=user.id))
         return JobControlPublic(
             job_id=job.id, action="pause", status=job.status, command_id=command_id, pending=True
         )
@@ -246,10 +235,9 @@ def pause_job(session: Session, *, state: ServiceState, job: Job, user: User) ->
 
 def resume_job(session: Session, *, state: ServiceState, job: Job, user: User) -> JobControlPublic:
     if job.status != JobStatus.PAUSED or not _transition(
-        session, job, JobStatus.QUEUED, JobStatus.PAUSED, f"resumed by {user.name}"
+        session, state, job, JobStatus.QUEUED, JobStatus.PAUSED, f"resumed by {user.name}"
     ):
         raise _conflict(job, "resume")
-    _publish_status(state, job, f"resumed by {user.name}")
     enqueue_after_commit(state, job)
     return JobControlPublic(job_id=job.id, action="resume", status=job.status, pending=False)
 
@@ -259,22 +247,20 @@ def cancel_job(session: Session, *, state: ServiceState, job: Job, user: User) -
     if job.status == JobStatus.CANCELLED:
         return JobControlPublic(job_id=job.id, action="cancel", status=job.status, pending=False)
     if job.status in (JobStatus.QUEUED, JobStatus.PAUSED) and _transition(
-        session, job, JobStatus.CANCELLED, JobStatus(job.status), reason
+        session, state, job, JobStatus.CANCELLED, JobStatus(job.status), reason
     ):
-        _publish_status(state, job, reason)
         return JobControlPublic(job_id=job.id, action="cancel", status=job.status, pending=False)
     if job.status == JobStatus.RUNNING:
         _require_channel(state)
         assert state.channel is not None
         if state.channel.lease_owner(job.id) is None and _transition(
             # Nobody holds the lease, so no worker would ever read the command.
-            session, job, JobStatus.CANCELLED, JobStatus.RUNNING, reason
+            session, state, job, JobStatus.CANCELLED, JobStatus.RUNNING, reason
         ):
-            _publish_status(state, job, reason)
             return JobControlPublic(
                 job_id=job.id, action="cancel", status=job.status, pending=False
             )
-        command_id = state.channel.send_command(job.id, "cancel", {"requested_by": user.id})
+        command_id = state.channel.send_command(job.id, CancelCommand(requested_by=user.id))
         return JobControlPublic(
             job_id=job.id, action="cancel", status=job.status, command_id=command_id, pending=True
         )

@@ -17,6 +17,7 @@ from api.state import ServiceState
 from core import repositories
 from core.channel import Channel
 from core.config import LearningRateLimits
+from core.events import SetLRCommand
 from core.models import TERMINAL_STATUSES, Job, JobStatus, LRChange, LRChangeMode, User, utcnow
 
 log = logging.getLogger("rudder.api")
@@ -118,13 +119,10 @@ def request_change(
     # A job that is not running yet applies its pending changes from the DB when it starts.
     if state.channel is not None:
         try:
-            state.channel.send_command(
-                job.id,
-                "set_lr",
-                {"change_id": change.id, "learning_rate": change.requested_lr,
-                 "mode": change.mode},
-                command_id=change.id,
-            )
+            state.channel.send_command(job.id, SetLRCommand(
+                command_id=change.id, learning_rate=change.requested_lr, mode=body.mode,
+                requested_by=user.id,
+            ))
         except Exception:
             log.exception("lr change %s stored but not sent to job %s", change.id, job.id)
     return change

@@ -71,6 +71,10 @@ class StatusEvent(ContractModel):
     step: int | None = None  # where the job stood (set when a run ends)
     command_id: str | None = None  # the pause/cancel command that ended the run
 
+    def data(self) -> dict[str, Any]:
+        # design.md's shape is {status, reason?}: the optional keys appear only when set.
+        return self.model_dump(mode="json", exclude={"type"}, exclude_none=True)
+
 
 class CheckpointEvent(ContractModel):
     type: Literal["checkpoint"] = "checkpoint"

@@ -11,6 +11,7 @@ import httpx
 
 from core import repositories
 from core.channel import Channel
+from core.events import SetLRCommand
 from core.models import JobStatus
 from tests.api.specs import digits_spec
 from tests.conftest import ApiHarness, serve
@@ -70,11 +71,10 @@ class TestChangeLearningRate:
             [command] = channel.read_commands(job_id)
         finally:
             channel.close()
-        assert command.type == "set_lr"
-        assert command.command_id == accepted["change_id"]
-        assert command.data == {
-            "change_id": accepted["change_id"], "learning_rate": 0.01, "mode": "scale"
-        }
+        assert command.command == SetLRCommand(
+            command_id=accepted["change_id"], learning_rate=0.01, mode="scale",
+            requested_by=user_id,
+        )
         state = api.client.get(f"/v1/jobs/{job_id}/learning-rate", headers=headers).json()
         assert state["learning_rate"] == 0.001  # not applied yet
         assert state["schedule"] == {"type": "cosine", "max_update": 1000, "warmup_steps": 50}

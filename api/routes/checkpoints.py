@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
@@ -11,10 +9,10 @@ from api.schemas.checkpoints import CheckpointFilePublic, CheckpointPublic, Chec
 from api.services.jobs import load_job
 from core import repositories
 from core.models import Checkpoint
-from core.storage import ObjectNotFound
+from core.storage import CheckpointFileName, ObjectNotFound
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/checkpoints", tags=["checkpoints"])
-CheckpointFile = Literal["params.npz", "trainer.npz", "meta.json"]
+CheckpointFile = CheckpointFileName
 
 
 def _public(job_id: str, row: Checkpoint) -> CheckpointPublic:
@@ -56,7 +54,7 @@ def download_checkpoint_file(
     row = repositories.get_checkpoint(session, job_id=job.id, step=step)
     if row is None:
         raise not_found("checkpoint", f"{job.id}@{step}")
-    key = row.key_prefix.rstrip("/") + "/" + name
+    key = row.key_prefix.rstrip("/") + "/" + name  # the prefix the worker recorded
     sha256 = row.files.get(name, {}).get("sha256")
     session.close()  # don't hold a database connection for the whole download
     try:

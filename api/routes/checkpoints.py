@@ -3,10 +3,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from api.deps import CurrentUser, SessionDep, StoreDep
+from api.deps import JobDep, SessionDep, StoreDep
 from api.errors import not_found
 from api.schemas.checkpoints import CheckpointFilePublic, CheckpointPublic, CheckpointsPublic
-from api.services.jobs import load_job
 from core import repositories
 from core.models import Checkpoint
 from core.storage import CheckpointFileName, ObjectNotFound
@@ -37,20 +36,17 @@ def _public(job_id: str, row: Checkpoint) -> CheckpointPublic:
 
 
 @router.get("")
-def list_checkpoints(job_id: str, session: SessionDep, user: CurrentUser) -> CheckpointsPublic:
+def list_checkpoints(job: JobDep, session: SessionDep) -> CheckpointsPublic:
     """Complete checkpoints (their meta.json was written before the row), oldest first."""
-    job = load_job(session, job_id=job_id, owner=user)
     rows = repositories.list_checkpoints(session, job_id=job.id)
     return CheckpointsPublic(job_id=job.id, data=[_public(job.id, r) for r in rows])
 
 
 @router.get("/{step}/files/{name}", response_class=StreamingResponse)
 def download_checkpoint_file(
-    job_id: str, step: int, name: CheckpointFile, session: SessionDep, store: StoreDep,
-    user: CurrentUser,
+    job: JobDep, step: int, name: CheckpointFile, session: SessionDep, store: StoreDep
 ) -> StreamingResponse:
     """Stream ``params.npz``, ``trainer.npz`` or ``meta.json`` from object storage."""
-    job = load_job(session, job_id=job_id, owner=user)
     row = repositories.get_checkpoint(session, job_id=job.id, step=step)
     if row is None:
         raise not_found("checkpoint", f"{job.id}@{step}")

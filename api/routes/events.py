@@ -22,15 +22,15 @@ from api.deps import (
     AsyncChannelDep,
     ChannelDep,
     CurrentUser,
-    SessionDep,
+    JobDep,
     StateDep,
     bearer_token,
+    get_current_user,
 )
-from api.errors import ApiError, field_error
+from api.errors import ApiError, field_error, not_found
 from api.schemas.events import StreamTicketPublic
-from api.services.jobs import load_job
 from api.state import ServiceState
-from core import repositories, tokens
+from core import repositories
 from core.channel import STREAM_START, AsyncChannel, Event
 from core.models import TERMINAL_STATUSES, JobStatus
 
@@ -92,44 +92,29 @@ async def _tail(
 async def _authorize(
     request: Request, state: ServiceState, channel: AsyncChannel, job_id: str, ticket: str | None
 ) -> bool:
-    """Returns whether the job is already finished; raises 401/404 like other endpoints."""
+    """Returns whether the job is already finished; raises 401/404 like other endpoints.
 
-    def check_token(token: str) -> bool:
-        with state.sessions() as session:
-            secret = state.settings.secret_key.get_secret_value()
-            user = tokens.authenticate(session, token=token, secret=secret)
-            if user is None:
-                raise ApiError(401, "unauthorized", "invalid or revoked token",
-                               headers={"WWW-Authenticate": "Bearer"})
-            job = load_job(session, job_id=job_id, owner=user)
-            return JobStatus(job.status) in TERMINAL_STATUSES
+    A ticket names its user; otherwise the caller is whoever the normal auth dependency
+    (``get_current_user``: the same token cache, the same 401s) says they are.
+    """
 
-    def check_owner(user_id: str) -> bool:
+    def finished_if_owned(user_id: str) -> bool:
         with state.sessions() as session:
             job = repositories.get_job(session, job_id=job_id, owner_id=user_id)
             if job is None:
-                raise ApiError(404, "not_found", f"job {job_id} not found")
-            return JobStatus(job.status) in TERMINAL_STATUSES
-
-    def check_exists() -> bool:
-        with state.sessions() as session:
-            job = repositories.get_job(session, job_id=job_id)
-            if job is None:
-                raise ApiError(404, "not_found", f"job {job_id} not found")
+                raise not_found("job", job_id)
             return JobStatus(job.status) in TERMINAL_STATUSES
 
     if ticket is not None:
         claims = await channel.redeem_stream_ticket(ticket)
         if claims is None or claims.get("job_id") != job_id:
             raise ApiError(401, "unauthorized", "stream ticket is invalid, used or expired")
-        return await run_in_threadpool(check_owner, claims["user_id"])
-    token = bearer_token(request)
-    if token is None and state.settings.auth_enabled:
+        return await run_in_threadpool(finished_if_owned, claims["user_id"])
+    if bearer_token(request) is None and state.settings.auth_enabled:
         raise ApiError(401, "unauthorized", "missing bearer token or stream ticket",
                        headers={"WWW-Authenticate": "Bearer"})
-    if token is None:  # auth disabled: every caller is the same local user
-        return await run_in_threadpool(check_exists)
-    return await run_in_threadpool(check_token, token)
+    user = await get_current_user(request, state)
+    return await run_in_threadpool(finished_if_owned, user.id)
 
 
 @router.get("", response_class=StreamingResponse)
@@ -164,9 +149,8 @@ async def stream_events(
 
 @router.post("/ticket", status_code=201)
 def create_stream_ticket(
-    job_id: str, session: SessionDep, state: StateDep, channel: ChannelDep, user: CurrentUser
+    job: JobDep, state: StateDep, channel: ChannelDep, user: CurrentUser
 ) -> StreamTicketPublic:
-    job = load_job(session, job_id=job_id, owner=user)
     ttl = state.settings.stream.ticket_ttl_seconds
     ticket = channel.create_stream_ticket(job_id=job.id, user_id=user.id, ttl_s=ttl)
     return StreamTicketPublic(

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from api.deps import CurrentUser, SessionDep, StateDep
+from api.deps import CurrentUser, JobDep, SessionDep, StateDep
 from api.schemas.jobs import JobControlPublic, JobCreate, JobPublic, JobsPublic
 from api.services import jobs as service
 from core import repositories
@@ -60,31 +60,28 @@ def list_jobs(
 
 
 @router.get("/{job_id}")
-def get_job(job_id: str, session: SessionDep, user: CurrentUser) -> JobPublic:
-    return JobPublic.from_row(service.load_job(session, job_id=job_id, owner=user))
+def get_job(job: JobDep) -> JobPublic:
+    return JobPublic.from_row(job)
 
 
 @router.post("/{job_id}/pause", status_code=status.HTTP_202_ACCEPTED)
 def pause_job(
-    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+    job: JobDep, session: SessionDep, state: StateDep, user: CurrentUser
 ) -> JobControlPublic:
     """Pause: a queued job at once; a running one checkpoints and frees its worker."""
-    job = service.load_job(session, job_id=job_id, owner=user)
     return service.pause_job(session, state=state, job=job, user=user)
 
 
 @router.post("/{job_id}/resume", status_code=status.HTTP_202_ACCEPTED)
 def resume_job(
-    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+    job: JobDep, session: SessionDep, state: StateDep, user: CurrentUser
 ) -> JobControlPublic:
     """Re-queue a paused job; it continues from its latest checkpoint."""
-    job = service.load_job(session, job_id=job_id, owner=user)
     return service.resume_job(session, state=state, job=job, user=user)
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
 def cancel_job(
-    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+    job: JobDep, session: SessionDep, state: StateDep, user: CurrentUser
 ) -> JobControlPublic:
-    job = service.load_job(session, job_id=job_id, owner=user)
     return service.cancel_job(session, state=state, job=job, user=user)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from api.deps import CurrentUser, SessionDep, StateDep
+from api.deps import CurrentUser, JobDep, SessionDep, StateDep
 from api.schemas.learning_rate import (
     LearningRateChangeAccepted,
     LearningRateChangePublic,
@@ -10,7 +10,6 @@ from api.schemas.learning_rate import (
     LearningRateUpdate,
 )
 from api.services import learning_rate as service
-from api.services.jobs import load_job
 from core import repositories
 from core.jobspec import JobSpec
 
@@ -19,7 +18,7 @@ router = APIRouter(prefix="/v1/jobs/{job_id}/learning-rate", tags=["learning rat
 
 @router.put("", status_code=status.HTTP_202_ACCEPTED)
 def change_learning_rate(
-    job_id: str,
+    job: JobDep,
     body: LearningRateUpdate,
     session: SessionDep,
     state: StateDep,
@@ -31,14 +30,12 @@ def change_learning_rate(
     becomes the requested one; ``mode: override`` replaces it with a constant. The change
     is confirmed by an ``lr`` event and by ``applied_step`` in ``GET``.
     """
-    job = load_job(session, job_id=job_id, owner=user)
     change = service.request_change(session, state=state, job=job, user=user, body=body)
     return LearningRateChangeAccepted(change_id=change.id)
 
 
 @router.get("")
-def get_learning_rate(job_id: str, session: SessionDep, user: CurrentUser) -> LearningRatePublic:
-    job = load_job(session, job_id=job_id, owner=user)
+def get_learning_rate(job: JobDep, session: SessionDep) -> LearningRatePublic:
     spec = JobSpec.model_validate(job.spec)
     changes = repositories.list_lr_changes(session, job_id=job.id)
     return LearningRatePublic(

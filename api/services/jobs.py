@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api import telemetry
-from api.errors import ApiError, field_error, not_found
+from api.errors import ApiError, field_error
 from api.schemas.jobs import JobControlPublic
 from api.state import ServiceState
 from core import model_size, repositories
@@ -25,14 +25,6 @@ from core.models import Job, JobStatus, User
 
 log = logging.getLogger("rudder.api")
 MAX_IDEMPOTENCY_KEY = 255
-
-
-def load_job(session: Session, *, job_id: str, owner: User) -> Job:
-    """The owner's job, or a 404 (someone else's job looks exactly like a missing one)."""
-    job = repositories.get_job(session, job_id=job_id, owner_id=owner.id)
-    if job is None:
-        raise not_found("job", job_id)
-    return job
 
 
 def _request_hash(spec: dict[str, object]) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import logging
@@ -13,7 +11,7 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api import telemetry
+from api import cursors, telemetry
 from api.errors import ApiError, field_error
 from api.schemas.jobs import JobControlPublic
 from api.state import ServiceState
@@ -157,18 +155,16 @@ def enqueue_after_commit(state: ServiceState, job: Job) -> None:
 
 
 def encode_cursor(job: Job) -> str:
-    raw = json.dumps([job.created_at.isoformat(), job.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.encode_cursor(job.created_at.isoformat(), job.id)
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    created_at, job_id = cursors.decode_cursor(cursor, (str, str))
     try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_at, job_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return datetime.fromisoformat(created_at), str(job_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        message = "is not a cursor returned by this API"
-        raise field_error("cursor", message, status_code=400) from exc
+        return datetime.fromisoformat(created_at), job_id
+    except ValueError as exc:
+        raise field_error("cursor", "is not a cursor returned by this API",
+                          status_code=400) from exc
 
 
 def parse_status_filter(raw: list[str] | None) -> list[str] | None:

@@ -163,6 +163,12 @@ class Job(Base):
 
     owner: Mapped[User] = relationship(lazy="raise")
 
+    @property
+    def progress(self) -> dict[str, Any]:
+        """How far the job got, as the api shows it (``JobPublic.progress``)."""
+        return {"epoch": self.epoch, "step": self.step, "current_lr": self.current_lr,
+                "metrics": dict(self.latest_metrics or {})}
+
 
 class JobStatusEvent(Base):
     __tablename__ = "job_status_events"

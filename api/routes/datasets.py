@@ -32,10 +32,10 @@ async def upload_dataset(
         store_upload, session, state=state, owner=user, filename=filename,
         name=name or filename, raw=raw,
     )
-    return DatasetPublic.from_row(dataset)
+    return DatasetPublic.model_validate(dataset)
 
 
 @router.get("")
 def list_datasets(session: SessionDep, user: CurrentUser) -> DatasetsPublic:
     rows = repositories.list_datasets(session, owner_id=user.id)
-    return DatasetsPublic(data=[DatasetPublic.from_row(r) for r in rows])
+    return DatasetsPublic(data=[DatasetPublic.model_validate(r) for r in rows])

@@ -30,7 +30,7 @@ async def submit_job(
     if not created:
         response.headers["Idempotent-Replayed"] = "true"
     response.headers["Location"] = f"/v1/jobs/{job.id}"
-    return JobPublic.from_row(job)
+    return JobPublic.model_validate(job)
 
 
 @router.get("")
@@ -54,14 +54,14 @@ def list_jobs(
     )
     page = rows[:limit]
     next_cursor = service.encode_cursor(page[-1]) if len(rows) > limit else None
-    return JobsPublic(
-        data=[JobPublic.from_row(j, with_spec=False) for j in page], next_cursor=next_cursor
-    )
+    # A listing leaves the specs out (GET /v1/jobs/{id} has it).
+    listed = [JobPublic.model_validate(j).model_copy(update={"spec": None}) for j in page]
+    return JobsPublic(data=listed, next_cursor=next_cursor)
 
 
 @router.get("/{job_id}")
 def get_job(job: JobDep) -> JobPublic:
-    return JobPublic.from_row(job)
+    return JobPublic.model_validate(job)
 
 
 @router.post("/{job_id}/pause", status_code=status.HTTP_202_ACCEPTED)

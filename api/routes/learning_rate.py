@@ -43,5 +43,5 @@ def get_learning_rate(job: JobDep, session: SessionDep) -> LearningRatePublic:
         learning_rate=job.current_lr,
         initial_learning_rate=spec.initial_learning_rate(),
         schedule=spec.lr_scheduler.model_dump(mode="json") if spec.lr_scheduler else None,
-        changes=[LearningRateChangePublic.from_row(c) for c in changes],
+        changes=[LearningRateChangePublic.model_validate(c) for c in changes],
     )

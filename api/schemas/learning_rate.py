@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
-from core.models import LRChange
+from api.schemas.base import PublicModel
 
 
 class LearningRateUpdate(BaseModel):
@@ -21,8 +21,8 @@ class LearningRateChangeAccepted(BaseModel):
     status: Literal["pending"] = "pending"
 
 
-class LearningRateChangePublic(BaseModel):
-    change_id: str
+class LearningRateChangePublic(PublicModel):
+    change_id: str = Field(validation_alias="id")
     requested_lr: float
     mode: str
     status: str
@@ -32,21 +32,6 @@ class LearningRateChangePublic(BaseModel):
     applied_at: datetime | None
     applied_lr: float | None
     reason: str | None
-
-    @classmethod
-    def from_row(cls, change: LRChange) -> LearningRateChangePublic:
-        return cls(
-            change_id=change.id,
-            requested_lr=change.requested_lr,
-            mode=change.mode,
-            status=change.status,
-            requested_by=change.requested_by,
-            requested_at=change.requested_at,
-            applied_step=change.applied_step,
-            applied_at=change.applied_at,
-            applied_lr=change.applied_lr,
-            reason=change.reason,
-        )
 
 
 class LearningRatePublic(BaseModel):

@@ -478,6 +478,15 @@ def delete_checkpoints(session: Session, *, job_id: str, steps: list[int]) -> No
         )
 
 
+def delete_job(session: Session, *, job_id: str) -> None:
+    """A job's rows and everything hanging off them (children first: SQLite enforces
+    ON DELETE CASCADE only when told to, so the order does not rely on it)."""
+    for child in (MetricPoint, LRChange, Checkpoint, JobStatusEvent):
+        session.execute(delete(child).where(child.job_id == job_id))
+    session.execute(delete(Job).where(Job.id == job_id))
+    session.flush()
+
+
 # ---------------------------------------------------------------- datasets
 
 
@@ -501,3 +510,30 @@ def list_datasets(session: Session, *, owner_id: str, limit: int = 200) -> list[
     query = select(Dataset).where(Dataset.owner_id == owner_id)
     return list(session.scalars(query.order_by(Dataset.created_at.desc()).limit(limit)))
 
+
+
+def jobs_using_dataset(
+    session: Session, *, owner_id: str, dataset_id: str, statuses: Sequence[JobStatus]
+) -> list[str]:
+    """Ids of the owner's jobs in ``statuses`` whose spec reads ``dataset_id``.
+
+    The spec is JSON, so the match is made on the decoded specs of the owner's jobs in
+    those statuses (a handful: the ones that can still run).
+    """
+    rows = session.execute(
+        select(Job.id, Job.spec).where(
+            Job.owner_id == owner_id, Job.status.in_([s.value for s in statuses])
+        )
+    ).all()
+    using = []
+    for job_id, spec in rows:
+        data = (spec or {}).get("data") or {}
+        sources = [data.get("train") or {}, data.get("val") or {}]
+        if any(isinstance(src, dict) and src.get("dataset") == dataset_id for src in sources):
+            using.append(str(job_id))
+    return using
+
+
+def delete_dataset(session: Session, *, dataset_id: str) -> None:
+    session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+    session.flush()

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi import APIRouter, File, Form, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 
 from api.deps import CurrentUser, SessionDep, StateDep
 from api.errors import field_error
 from api.schemas.datasets import DatasetPublic, DatasetsPublic
+from api.services.datasets import delete_dataset as delete_dataset_service
 from api.services.datasets import store_upload
 from core import repositories
 
@@ -39,3 +40,13 @@ async def upload_dataset(
 def list_datasets(session: SessionDep, user: CurrentUser) -> DatasetsPublic:
     rows = repositories.list_datasets(session, owner_id=user.id)
     return DatasetsPublic(data=[DatasetPublic.model_validate(r) for r in rows])
+
+
+@router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_dataset(
+    dataset_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+) -> Response:
+    """Delete a data set and its stored file; 409 while a queued, running or paused job
+    uses it."""
+    delete_dataset_service(session, state=state, owner=user, dataset_id=dataset_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -85,3 +85,11 @@ def cancel_job(
     job: JobDep, session: SessionDep, state: StateDep, user: CurrentUser
 ) -> JobControlPublic:
     return service.cancel_job(session, state=state, job=job, user=user)
+
+
+@router.delete("/{job_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_job(job: JobDep, session: SessionDep, state: StateDep) -> Response:
+    """Delete a finished job (succeeded, failed or cancelled): its history, metrics, LR
+    changes and checkpoints (object storage included). 409 for any other status."""
+    service.delete_job(session, state=state, job=job)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -19,7 +19,8 @@ from core import model_size, repositories
 from core.events import CancelCommand, PauseCommand
 from core.job_status import transition_and_announce
 from core.jobspec import JobSpec
-from core.models import Job, JobStatus, User
+from core.models import TERMINAL_STATUSES, Job, JobStatus, User
+from core.storage import job_objects_prefix
 
 log = logging.getLogger("rudder.api")
 MAX_IDEMPOTENCY_KEY = 255
@@ -253,3 +254,33 @@ def cancel_job(session: Session, *, state: ServiceState, job: Job, user: User) -
             job_id=job.id, action="cancel", status=job.status, command_id=command_id, pending=True
         )
     raise _conflict(job, "cancel")
+
+
+# ---------------------------------------------------------------- deletion
+
+
+def delete_job(session: Session, *, state: ServiceState, job: Job) -> None:
+    """Forget a finished job: its rows, its checkpoints in object storage, its live keys.
+
+    Rows go first (one commit): a listed job then always has its checkpoints. Objects
+    follow; one that fails to go is logged and left for an operator, never a 500 after
+    the job is already gone from the API.
+    """
+    if JobStatus(job.status) not in TERMINAL_STATUSES:
+        raise ApiError(
+            409, "invalid_state",
+            f"cannot delete a job that is {job.status}; cancel it first",
+            details={"status": job.status},
+        )
+    job_id = job.id
+    repositories.delete_job(session, job_id=job_id)
+    session.commit()
+    try:
+        state.store.delete_prefix(job_objects_prefix(job_id))
+    except Exception:  # noqa: BLE001 - the job is gone; leftovers are debris, not an error
+        log.exception("job %s deleted but its objects were not all removed", job_id)
+    if state.channel is not None:
+        try:
+            state.channel.delete_job(job_id)
+        except Exception:  # noqa: BLE001 - the keys expire or are trimmed anyway
+            log.exception("job %s deleted but its live-channel keys remain", job_id)

@@ -204,3 +204,43 @@ def test_openapi_documents_every_endpoint(api: ApiHarness) -> None:
         "/v1/jobs/{job_id}/checkpoints", "/v1/datasets", "/healthz", "/readyz", "/metrics",
     ]:
         assert path in paths, path
+
+
+def test_openapi_declares_bearer_auth_and_the_real_error_body(api: ApiHarness) -> None:
+    """Issue 15: Swagger's Authorize button sends the token, and every documented error
+    is {"error": {code, message, details}}, not FastAPI's HTTPValidationError."""
+    document = api.client.get("/openapi.json").json()
+    schemes = document["components"]["securitySchemes"]
+    assert schemes == {"BearerAuth": {"type": "http", "scheme": "bearer",
+                                      "description": schemes["BearerAuth"]["description"]}}
+    assert "HTTPValidationError" not in json.dumps(document)
+    error_body = document["components"]["schemas"]["ErrorBody"]
+    assert error_body["required"] == ["error"]
+    for path, operations in document["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for method, operation in operations.items():
+            assert operation["security"] == [{"BearerAuth": []}], (method, path)
+            responses = operation["responses"]
+            assert {"401", "503"} <= set(responses), (method, path)
+            for status, response in responses.items():
+                if status.startswith(("4", "5")):
+                    ref = response["content"]["application/json"]["schema"]["$ref"]
+                    assert ref == "#/components/schemas/ErrorBody", (method, path, status)
+    lr = document["paths"]["/v1/jobs/{job_id}/learning-rate"]["put"]["responses"]
+    assert {"404", "409", "413", "422", "429"} <= set(lr)
+    delete = document["paths"]["/v1/jobs/{job_id}"]["delete"]["responses"]
+    assert {"204", "404", "409"} <= set(delete)
+
+
+def test_every_documented_error_status_matches_a_real_answer(api: ApiHarness) -> None:
+    """The documented statuses are the ones the API gives (one live check per kind)."""
+    _, headers = api.make_user()
+    missing = "00000000-0000-0000-0000-000000000000"
+    assert api.client.get(f"/v1/jobs/{missing}").status_code == 401
+    assert api.client.get(f"/v1/jobs/{missing}", headers=headers).status_code == 404
+    job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    assert api.client.delete(f"/v1/jobs/{job_id}", headers=headers).status_code == 409
+    body = api.client.put(f"/v1/jobs/{job_id}/learning-rate", json={"learning_rate": "x"},
+                          headers=headers)
+    assert body.status_code == 422 and set(body.json()) == {"error"}

@@ -42,6 +42,6 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> tuple[Any, ...]:
     for value, kind in zip(values, shape, strict=True):
         if type(value) is not kind:  # bool is not an int here
             raise _bad_cursor()
-        if kind is int and not -INT64_MAX - 1 <= value <= INT64_MAX:
+        if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise _bad_cursor()
     return tuple(values)

@@ -201,7 +201,7 @@ class Admission:
 class Channel:
     """Synchronous access to the live channel (workers, the api's request handlers)."""
 
-    def __init__(self, client: redis.Redis, *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN):
+    def __init__(self, client: redis.Redis[str], *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN):
         self.client = client
         self.events_maxlen = events_maxlen
         self._renew = client.register_script(_RENEW_LUA)
@@ -411,7 +411,7 @@ class Channel:
 class AsyncChannel:
     """The async side used by the SSE endpoint (it must not block the event loop)."""
 
-    def __init__(self, client: aioredis.Redis):
+    def __init__(self, client: aioredis.Redis[str]):
         self.client = client
 
     @classmethod

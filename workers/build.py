@@ -14,6 +14,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 import engine
+import engine.gluon
+import engine.gluon.data
+import engine.gluon.nn
+import engine.lr_scheduler
+import engine.metric
 from core.jobspec import (
     BuiltinSource,
     DatasetSource,
@@ -23,6 +28,8 @@ from core.jobspec import (
     NamedComponent,
     TrainerSpec,
 )
+from engine.ndarray.creation import array
+from engine.ndarray.nn_ops import softmax
 
 T = TypeVar("T")
 
@@ -102,7 +109,7 @@ def make_loader(
     data: np.ndarray, label: np.ndarray, batch_size: int, shuffle: bool, seed: int, ctx: Any
 ) -> Any:
     dataset = engine.gluon.data.ArrayDataset(
-        engine.nd.array(data, ctx=ctx), engine.nd.array(label, ctx=ctx)
+        array(data, ctx=ctx), array(label, ctx=ctx)
     )
     return engine.gluon.data.DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle, last_batch="keep", seed=seed
@@ -175,7 +182,7 @@ class _SoftmaxFirst(engine.metric.EvalMetric):
 
     def update(self, labels: Any, preds: Any) -> None:
         preds = preds if isinstance(preds, (list, tuple)) else [preds]
-        self.inner.update(labels, [engine.nd.softmax(p, axis=-1) for p in preds])
+        self.inner.update(labels, [softmax(p, axis=-1) for p in preds])
 
     def reset(self) -> None:
         if hasattr(self, "inner"):

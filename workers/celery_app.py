@@ -9,7 +9,7 @@ free of engine imports. Start a worker with::
 from __future__ import annotations
 
 from celery import Celery
-from kombu import Queue
+from kombu.entity import Queue
 
 from core.config import get_settings
 from core.queue import QUEUES, TRAIN_TASK

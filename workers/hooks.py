@@ -17,15 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import engine
+import engine.gluon.estimator
 from core.events import MetricEvent, SetLRCommand
 from workers.jobio import JobIO
 
-# Typed as Any: the estimator dispatches on these mixins with isinstance.
-_TrainBegin: Any = engine.gluon.estimator.TrainBegin
-_BatchEnd: Any = engine.gluon.estimator.BatchEnd
-_EpochEnd: Any = engine.gluon.estimator.EpochEnd
-_TrainEnd: Any = engine.gluon.estimator.TrainEnd
+# The estimator dispatches on these mixins with isinstance.
+_TrainBegin = engine.gluon.estimator.TrainBegin
+_BatchEnd = engine.gluon.estimator.BatchEnd
+_EpochEnd = engine.gluon.estimator.EpochEnd
+_TrainEnd = engine.gluon.estimator.TrainEnd
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import engine
+import engine.gluon.loss
+import engine.initializer
+import engine.metric
+import engine.random
 from core.events import LogEvent, LREvent, SetLRCommand
 from core.jobspec import JobSpec, parse_spec
 from core.storage import ObjectStore, checkpoint_prefix
+from engine.ndarray.creation import array
 from workers import build
 from workers.checkpoint_writer import CheckpointWriter
 from workers.checkpoints import (
@@ -123,7 +128,7 @@ class JobRunner:
         self.net.initialize(initializer, ctx=self.ctx)
         # Materialise deferred shapes now (an inference pass draws no random numbers), so
         # a checkpoint can be loaded into the parameters before training starts.
-        self.net(engine.nd.array(train_x[:1], ctx=self.ctx))
+        self.net(array(train_x[:1], ctx=self.ctx))
         self.loss = build.create_component(engine.gluon.loss.create, "loss", spec.loss)
         self.trainer = build.build_trainer(spec, self.net)
         # A Loss metric on each split gives train_loss / val_loss points.

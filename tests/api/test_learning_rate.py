@@ -110,6 +110,23 @@ class TestChangeLearningRate:
         assert change["applied_step"] == 321
         assert datetime.fromisoformat(change["applied_at"]) == applied_at
 
+    def test_rejected_change_shows_its_status_and_reason(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        job_id = _running_job(api, headers)
+        change_id = api.client.put(
+            f"/v1/jobs/{job_id}/learning-rate", json={"learning_rate": 0.05}, headers=headers
+        ).json()["change_id"]
+        reason = "cannot scale a schedule whose current learning rate is 0.0"
+        with api.sessions() as session:  # what the worker records when it refuses
+            assert repositories.mark_lr_change_rejected(session, change_id=change_id,
+                                                        reason=reason)
+            session.commit()
+        [change] = api.client.get(f"/v1/jobs/{job_id}/learning-rate",
+                                  headers=headers).json()["changes"]
+        assert (change["change_id"], change["status"], change["reason"]) == (
+            change_id, "rejected", reason)
+        assert change["applied_step"] is None and change["applied_at"] is None
+
     def test_rate_limit_returns_429_with_retry_after(self, make_api: Any) -> None:
         api = make_api(lr={"max_changes": 2, "window_seconds": 30})
         _, headers = api.make_user()

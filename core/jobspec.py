@@ -198,8 +198,15 @@ class MetricSpec(NamedComponent):
 # ---------------------------------------------------------------- data and the rest
 
 
+# Data sets that ship with scikit-learn (no network at run time): name -> feature count.
+# The one list: the worker loads ``sklearn.datasets.load_<name>``, the size estimate
+# reads the feature count.
+BUILTIN_DATASETS: dict[str, int] = {"digits": 64, "iris": 4, "wine": 13, "breast_cancer": 30}
+BuiltinName = Literal["digits", "iris", "wine", "breast_cancer"]
+
+
 class BuiltinSource(StrictModel):
-    builtin: Literal["digits", "iris", "wine", "breast_cancer"]
+    builtin: BuiltinName
     split: Literal["train", "val", "test"] = "train"
 
 

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from core.jobspec import (
+    BUILTIN_DATASETS,
     BatchNorm,
     BuiltinSource,
     Conv2D,
@@ -31,8 +32,6 @@ from core.jobspec import (
 BYTES_PER_VALUE = 4  # float32
 # weight + gradient + up to two optimizer states (Adam's mean and variance)
 COPIES_PER_PARAMETER = 4
-# Feature counts of the built-in data sets (after flattening), known without loading them.
-BUILTIN_FEATURES = {"digits": 64, "iris": 4, "wine": 13, "breast_cancer": 30}
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def estimate(spec: JobSpec, *, input_features: int | None = None) -> SizeEstimat
 def input_features_of(spec: JobSpec) -> int | None:
     """The train split's feature count when it is a built-in set (uploads: the caller's)."""
     source = spec.data.train
-    return BUILTIN_FEATURES.get(source.builtin) if isinstance(source, BuiltinSource) else None
+    return BUILTIN_DATASETS[source.builtin] if isinstance(source, BuiltinSource) else None
 
 
 def human_bytes(count: int) -> str:

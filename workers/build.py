@@ -20,6 +20,7 @@ import engine.gluon.nn
 import engine.lr_scheduler
 import engine.metric
 from core.jobspec import (
+    BUILTIN_DATASETS,
     BuiltinSource,
     DatasetSource,
     JobSpec,
@@ -57,15 +58,10 @@ def create_component(factory: Callable[..., T], what: str, component: NamedCompo
 def _load_builtin(name: str) -> tuple[np.ndarray, np.ndarray]:
     from sklearn import datasets
 
-    loaders = {
-        "digits": datasets.load_digits,
-        "iris": datasets.load_iris,
-        "wine": datasets.load_wine,
-        "breast_cancer": datasets.load_breast_cancer,
-    }
-    if name not in loaders:
-        raise SpecError(f"unknown built-in data set {name!r}; available: {sorted(loaders)}")
-    bunch = loaders[name]()
+    if name not in BUILTIN_DATASETS:
+        raise SpecError(f"unknown built-in data set {name!r}; available: "
+                        f"{sorted(BUILTIN_DATASETS)}")
+    bunch = getattr(datasets, f"load_{name}")()
     data = np.asarray(bunch.data, dtype=np.float64)
     # Scale features to [0, 1] per column so every built-in set trains with default lrs.
     low, high = data.min(axis=0), data.max(axis=0)

@@ -77,3 +77,15 @@ def test_every_layer_field_is_a_parameter_of_the_engine_layer(model: type) -> No
               if f != "type"}
     spec_layer = model.model_validate({"type": name, **fields})
     assert nn.create(name, **spec_layer.model_dump(exclude={"type"})) is not None
+
+
+def test_the_spec_literals_are_what_the_engine_and_the_loaders_take() -> None:
+    """The few name lists the schema spells itself (activations, built-in data sets)."""
+    from workers.build import builtin_arrays
+
+    for activation in typing.get_args(jobspec.Activation):
+        assert nn.create("Activation", activation=activation) is not None, activation
+    assert set(typing.get_args(jobspec.BuiltinName)) == set(jobspec.BUILTIN_DATASETS)
+    for name, features in jobspec.BUILTIN_DATASETS.items():
+        data, _ = builtin_arrays(name, "train")
+        assert data.shape[1] == features, name  # what the size estimate assumes

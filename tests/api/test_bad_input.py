@@ -135,6 +135,19 @@ class TestSpecValidation:
         assert response.status_code == 422
         assert response.json()["error"]["details"][0]["field"] == "optimizer.learning_rate"
 
+    def test_the_per_job_memory_limit_is_configurable(self, make_api: Any) -> None:
+        api = make_api(limits={"max_job_memory_bytes": 100_000})
+        _, headers = api.make_user()
+        small = digits_spec(model=[{"type": "Dense", "units": 10}])
+        assert api.client.post("/v1/jobs", json=small, headers=headers).status_code == 201
+        wide = digits_spec(model=[{"type": "Dense", "units": 1000}, {"type": "Dense",
+                                                                      "units": 10}])
+        response = api.client.post("/v1/jobs", json=wide, headers=headers)
+        assert response.status_code == 422
+        error = _error(response)
+        assert error["details"][0]["field"] == "model"
+        assert "limit per job is 97.7 KiB" in error["message"]
+
     def test_unknown_dataset_is_refused(self, api: ApiHarness) -> None:
         _, headers = api.make_user()
         missing = "00000000-0000-0000-0000-000000000000"

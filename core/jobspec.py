@@ -194,6 +194,14 @@ class MetricSpec(NamedComponent):
 
     _kind = "metric"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_unset_top_k(cls, data: Any) -> Any:
+        # Specs stored by the previous schema dumped ``top_k: null`` for every metric.
+        if isinstance(data, dict) and "top_k" in data and data["top_k"] is None:
+            return {k: v for k, v in data.items() if k != "top_k"}
+        return data
+
 
 # ---------------------------------------------------------------- data and the rest
 

@@ -1,7 +1,9 @@
 """The job spec (v1): what a user submits, validated before anything is stored.
 
-Unknown fields are errors everywhere. Names of layers, losses, optimizers, ... are
-checked against :mod:`core.registry_names` (the api cannot import the engine).
+Unknown fields are errors everywhere. Losses, optimizers, schedulers, initializers and
+metrics are checked per class against core/spec_tables.json (generated from the engine's
+constructors; the api cannot import the engine), see :mod:`core.spec_params`. The full
+reference, generated from this module, is docs/job-spec.md.
 """
 
 from __future__ import annotations

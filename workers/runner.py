@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 import engine
 import engine.gluon.loss
 import engine.initializer
@@ -92,7 +94,7 @@ class JobRunner:
     ) -> None:
         self.job_id = job_id
         # Built from the validated spec only: its defaults are the schema's, not ours.
-        self.spec = spec if isinstance(spec, JobSpec) else parse_spec(dict(spec))
+        self.spec = spec if isinstance(spec, JobSpec) else _validated(spec)
         self.store = store
         self.io = job_io
         self.state = LoopState()
@@ -311,6 +313,16 @@ class JobRunner:
         return RunResult(outcome=outcome, step=self.state.step, epoch=self.state.epoch,
                          final_metrics=dict(self.state.last_metrics),
                          command_id=self.state.stop_command_id)
+
+
+def _validated(spec: Mapping[str, Any]) -> JobSpec:
+    """A stored spec, validated again (the tables may have tightened since it was stored)."""
+    try:
+        return parse_spec(dict(spec))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "spec"
+        raise build.SpecError(f"invalid spec: {where}: {first['msg']}") from exc
 
 
 def _no_uploads(dataset_id: str) -> bytes:

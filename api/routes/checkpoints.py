@@ -1,8 +1,11 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 from fastapi.responses import StreamingResponse
 
+from api.cursors import INT64_MAX
 from api.deps import JobDep, SessionDep, StoreDep
 from api.errors import not_found
 from api.schemas.checkpoints import CheckpointFilePublic, CheckpointPublic, CheckpointsPublic
@@ -44,7 +47,11 @@ def list_checkpoints(job: JobDep, session: SessionDep) -> CheckpointsPublic:
 
 @router.get("/{step}/files/{name}", response_class=StreamingResponse)
 def download_checkpoint_file(
-    job: JobDep, step: int, name: CheckpointFile, session: SessionDep, store: StoreDep
+    job: JobDep,
+    step: Annotated[int, Path(ge=0, le=INT64_MAX)],
+    name: CheckpointFile,
+    session: SessionDep,
+    store: StoreDep,
 ) -> StreamingResponse:
     """Stream ``params.npz``, ``trainer.npz`` or ``meta.json`` from object storage."""
     row = repositories.get_checkpoint(session, job_id=job.id, step=step)

@@ -36,6 +36,14 @@ from core.models import TERMINAL_STATUSES, JobStatus
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/events", tags=["events"])
 STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+UINT64_MAX = 2**64 - 1  # Redis stream ids are two unsigned 64-bit integers
+
+
+def _is_stream_id(value: str) -> bool:
+    """Checked in full here: an id Redis refuses would end the stream after its 200."""
+    return bool(STREAM_ID.match(value)) and all(
+        int(part) <= UINT64_MAX for part in value.split("-")
+    )
 # A comment line every idle block keeps proxies from closing the connection and gives
 # us a write that fails fast once the client is gone.
 KEEPALIVE = b": keepalive\n\n"
@@ -130,7 +138,7 @@ async def stream_events(
     """``metric``, ``lr``, ``status``, ``checkpoint`` and ``log`` events; each ``id:`` is
     the Redis stream id, and ``Last-Event-ID`` resumes right after it."""
     start = last_event_id or after or STREAM_START
-    if not STREAM_ID.match(start):
+    if not _is_stream_id(start):
         field = "Last-Event-ID" if last_event_id else "after"
         raise field_error(field, "must be a stream id like 1700000000000-0", status_code=400)
     finished = await _authorize(request, state, channel, job_id, ticket)

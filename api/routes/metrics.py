@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from api.cursors import INT64_MAX
 from api.deps import JobDep, SessionDep
 from api.schemas.metrics import MetricPointPublic, MetricsPublic
 from api.services import metrics as service
@@ -16,7 +17,7 @@ def metric_history(
     job: JobDep,
     session: SessionDep,
     after_step: Annotated[
-        int | None, Query(ge=-1, description="only points with a larger step")
+        int | None, Query(ge=-1, le=INT64_MAX, description="only points with a larger step")
     ] = None,
     cursor: Annotated[
         str | None, Query(max_length=512, description="``next_cursor`` of the previous page")

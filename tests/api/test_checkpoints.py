@@ -122,3 +122,18 @@ class TestDeleteJob:
         job_id, _ = self._job_with_checkpoints(api)
         _, stranger = api.make_user()
         assert api.client.delete(f"/v1/jobs/{job_id}", headers=stranger).status_code == 404
+
+
+def test_integers_beyond_int64_are_a_422_not_a_database_overflow(api: ApiHarness) -> None:
+    """Issue 14: a step or after_step of 2**63 reached the database and gave a 500."""
+    _, headers = api.make_user()
+    job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    too_big = 2**63
+    file_url = f"/v1/jobs/{job_id}/checkpoints/{too_big}/files/params.npz"
+    assert api.client.get(file_url, headers=headers).status_code == 422
+    metrics = api.client.get(f"/v1/jobs/{job_id}/metrics", params={"after_step": 2**64},
+                             headers=headers)
+    assert metrics.status_code == 422
+    assert metrics.json()["error"]["details"][0]["field"] == "after_step"
+    assert api.client.get(f"/v1/jobs/{job_id}/checkpoints/{too_big - 1}/files/params.npz",
+                          headers=headers).status_code == 404

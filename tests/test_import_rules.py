@@ -116,3 +116,16 @@ def test_api_and_workers_send_only_core_event_and_command_models(package):
     """Issue 9: events and commands are core's models, encoded by core.channel alone."""
     violations = [v for path in _files(package) for v in _payload_violations(path)]
     assert not violations, "\n".join(violations)
+
+
+def test_routes_reach_the_database_only_through_services():
+    """routes -> services -> repositories: no route imports repositories or SQLAlchemy."""
+    violations = []
+    for path in _files("api/routes"):
+        for name in _imports(path):
+            if name.split(".")[0] == "sqlalchemy" or name == "core.repositories":
+                violations.append(f"{path.relative_to(ROOT)}: imports {name}")
+        text = path.read_text()
+        if "from core import repositories" in text or "repositories." in text:
+            violations.append(f"{path.relative_to(ROOT)}: uses core.repositories")
+    assert not violations, "\n".join(violations)

@@ -9,8 +9,7 @@ from api.deps import CurrentUser, SessionDep, StateDep
 from api.errors import field_error
 from api.schemas.datasets import DatasetPublic, DatasetsPublic
 from api.services.datasets import delete_dataset as delete_dataset_service
-from api.services.datasets import store_upload
-from core import repositories
+from api.services.datasets import list_owned_datasets, store_upload
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
 
@@ -38,7 +37,7 @@ async def upload_dataset(
 
 @router.get("")
 def list_datasets(session: SessionDep, user: CurrentUser) -> DatasetsPublic:
-    rows = repositories.list_datasets(session, owner_id=user.id)
+    rows = list_owned_datasets(session, owner=user)
     return DatasetsPublic(data=[DatasetPublic.model_validate(r) for r in rows])
 
 

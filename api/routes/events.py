@@ -27,12 +27,12 @@ from api.deps import (
     bearer_token,
     get_current_user,
 )
-from api.errors import ApiError, field_error, not_found
+from api.errors import ApiError, field_error
 from api.schemas.events import StreamTicketPublic
+from api.services import jobs as jobs_service
 from api.state import ServiceState
-from core import repositories
 from core.channel import STREAM_START, AsyncChannel, Event
-from core.models import TERMINAL_STATUSES, JobStatus
+from core.models import TERMINAL_STATUSES
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/events", tags=["events"])
 STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
@@ -108,10 +108,7 @@ async def _authorize(
 
     def finished_if_owned(user_id: str) -> bool:
         with state.sessions() as session:
-            job = repositories.get_job(session, job_id=job_id, owner_id=user_id)
-            if job is None:
-                raise not_found("job", job_id)
-            return JobStatus(job.status) in TERMINAL_STATUSES
+            return jobs_service.finished_if_owned(session, job_id=job_id, owner_id=user_id)
 
     if ticket is not None:
         claims = await channel.redeem_stream_ticket(ticket)

@@ -8,7 +8,6 @@ from fastapi.concurrency import run_in_threadpool
 from api.deps import CurrentUser, JobDep, SessionDep, StateDep
 from api.schemas.jobs import JobControlPublic, JobCreate, JobPublic, JobsPublic
 from api.services import jobs as service
-from core import repositories
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -47,13 +46,10 @@ def list_jobs(
 ) -> JobsPublic:
     """The caller's jobs, newest first; pass ``next_cursor`` back as ``cursor``."""
     limit = min(limit, state.settings.limits.max_page_size)
-    statuses = service.parse_status_filter(status_filter)
-    before = service.decode_cursor(cursor) if cursor else None
-    rows = repositories.list_jobs(
-        session, owner_id=user.id, limit=limit + 1, statuses=statuses, before=before
+    page, next_cursor = service.list_jobs_page(
+        session, owner=user, statuses=service.parse_status_filter(status_filter),
+        limit=limit, cursor=cursor,
     )
-    page = rows[:limit]
-    next_cursor = service.encode_cursor(page[-1]) if len(rows) > limit else None
     # A listing leaves the specs out (GET /v1/jobs/{id} has it).
     listed = [JobPublic.model_validate(j).model_copy(update={"spec": None}) for j in page]
     return JobsPublic(data=listed, next_cursor=next_cursor)

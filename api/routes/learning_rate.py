@@ -5,13 +5,10 @@ from fastapi import APIRouter, status
 from api.deps import CurrentUser, JobDep, SessionDep, StateDep
 from api.schemas.learning_rate import (
     LearningRateChangeAccepted,
-    LearningRateChangePublic,
     LearningRatePublic,
     LearningRateUpdate,
 )
 from api.services import learning_rate as service
-from core import repositories
-from core.jobspec import JobSpec
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/learning-rate", tags=["learning rate"])
 
@@ -36,12 +33,4 @@ def change_learning_rate(
 
 @router.get("")
 def get_learning_rate(job: JobDep, session: SessionDep) -> LearningRatePublic:
-    spec = JobSpec.model_validate(job.spec)
-    changes = repositories.list_lr_changes(session, job_id=job.id)
-    return LearningRatePublic(
-        job_id=job.id,
-        learning_rate=job.current_lr,
-        initial_learning_rate=spec.initial_learning_rate(),
-        schedule=spec.lr_scheduler.model_dump(mode="json") if spec.lr_scheduler else None,
-        changes=[LearningRateChangePublic.model_validate(c) for c in changes],
-    )
+    return service.describe(session, job=job)

@@ -82,3 +82,7 @@ def delete_dataset(session: Session, *, state: ServiceState, owner: User, datase
         state.store.delete(key)
     except Exception:  # noqa: BLE001 - the row is gone; a leftover object is debris
         log.exception("dataset %s deleted but its object %s remains", dataset_id, key)
+
+
+def list_owned_datasets(session: Session, *, owner: User) -> list[Dataset]:
+    return repositories.list_datasets(session, owner_id=owner.id)

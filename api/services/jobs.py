@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api import cursors, telemetry
-from api.errors import ApiError, field_error
+from api.errors import ApiError, field_error, not_found
 from api.schemas.jobs import JobControlPublic
 from api.state import ServiceState
 from core import model_size, repositories
@@ -166,6 +166,27 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     except ValueError as exc:
         raise field_error("cursor", "is not a cursor returned by this API",
                           status_code=400) from exc
+
+
+def list_jobs_page(
+    session: Session, *, owner: User, statuses: list[str] | None, limit: int,
+    cursor: str | None,
+) -> tuple[list[Job], str | None]:
+    """One page of the owner's jobs, newest first, and the cursor of the next page."""
+    before = decode_cursor(cursor) if cursor else None
+    rows = repositories.list_jobs(
+        session, owner_id=owner.id, limit=limit + 1, statuses=statuses, before=before
+    )
+    page = rows[:limit]
+    return page, encode_cursor(page[-1]) if len(rows) > limit else None
+
+
+def finished_if_owned(session: Session, *, job_id: str, owner_id: str) -> bool:
+    """Whether the owner's job is finished (SSE closes at once then), or a 404."""
+    job = repositories.get_job(session, job_id=job_id, owner_id=owner_id)
+    if job is None:
+        raise not_found("job", job_id)
+    return JobStatus(job.status) in TERMINAL_STATUSES
 
 
 def parse_status_filter(raw: list[str] | None) -> list[str] | None:

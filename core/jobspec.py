@@ -26,7 +26,9 @@ from core import spec_params
 
 MAX_LAYERS = 256
 MAX_PARAMS = 32
-ShortText = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+# No control characters (a NUL is refused by PostgreSQL text columns, and no name needs one).
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=PRINTABLE)]
 ParamValue = float | int | bool | str | None | list[float | int]
 Activation = Literal["relu", "sigmoid", "tanh", "softrelu", "softsign"]
 PositiveInt = Annotated[int, Field(ge=1, le=1_000_000)]

@@ -10,6 +10,7 @@ from api.errors import field_error
 from api.schemas.datasets import DatasetPublic, DatasetsPublic
 from api.services.datasets import delete_dataset as delete_dataset_service
 from api.services.datasets import list_owned_datasets, store_upload
+from core.jobspec import PRINTABLE
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
 
@@ -20,7 +21,7 @@ async def upload_dataset(
     session: SessionDep,
     state: StateDep,
     user: CurrentUser,
-    name: Annotated[str | None, Form(max_length=255)] = None,
+    name: Annotated[str | None, Form(max_length=255, pattern=PRINTABLE)] = None,
 ) -> DatasetPublic:
     """Upload a data set; it is validated (never unpickled) and stored as npz."""
     filename = file.filename or ""

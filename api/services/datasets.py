@@ -10,7 +10,7 @@ from api.errors import ApiError, not_found
 from api.state import ServiceState
 from core import repositories
 from core.datasets import DatasetError, validate_upload
-from core.models import Dataset, JobStatus, User, new_id
+from core.models import Dataset, JobStatus, User, is_id, new_id
 from core.storage import dataset_key
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,9 @@ ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.PAUSED)
 
 
 def delete_dataset(session: Session, *, state: ServiceState, owner: User, dataset_id: str) -> None:
-    dataset = repositories.get_dataset(session, dataset_id=dataset_id, owner_id=owner.id)
+    dataset = repositories.get_dataset(
+        session, dataset_id=dataset_id, owner_id=owner.id
+    ) if is_id(dataset_id) else None
     if dataset is None:
         raise not_found("dataset", dataset_id)
     using = repositories.jobs_using_dataset(

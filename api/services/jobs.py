@@ -19,7 +19,7 @@ from core import model_size, repositories
 from core.events import CancelCommand, PauseCommand
 from core.job_status import transition_and_announce
 from core.jobspec import JobSpec
-from core.models import TERMINAL_STATUSES, Job, JobStatus, User
+from core.models import TERMINAL_STATUSES, Job, JobStatus, User, is_id
 from core.storage import job_objects_prefix
 
 log = logging.getLogger("rudder.api")
@@ -183,7 +183,8 @@ def list_jobs_page(
 
 def finished_if_owned(session: Session, *, job_id: str, owner_id: str) -> bool:
     """Whether the owner's job is finished (SSE closes at once then), or a 404."""
-    job = repositories.get_job(session, job_id=job_id, owner_id=owner_id)
+    job = repositories.get_job(session, job_id=job_id, owner_id=owner_id) if is_id(
+        job_id) else None
     if job is None:
         raise not_found("job", job_id)
     return JobStatus(job.status) in TERMINAL_STATUSES

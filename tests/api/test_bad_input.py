@@ -257,3 +257,31 @@ def test_every_documented_error_status_matches_a_real_answer(api: ApiHarness) ->
     body = api.client.put(f"/v1/jobs/{job_id}/learning-rate", json={"learning_rate": "x"},
                           headers=headers)
     assert body.status_code == 422 and set(body.json()) == {"error"}
+
+
+class TestControlCharacters:
+    """Issue 14 item 4: NUL bytes reached PostgreSQL and came back as 500s."""
+
+    def test_a_job_name_with_a_nul_byte_is_a_422(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        before = _count_jobs(api)
+        response = api.client.post("/v1/jobs", json=digits_spec(name="abc\x00def"),
+                                   headers=headers)
+        assert response.status_code == 422
+        assert _error(response)["details"][0]["field"] == "name"
+        assert _count_jobs(api) == before
+
+    @pytest.mark.parametrize(
+        "path", ["/v1/jobs/abc%00def", "/v1/jobs/abc%00def/metrics",
+                 "/v1/jobs/abc%00def/events", "/v1/jobs/abc%00def/learning-rate"],
+    )
+    def test_an_id_with_a_nul_byte_is_a_404(self, api: ApiHarness, path: str) -> None:
+        _, headers = api.make_user()
+        response = api.client.get(path, headers=headers)
+        assert response.status_code == 404, response.text
+        assert _error(response)["code"] == "not_found"
+
+    def test_deleting_a_dataset_id_with_a_nul_byte_is_a_404(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        response = api.client.delete("/v1/datasets/abc%00def", headers=headers)
+        assert response.status_code == 404

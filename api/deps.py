@@ -13,12 +13,12 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from api.errors import ApiError
+from api.errors import ApiError, not_found
 from api.state import ServiceState
 from core import repositories, tokens
 from core.channel import AsyncChannel, Channel
 from core.config import Settings
-from core.models import User
+from core.models import Job, User, is_id
 from core.storage import ObjectStore
 
 ANONYMOUS_USER = "anonymous"
@@ -137,3 +137,20 @@ async def get_current_user(request: Request, state: StateDep) -> User:
 
 
 CurrentUser = Annotated[User, Depends(get_current_user)]
+
+
+def owned_job(job_id: str, session: SessionDep, user: CurrentUser) -> Job:
+    """The caller's job, or a 404 (someone else's job looks exactly like a missing one).
+
+    An id that is not a uuid is not looked up at all: it cannot name a job, and some
+    (a NUL byte) would make PostgreSQL refuse the query.
+    """
+    if not is_id(job_id):
+        raise not_found("job", job_id)
+    job = repositories.get_job(session, job_id=job_id, owner_id=user.id)
+    if job is None:
+        raise not_found("job", job_id)
+    return job
+
+
+JobDep = Annotated[Job, Depends(owned_job)]

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from api import telemetry
 from api.errors import install_error_handlers
 from api.limits import BodySizeLimit
+from api.openapi import install_openapi
 from api.routes import (
     checkpoints,
     dashboard,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     install_error_handlers(app)
+    install_openapi(app)
     app.add_middleware(
         BodySizeLimit,
         max_body_bytes=settings.limits.max_spec_bytes,

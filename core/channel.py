@@ -16,18 +16,34 @@ Per job (prefix ``rudder:job:{id}:``):
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 import redis
 import redis.asyncio as aioredis
+from pydantic import ValidationError
 
-EVENT_TYPES = frozenset({"metric", "lr", "status", "checkpoint", "log"})
-CommandType = Literal["set_lr", "pause", "cancel"]
-COMMAND_TYPES = frozenset({"set_lr", "pause", "cancel"})
+from core.events import (
+    EVENT_TYPES,
+    CheckpointEvent,
+    Command,
+    JobEvent,
+    JobStatusName,
+    LogEvent,
+    LREvent,
+    LRMode,
+    MetricEvent,
+    StatusEvent,
+    parse_command,
+    parse_event,
+)
+
+log = logging.getLogger(__name__)
+
 STREAM_START = "0-0"
 DEFAULT_EVENTS_MAXLEN = 10_000
 CONTROL_MAXLEN = 1_000
@@ -63,41 +79,73 @@ def job_keys(job_id: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Event:
-    """One entry of a job's events stream."""
+    """One entry of a job's events stream: its stream id and the typed event."""
 
     id: str
-    type: str
-    data: dict[str, Any]
+    event: JobEvent
+
+    @property
+    def type(self) -> str:
+        return self.event.type
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.event.data()
 
 
 @dataclass(frozen=True)
-class Command:
-    """One control command; ``stream_id`` is where the worker resumes reading."""
+class ReceivedCommand:
+    """One control command as read; ``stream_id`` is where the reader resumes."""
 
-    command_id: str
-    type: str
-    data: dict[str, Any] = field(default_factory=dict)
-    stream_id: str = ""
+    stream_id: str
+    command: Command
 
+    @property
+    def command_id(self) -> str:
+        return self.command.command_id
 
-def _decode_event(entry_id: str, fields: dict[str, str]) -> Event:
-    return Event(id=entry_id, type=fields.get("type", "log"), data=json.loads(fields["data"]))
+    @property
+    def type(self) -> str:
+        return self.command.type
 
-
-def _decode_command(entry_id: str, fields: dict[str, str]) -> Command:
-    return Command(
-        command_id=fields["command_id"],
-        type=fields["type"],
-        data=json.loads(fields.get("data", "{}")),
-        stream_id=entry_id,
-    )
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.command.model_dump(mode="json", exclude={"type", "command_id"})
 
 
-def _event_fields(event_type: str, data: dict[str, Any]) -> dict[str, str]:
-    if event_type not in EVENT_TYPES:
-        expected = ", ".join(sorted(EVENT_TYPES))
-        raise ValueError(f"unknown event type {event_type!r}; expected one of {expected}")
-    return {"type": event_type, "data": json.dumps(data, allow_nan=False, default=str)}
+def _decode_events(reply: Any) -> list[Event]:
+    events = []
+    for _, entries in reply or []:
+        for entry_id, fields in entries:
+            try:
+                event = parse_event(fields.get("type", ""), json.loads(fields["data"]))
+            except (KeyError, ValueError, ValidationError) as exc:
+                # Only Channel writes this stream; an entry it cannot read is from another
+                # version. Skipping it keeps the stream readable for everything after it.
+                log.warning("skipping unreadable event %s: %r", entry_id, exc)
+                continue
+            events.append(Event(id=entry_id, event=event))
+    return events
+
+
+def _decode_commands(entries: Any) -> list[ReceivedCommand]:
+    commands = []
+    for entry_id, fields in entries:
+        try:
+            data = json.loads(fields.get("data", "{}"))
+            command = parse_command(fields["type"], fields["command_id"], data)
+        except (KeyError, ValueError, ValidationError) as exc:
+            log.warning("skipping malformed control entry %s: %r", entry_id, exc)
+            continue
+        commands.append(ReceivedCommand(stream_id=entry_id, command=command))
+    return commands
+
+
+def _event_fields(event: JobEvent) -> dict[str, str]:
+    if event.type not in EVENT_TYPES:  # a model outside the JobEvent union
+        raise ValueError(f"unknown event type {event.type!r}")
+    # allow_nan=False: a NaN would be invalid JSON for every SSE client.
+    return {"type": event.type, "data": json.dumps(event.data(), allow_nan=False)}
 
 
 # Renew/release only when the caller still owns the lease: the compare and the write
@@ -153,7 +201,7 @@ class Admission:
 class Channel:
     """Synchronous access to the live channel (workers, the api's request handlers)."""
 
-    def __init__(self, client: redis.Redis, *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN):
+    def __init__(self, client: redis.Redis[str], *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN):
         self.client = client
         self.events_maxlen = events_maxlen
         self._renew = client.register_script(_RENEW_LUA)
@@ -173,23 +221,25 @@ class Channel:
 
     # ------------------------------------------------------------ events
 
-    def publish(self, job_id: str, event_type: str, data: dict[str, Any]) -> str:
+    def publish(self, job_id: str, event: JobEvent) -> str:
         """Append an event; returns its stream id. The stream is trimmed approximately."""
-        fields = _event_fields(event_type, data)
+        fields = _event_fields(event)
         entry_id = self.client.xadd(
             events_key(job_id), cast(Any, fields), maxlen=self.events_maxlen, approximate=True
         )
         return str(entry_id)
 
-    def publish_many(self, job_id: str, events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    def publish_many(self, job_id: str, events: list[JobEvent]) -> list[str]:
         """Append several events in order with one round trip; returns their stream ids."""
         if not events:
             return []
         pipe = self.client.pipeline(transaction=False)
-        for event_type, data in events:
-            pipe.xadd(events_key(job_id), cast(Any, _event_fields(event_type, data)),
+        for event in events:
+            pipe.xadd(events_key(job_id), cast(Any, _event_fields(event)),
                       maxlen=self.events_maxlen, approximate=True)
         return [str(entry_id) for entry_id in pipe.execute()]
+
+    # Shorthands that build the event model and publish it.
 
     def publish_metric(
         self,
@@ -198,18 +248,25 @@ class Channel:
         step: int,
         epoch: int,
         values: dict[str, float],
+        epochs_done: int | None = None,
         time_s: float | None = None,
     ) -> str:
-        data = {"step": step, "epoch": epoch, "time": time_s or time.time(), "values": values}
-        return self.publish(job_id, "metric", data)
+        return self.publish(job_id, MetricEvent(
+            step=step, epoch=epoch, epochs_done=epoch if epochs_done is None else epochs_done,
+            time=time_s or time.time(), values=values,
+        ))
 
     def publish_status(
-        self, job_id: str, status: str, *, reason: str | None = None, **extra: Any
+        self,
+        job_id: str,
+        status: JobStatusName,
+        *,
+        reason: str | None = None,
+        step: int | None = None,
+        command_id: str | None = None,
     ) -> str:
-        data: dict[str, Any] = {"status": status, **extra}
-        if reason is not None:
-            data["reason"] = reason
-        return self.publish(job_id, "status", data)
+        return self.publish(job_id, StatusEvent(status=status, reason=reason, step=step,
+                                                command_id=command_id))
 
     def publish_lr_applied(
         self,
@@ -217,27 +274,31 @@ class Channel:
         *,
         change_id: str,
         learning_rate: float,
-        mode: str,
+        mode: LRMode,
         applied_step: int,
         applied_at: float | None = None,
     ) -> str:
-        data = {
-            "change_id": change_id,
-            "learning_rate": learning_rate,
-            "mode": mode,
-            "applied_step": applied_step,
-            "applied_at": applied_at or time.time(),
-        }
-        return self.publish(job_id, "lr", data)
+        return self.publish(job_id, LREvent(
+            change_id=change_id, status="applied", learning_rate=learning_rate, mode=mode,
+            applied_step=applied_step, applied_at=applied_at or time.time(),
+        ))
+
+    def publish_lr_rejected(
+        self, job_id: str, *, change_id: str, learning_rate: float, mode: LRMode, reason: str
+    ) -> str:
+        return self.publish(job_id, LREvent(
+            change_id=change_id, status="rejected", learning_rate=learning_rate, mode=mode,
+            reason=reason,
+        ))
 
     def publish_checkpoint(
         self, job_id: str, *, step: int, epoch: int, sha256: str, size: int
     ) -> str:
-        data = {"step": step, "epoch": epoch, "sha256": sha256, "size": size}
-        return self.publish(job_id, "checkpoint", data)
+        return self.publish(job_id, CheckpointEvent(step=step, epoch=epoch, sha256=sha256,
+                                                    size=size))
 
     def publish_log(self, job_id: str, *, level: str, message: str) -> str:
-        return self.publish(job_id, "log", {"level": level, "message": message})
+        return self.publish(job_id, LogEvent(level=level, message=message))
 
     def read_events(
         self,
@@ -249,7 +310,7 @@ class Channel:
     ) -> list[Event]:
         """Events strictly after stream id ``after``; blocks up to ``block_ms`` if given."""
         reply = self.client.xread({events_key(job_id): after}, count=count, block=block_ms)
-        return [_decode_event(i, f) for _, entries in reply or [] for i, f in entries]
+        return _decode_events(reply)
 
     def last_event_id(self, job_id: str) -> str:
         entries = self.client.xrevrange(events_key(job_id), count=1)
@@ -257,34 +318,37 @@ class Channel:
 
     # ------------------------------------------------------------ control
 
-    def send_command(
-        self,
-        job_id: str,
-        command_type: CommandType,
-        data: dict[str, Any] | None = None,
-        *,
-        command_id: str | None = None,
-    ) -> str:
-        """Queue a command for the worker; returns its command id (a uuid unless given)."""
-        if command_type not in COMMAND_TYPES:
-            raise ValueError(f"unknown command {command_type!r}")
-        command_id = command_id or str(uuid.uuid4())
+    def send_command(self, job_id: str, command: Command) -> str:
+        """Queue a command for the worker; returns its command id."""
         fields = {
-            "command_id": command_id,
-            "type": command_type,
-            "data": json.dumps(data or {}, allow_nan=False),
+            "command_id": command.command_id,
+            "type": command.type,
+            "data": json.dumps(
+                command.model_dump(mode="json", exclude={"type", "command_id"}),
+                allow_nan=False,
+            ),
         }
         self.client.xadd(
             control_key(job_id), cast(Any, fields), maxlen=CONTROL_MAXLEN, approximate=True
         )
-        return command_id
+        return command.command_id
 
     def read_commands(
         self, job_id: str, *, after: str = STREAM_START, count: int = 100
-    ) -> list[Command]:
+    ) -> list[ReceivedCommand]:
         """Commands after stream id ``after``, without blocking (called between steps)."""
         entries = self.client.xrange(control_key(job_id), min=f"({after}", count=count)
-        return [_decode_command(i, f) for i, f in entries]
+        return _decode_commands(entries)
+
+    def wait_commands(
+        self, job_id: str, *, after: str, block_ms: int, count: int = 100
+    ) -> tuple[list[ReceivedCommand], str]:
+        """Wait up to ``block_ms`` for commands after ``after``; returns them and the
+        position to read from next (past malformed entries too, which are skipped)."""
+        reply = self.client.xread({control_key(job_id): after}, count=count, block=block_ms)
+        entries = [entry for _, stream in reply or [] for entry in stream]
+        position = str(entries[-1][0]) if entries else after
+        return _decode_commands(entries), position
 
     def last_command_id(self, job_id: str) -> str:
         """Where a freshly started worker should begin reading commands."""
@@ -347,7 +411,7 @@ class Channel:
 class AsyncChannel:
     """The async side used by the SSE endpoint (it must not block the event loop)."""
 
-    def __init__(self, client: aioredis.Redis):
+    def __init__(self, client: aioredis.Redis[str]):
         self.client = client
 
     @classmethod
@@ -364,7 +428,7 @@ class AsyncChannel:
         self, job_id: str, *, after: str, count: int = 500, block_ms: int | None = None
     ) -> list[Event]:
         reply = await self.client.xread({events_key(job_id): after}, count=count, block=block_ms)
-        return [_decode_event(i, f) for _, entries in reply or [] for i, f in entries]
+        return _decode_events(reply)
 
     async def redeem_stream_ticket(self, ticket: str) -> dict[str, str] | None:
         """Consume a ticket (GETDEL: a second use finds nothing)."""

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -107,3 +107,9 @@ def session_scope(factory: sessionmaker[Session] | None = None) -> Iterator[Sess
         raise
     finally:
         session.close()
+
+
+def check_database(engine: Engine) -> None:
+    """Raise if the database does not answer (``/readyz``)."""
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))

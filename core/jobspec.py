@@ -1,28 +1,34 @@
 """The job spec (v1): what a user submits, validated before anything is stored.
 
-Unknown fields are errors everywhere. Names of layers, losses, optimizers, ... are
-checked against :mod:`core.registry_names` (the api cannot import the engine).
+Unknown fields are errors everywhere. Losses, optimizers, schedulers, initializers and
+metrics are checked per class against core/spec_tables.json (generated from the engine's
+constructors; the api cannot import the engine), see :mod:`core.spec_params`. The full
+reference, generated from this module, is docs/job-spec.md.
 """
 
 from __future__ import annotations
 
-import math
+import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     StringConstraints,
+    Tag,
     field_validator,
     model_validator,
 )
 
-from core import registry_names as names
+from core import spec_params
 
 MAX_LAYERS = 256
 MAX_PARAMS = 32
-ShortText = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+# No control characters (a NUL is refused by PostgreSQL text columns, and no name needs one).
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=PRINTABLE)]
 ParamValue = float | int | bool | str | None | list[float | int]
 Activation = Literal["relu", "sigmoid", "tanh", "softrelu", "softsign"]
 PositiveInt = Annotated[int, Field(ge=1, le=1_000_000)]
@@ -134,133 +140,126 @@ Layer = Annotated[
 # ---------------------------------------------------------------- named components
 
 
-def _check_name(value: str, allowed: tuple[str, ...], what: str) -> str:
-    if value.lower() not in allowed:
-        raise ValueError(f"unknown {what} {value!r}; expected one of: {', '.join(allowed)}")
-    return value.lower()
-
-
-def _check_params(params: dict[str, Any], allowed: frozenset[str], what: str) -> None:
-    if len(params) > MAX_PARAMS:
-        raise ValueError(f"too many {what} parameters (at most {MAX_PARAMS})")
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise ValueError(
-            f"unknown {what} parameter(s) {', '.join(unknown)}; "
-            f"allowed: {', '.join(sorted(allowed))}"
-        )
-    for key, value in params.items():
-        scalar = value is None or isinstance(value, bool | int | float | str)
-        numbers = isinstance(value, list) and all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value
-        )
-        if not (scalar or numbers):
-            raise ValueError(f"{what} parameter {key} must be a number, string, bool or list")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{what} parameter {key} must be finite")
-        if isinstance(value, list) and len(value) > 1024:
-            raise ValueError(f"{what} parameter {key} is too long")
-        if isinstance(value, str) and len(value) > 64:
-            raise ValueError(f"{what} parameter {key} is too long")
-
-
 class NamedComponent(BaseModel):
-    """``{type: name, **params}``; params are checked per category by subclasses."""
+    """``{type: name, **params}``, checked against that class's row of the spec tables.
+
+    The tables (core/spec_tables.json) are generated from the engine's constructors, so a
+    parameter the engine would refuse (``adam`` + ``momentum``) is refused here, at submit.
+    """
 
     model_config = ConfigDict(extra="allow", frozen=True)
     type: str
-    # Class-level tables, set by each subclass (as ClassVars pydantic leaves them alone
-    # instead of copying them into every instance as private attributes).
-    _names: ClassVar[tuple[str, ...]] = ()
-    _params: ClassVar[frozenset[str]] = frozenset()
-    _what: ClassVar[str] = "component"
+    # Class-level: which table this component is checked against (pydantic leaves a
+    # ClassVar alone instead of copying it into every instance).
+    _kind: ClassVar[spec_params.Kind]
 
     @model_validator(mode="after")
     def _validate(self) -> NamedComponent:
-        object.__setattr__(self, "type", _check_name(self.type, self._names, self._what))
-        _check_params(self.params, self._params, self._what)
+        kind = self._kind
+        name = spec_params.check_name(kind, self.type)
+        object.__setattr__(self, "type", name)
+        if len(self.params) > MAX_PARAMS:
+            raise ValueError(f"too many {kind} parameters (at most {MAX_PARAMS})")
+        spec_params.check_component(kind, name, self.params)
         return self
 
     @property
     def params(self) -> dict[str, ParamValue]:
         return dict(self.model_extra or {})
 
-
-_WARMUP = {"warmup_steps", "warmup_begin_lr", "warmup_mode", "base_lr"}
+    def engine_kwargs(self) -> dict[str, ParamValue]:
+        """The parameters to pass to the engine's ``create(type, **kwargs)``."""
+        return {k: v for k, v in self.params.items() if v is not None}
 
 
 class LossSpec(NamedComponent):
-    _names = names.LOSSES
-    _params = frozenset({"axis", "sparse_label", "from_logits", "weight", "batch_axis",
-                         "rho", "from_sigmoid"})
-    _what = "loss"
+    _kind = "loss"
 
 
 class InitializerSpec(NamedComponent):
-    _names = names.INITIALIZERS
-    _params = frozenset({"magnitude", "rnd_type", "factor_type", "scale", "sigma", "value",
-                         "slope"})
-    _what = "initializer"
+    _kind = "initializer"
 
 
 class OptimizerSpec(NamedComponent):
-    _names = names.OPTIMIZERS
-    _params = frozenset({
-        "learning_rate", "wd", "clip_gradient", "rescale_grad", "momentum", "beta1", "beta2",
-        "epsilon", "gamma1", "gamma2", "centered", "rho", "clip_weights", "lamda", "lamda1",
-        "beta", "eta", "wd_lh", "lower_bound", "upper_bound", "bias_correction",
-        "schedule_decay", "initial_accumulator_value", "multi_precision", "lazy_update",
-        "use_fused_step", "warmup_strategy", "warmup_epochs", "batch_scale",
-        "updates_per_epoch", "begin_epoch", "num_epochs",
-    })
-    _what = "optimizer"
+    _kind = "optimizer"
 
     @property
     def learning_rate(self) -> float | None:
         value = self.params.get("learning_rate")
         return float(value) if isinstance(value, int | float) else None
 
-    @model_validator(mode="after")
-    def _positive_lr(self) -> OptimizerSpec:
-        value = self.params.get("learning_rate")
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or value <= 0
-        ):
-            raise ValueError("optimizer learning_rate must be a finite number > 0")
-        return self
-
 
 class SchedulerSpec(NamedComponent):
-    _names = names.LR_SCHEDULERS
-    _params = frozenset({"step", "factor", "stop_factor_lr", "max_update", "pwr", "final_lr"}
-                        | _WARMUP)
-    _what = "lr_scheduler"
+    _kind = "lr_scheduler"
 
 
-class MetricSpec(StrictModel):
-    type: str
-    top_k: int | None = Field(default=None, ge=1, le=1000)
+class MetricSpec(NamedComponent):
+    """A metric with parameters, e.g. ``{type: top_k_accuracy, top_k: 5}``."""
 
-    @field_validator("type")
+    _kind = "metric"
+
+    @model_validator(mode="before")
     @classmethod
-    def _known(cls, value: str) -> str:
-        return _check_name(value, names.METRICS, "metric")
+    def _drop_unset_top_k(cls, data: Any) -> Any:
+        # Specs stored by the previous schema dumped ``top_k: null`` for every metric.
+        if isinstance(data, dict) and "top_k" in data and data["top_k"] is None:
+            return {k: v for k, v in data.items() if k != "top_k"}
+        return data
 
 
 # ---------------------------------------------------------------- data and the rest
 
 
+# Data sets that ship with scikit-learn (no network at run time): name -> feature count.
+# The one list: the worker loads ``sklearn.datasets.load_<name>``, the size estimate
+# reads the feature count.
+BUILTIN_DATASETS: dict[str, int] = {"digits": 64, "iris": 4, "wine": 13, "breast_cancer": 30}
+BuiltinName = Literal["digits", "iris", "wine", "breast_cancer"]
+
+
 class BuiltinSource(StrictModel):
-    builtin: Literal["digits", "iris", "wine", "breast_cancer"]
+    builtin: BuiltinName
     split: Literal["train", "val", "test"] = "train"
 
 
+DATASET_ID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                                r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
 class DatasetSource(StrictModel):
-    dataset: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F-]{36}$")]
+    dataset: str = Field(description="the id of an uploaded data set (a uuid)")
+
+    @field_validator("dataset")
+    @classmethod
+    def _is_dataset_id(cls, value: str) -> str:
+        if not DATASET_ID_PATTERN.match(value):
+            shown = value if len(value) <= 64 else value[:61] + "..."
+            raise ValueError(
+                f"{shown!r} is not a dataset id; use the id (a uuid) that "
+                "POST /v1/datasets/uploads returned"
+            )
+        return value
 
 
-DataSource = BuiltinSource | DatasetSource
+def _source_kind(value: Any) -> str | None:
+    # Pick the member by its key, so a bad dataset id is reported as exactly that and not
+    # as "builtin: Field required" from the other member of the union.
+    keys = value.keys() if isinstance(value, dict) else vars(value).keys()
+    if "dataset" in keys:
+        return "DatasetSource"
+    if "builtin" in keys:
+        return "BuiltinSource"
+    return None
+
+
+DataSource = Annotated[
+    Annotated[BuiltinSource, Tag("BuiltinSource")] | Annotated[DatasetSource, Tag("DatasetSource")],
+    Discriminator(
+        _source_kind,
+        custom_error_type="data_source",
+        custom_error_message="a data source is {builtin: name, split: ...} or {dataset: id}",
+    ),
+]
 
 
 class DataSpec(StrictModel):
@@ -311,7 +310,7 @@ class JobSpec(StrictModel):
     @classmethod
     def _known_metrics(cls, values: list[str | MetricSpec]) -> list[str | MetricSpec]:
         return [
-            _check_name(v, names.METRICS, "metric") if isinstance(v, str) else v for v in values
+            spec_params.check_name("metric", v) if isinstance(v, str) else v for v in values
         ]
 
     def queue(self, *, default: str = "cpu") -> str:
@@ -325,7 +324,7 @@ class JobSpec(StrictModel):
         return float(base_lr) if isinstance(base_lr, int | float) else None
 
     def dataset_ids(self) -> list[str]:
-        sources = [self.data.train, self.data.val]
+        sources: list[BuiltinSource | DatasetSource | None] = [self.data.train, self.data.val]
         return [s.dataset for s in sources if isinstance(s, DatasetSource)]
 
 

@@ -7,6 +7,7 @@ Alembic (``migrations/``) is the only way these tables are created. Relationship
 from __future__ import annotations
 
 import enum
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -71,6 +72,15 @@ def utcnow() -> datetime:
 
 def new_id() -> str:
     return str(uuid.uuid4())
+
+
+_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` could be a row id (:func:`new_id`'s form). Checked before a lookup:
+    anything else names nothing, and some values (a NUL byte) PostgreSQL refuses."""
+    return bool(_ID.match(value))
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -162,6 +172,12 @@ class Job(Base):
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
 
     owner: Mapped[User] = relationship(lazy="raise")
+
+    @property
+    def progress(self) -> dict[str, Any]:
+        """How far the job got, as the api shows it (``JobPublic.progress``)."""
+        return {"epoch": self.epoch, "step": self.step, "current_lr": self.current_lr,
+                "metrics": dict(self.latest_metrics or {})}
 
 
 class JobStatusEvent(Base):

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from core.models import (
     TERMINAL_STATUSES,
+    ApiToken,
     Checkpoint,
     Dataset,
     Job,
@@ -56,6 +57,30 @@ def get_user(session: Session, *, user_id: str) -> User | None:
 
 def get_user_by_name(session: Session, *, name: str) -> User | None:
     return session.scalars(select(User).where(User.name == name)).one_or_none()
+
+
+def add_api_token(
+    session: Session, *, user_id: str, token_hash: str, prefix: str, label: str
+) -> ApiToken:
+    row = ApiToken(user_id=user_id, token_hash=token_hash, prefix=prefix, label=label)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def get_api_token(session: Session, *, token_hash: str) -> ApiToken | None:
+    query = select(ApiToken).where(ApiToken.token_hash == token_hash)
+    return session.scalars(query).one_or_none()
+
+
+def mark_api_token_revoked(session: Session, *, token_id: str) -> bool:
+    """Revoke a token once; False when it was already revoked (or does not exist)."""
+    row = session.get(ApiToken, token_id)
+    if row is None or row.revoked_at is not None:
+        return False
+    row.revoked_at = utcnow()
+    session.flush()
+    return True
 
 
 # ---------------------------------------------------------------- jobs
@@ -243,6 +268,34 @@ def update_job_progress(
     if latest_metrics:
         job.latest_metrics = {**(job.latest_metrics or {}), **latest_metrics}
     job.updated_at = utcnow()
+    session.flush()
+
+
+def running_jobs(session: Session) -> list[tuple[str, str, datetime | None]]:
+    """``(id, queue, started_at)`` of every running job (the watchdog's sweep)."""
+    rows = session.execute(
+        select(Job.id, Job.queue, Job.started_at).where(Job.status == JobStatus.RUNNING.value)
+    ).all()
+    return [(row[0], row[1], row[2]) for row in rows]
+
+
+def queued_jobs_untouched_since(session: Session, *, cutoff: datetime) -> list[tuple[str, str]]:
+    """``(id, queue)`` of queued jobs whose row has not changed since ``cutoff``."""
+    rows = session.execute(
+        select(Job.id, Job.queue).where(
+            Job.status == JobStatus.QUEUED.value, Job.updated_at < cutoff
+        )
+    ).all()
+    return [(row[0], row[1]) for row in rows]
+
+
+def set_current_lr(session: Session, *, job_id: str, learning_rate: float) -> None:
+    """The lr in effect now (a confirmed change), without touching step or epoch."""
+    session.execute(
+        update(Job).where(Job.id == job_id)
+        .values(current_lr=learning_rate, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
     session.flush()
 
 
@@ -450,6 +503,15 @@ def delete_checkpoints(session: Session, *, job_id: str, steps: list[int]) -> No
         )
 
 
+def delete_job(session: Session, *, job_id: str) -> None:
+    """A job's rows and everything hanging off them (children first: SQLite enforces
+    ON DELETE CASCADE only when told to, so the order does not rely on it)."""
+    for child in (MetricPoint, LRChange, Checkpoint, JobStatusEvent):
+        session.execute(delete(child).where(child.job_id == job_id))
+    session.execute(delete(Job).where(Job.id == job_id))
+    session.flush()
+
+
 # ---------------------------------------------------------------- datasets
 
 
@@ -473,3 +535,30 @@ def list_datasets(session: Session, *, owner_id: str, limit: int = 200) -> list[
     query = select(Dataset).where(Dataset.owner_id == owner_id)
     return list(session.scalars(query.order_by(Dataset.created_at.desc()).limit(limit)))
 
+
+
+def jobs_using_dataset(
+    session: Session, *, owner_id: str, dataset_id: str, statuses: Sequence[JobStatus]
+) -> list[str]:
+    """Ids of the owner's jobs in ``statuses`` whose spec reads ``dataset_id``.
+
+    The spec is JSON, so the match is made on the decoded specs of the owner's jobs in
+    those statuses (a handful: the ones that can still run).
+    """
+    rows = session.execute(
+        select(Job.id, Job.spec).where(
+            Job.owner_id == owner_id, Job.status.in_([s.value for s in statuses])
+        )
+    ).all()
+    using = []
+    for job_id, spec in rows:
+        data = (spec or {}).get("data") or {}
+        sources = [data.get("train") or {}, data.get("val") or {}]
+        if any(isinstance(src, dict) and src.get("dataset") == dataset_id for src in sources):
+            using.append(str(job_id))
+    return using
+
+
+def delete_dataset(session: Session, *, dataset_id: str) -> None:
+    session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+    session.flush()

@@ -12,16 +12,35 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
 CHUNK_SIZE = 1024 * 1024
-CHECKPOINT_FILES = ("params.npz", "trainer.npz", "meta.json")
+
+# ---- the checkpoint layout (design.md), the one definition api and workers share
+PARAMS_FILE: Final = "params.npz"
+TRAINER_FILE: Final = "trainer.npz"
+META_FILE: Final = "meta.json"  # written last: a checkpoint is complete once it exists
+CheckpointFileName = Literal["params.npz", "trainer.npz", "meta.json"]
+CHECKPOINT_FILES: tuple[CheckpointFileName, ...] = (PARAMS_FILE, TRAINER_FILE, META_FILE)
+
+
+def job_objects_prefix(job_id: str) -> str:
+    """Everything object storage holds for one job (deleted with the job)."""
+    return f"jobs/{job_id}/"
+
+
+def checkpoints_prefix(job_id: str) -> str:
+    return f"{job_objects_prefix(job_id)}checkpoints/"
 
 
 def checkpoint_prefix(job_id: str, step: int) -> str:
     """``jobs/{job_id}/checkpoints/{step:010d}/`` (design.md's layout)."""
-    return f"jobs/{job_id}/checkpoints/{step:010d}/"
+    return f"{checkpoints_prefix(job_id)}{step:010d}/"
+
+
+def checkpoint_file_key(job_id: str, step: int, name: CheckpointFileName) -> str:
+    return checkpoint_prefix(job_id, step) + name
 
 
 def dataset_key(dataset_id: str, fmt: str) -> str:

@@ -10,13 +10,12 @@ import hashlib
 import hmac
 import secrets
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from core import repositories
 from core.config import get_settings
 from core.db import session_scope
-from core.models import ApiToken, User, utcnow
+from core.models import ApiToken, User
 
 TOKEN_PREFIX = "rdr_"
 
@@ -35,14 +34,10 @@ def create_token(
 ) -> tuple[ApiToken, str]:
     """Store a new token for ``user``; returns the row and the plain token (shown once)."""
     plain = generate_token()
-    row = ApiToken(
-        user_id=user.id,
-        token_hash=hash_token(plain, secret=secret),
-        prefix=plain[:10],
-        label=label,
+    row = repositories.add_api_token(
+        session, user_id=user.id, token_hash=hash_token(plain, secret=secret),
+        prefix=plain[:10], label=label,
     )
-    session.add(row)
-    session.flush()
     return row, plain
 
 
@@ -61,22 +56,17 @@ def authenticate(session: Session, *, token: str, secret: str | None = None) -> 
     """The user owning ``token``, or None for unknown or revoked tokens."""
     if not token:
         return None
-    query = select(ApiToken).where(ApiToken.token_hash == hash_token(token, secret=secret))
-    row = session.scalars(query).one_or_none()
+    row = repositories.get_api_token(session, token_hash=hash_token(token, secret=secret))
     if row is None or row.revoked_at is not None:
         return None
-    return session.get(User, row.user_id)
+    return repositories.get_user(session, user_id=row.user_id)
 
 
 def revoke_token(session: Session, *, token: str, secret: str | None = None) -> bool:
-    row = session.scalars(
-        select(ApiToken).where(ApiToken.token_hash == hash_token(token, secret=secret))
-    ).one_or_none()
-    if row is None or row.revoked_at is not None:
+    row = repositories.get_api_token(session, token_hash=hash_token(token, secret=secret))
+    if row is None:
         return False
-    row.revoked_at = utcnow()
-    session.flush()
-    return True
+    return repositories.mark_api_token_revoked(session, token_id=row.id)
 
 
 def issue_token(

@@ -82,3 +82,50 @@ def test_nothing_saved_or_loaded_uses_pickle():
                 if needle in text:
                     offenders.append(f"{path.relative_to(ROOT)}: {needle}")
     assert not offenders, "\n".join(offenders)
+
+
+# Redis stream commands: core/channel.py is the only codec of the live channel.
+STREAM_COMMANDS = {"xadd", "xread", "xreadgroup", "xrange", "xrevrange"}
+# Calls that carry an event or a command; they must be given core.events models.
+MESSAGE_CALLS = {"publish", "publish_many", "send_command"}
+MESSAGE_TYPES = {"metric", "lr", "status", "checkpoint", "log", "set_lr", "pause", "cancel"}
+
+
+def _payload_violations(path: Path) -> list[str]:
+    rel = path.relative_to(ROOT)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name = node.func.attr
+        if name in STREAM_COMMANDS:
+            found.append(f"{rel}:{node.lineno}: calls {name} (only core.channel reads/writes "
+                         "the streams)")
+        if name in MESSAGE_CALLS:
+            for arg in node.args:
+                typed_by_name = isinstance(arg, ast.Constant) and arg.value in MESSAGE_TYPES
+                if typed_by_name or isinstance(arg, ast.Dict | ast.List | ast.Tuple):
+                    found.append(f"{rel}:{node.lineno}: {name}() given a hand-built payload "
+                                 "(pass a core.events model)")
+    return found
+
+
+@pytest.mark.parametrize("package", ["api", "workers"])
+def test_api_and_workers_send_only_core_event_and_command_models(package):
+    """Issue 9: events and commands are core's models, encoded by core.channel alone."""
+    violations = [v for path in _files(package) for v in _payload_violations(path)]
+    assert not violations, "\n".join(violations)
+
+
+def test_routes_reach_the_database_only_through_services():
+    """routes -> services -> repositories: no route imports repositories or SQLAlchemy."""
+    violations = []
+    for path in _files("api/routes"):
+        for name in _imports(path):
+            if name.split(".")[0] == "sqlalchemy" or name == "core.repositories":
+                violations.append(f"{path.relative_to(ROOT)}: imports {name}")
+        text = path.read_text()
+        if "from core import repositories" in text or "repositories." in text:
+            violations.append(f"{path.relative_to(ROOT)}: uses core.repositories")
+    assert not violations, "\n".join(violations)

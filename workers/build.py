@@ -9,12 +9,30 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from workers.engine_api import engine
+import engine
+import engine.gluon
+import engine.gluon.data
+import engine.gluon.nn
+import engine.lr_scheduler
+import engine.metric
+from core.jobspec import (
+    BUILTIN_DATASETS,
+    BuiltinSource,
+    DatasetSource,
+    JobSpec,
+    Layer,
+    MetricSpec,
+    NamedComponent,
+    TrainerSpec,
+)
+from engine.ndarray.creation import array
+from engine.ndarray.nn_ops import softmax
+
+T = TypeVar("T")
 
 # A deterministic split of a built-in set: the same rows on every worker, forever.
 BUILTIN_SPLIT_SEED = 0
@@ -25,19 +43,13 @@ class SpecError(ValueError):
     """The spec names something the engine cannot build; the job fails with this reason."""
 
 
-def _params(section: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
-    if not section:
-        raise SpecError("missing section")
-    params = {k: v for k, v in section.items() if k != "type" and v is not None}
-    return str(section["type"]), params
-
-
-def _create(factory: Callable[..., Any], what: str, section: dict[str, Any]) -> Any:
-    name, params = _params(section)
+def create_component(factory: Callable[..., T], what: str, component: NamedComponent) -> T:
+    """``factory(type, **params)`` for a validated spec component; engine refusals (which
+    the spec tables should have caught at submit) become a :class:`SpecError`."""
     try:
-        return factory(name, **params)
+        return factory(component.type, **component.engine_kwargs())
     except (KeyError, ValueError, TypeError) as exc:
-        raise SpecError(f"{what} {name!r}: {exc}") from exc
+        raise SpecError(f"{what} {component.type!r}: {exc}") from exc
 
 
 # ------------------------------------------------------------------------ data
@@ -46,15 +58,10 @@ def _create(factory: Callable[..., Any], what: str, section: dict[str, Any]) -> 
 def _load_builtin(name: str) -> tuple[np.ndarray, np.ndarray]:
     from sklearn import datasets
 
-    loaders = {
-        "digits": datasets.load_digits,
-        "iris": datasets.load_iris,
-        "wine": datasets.load_wine,
-        "breast_cancer": datasets.load_breast_cancer,
-    }
-    if name not in loaders:
-        raise SpecError(f"unknown built-in data set {name!r}; available: {sorted(loaders)}")
-    bunch = loaders[name]()
+    if name not in BUILTIN_DATASETS:
+        raise SpecError(f"unknown built-in data set {name!r}; available: "
+                        f"{sorted(BUILTIN_DATASETS)}")
+    bunch = getattr(datasets, f"load_{name}")()
     data = np.asarray(bunch.data, dtype=np.float64)
     # Scale features to [0, 1] per column so every built-in set trains with default lrs.
     low, high = data.min(axis=0), data.max(axis=0)
@@ -82,26 +89,23 @@ def arrays_from_upload(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
         )
 
 
-@dataclass(frozen=True)
-class DataSource:
-    """Where one split's arrays come from; ``load_upload(dataset_id) -> npz bytes``."""
-
-    section: dict[str, Any]
-
-    def arrays(self, load_upload: Callable[[str], bytes]) -> tuple[np.ndarray, np.ndarray]:
-        if self.section.get("builtin"):
-            split = str(self.section.get("split") or "train")
-            return builtin_arrays(str(self.section["builtin"]), split)
-        if self.section.get("dataset"):
-            return arrays_from_upload(load_upload(str(self.section["dataset"])))
+def source_arrays(
+    source: BuiltinSource | DatasetSource | None,
+    load_upload: Callable[[str], bytes],
+) -> tuple[np.ndarray, np.ndarray]:
+    """One split's arrays: a built-in set's rows, or an upload (``load_upload(id)``)."""
+    if isinstance(source, BuiltinSource):
+        return builtin_arrays(source.builtin, source.split)
+    if source is None:
         raise SpecError("a data split needs 'builtin' or 'dataset'")
+    return arrays_from_upload(load_upload(source.dataset))
 
 
 def make_loader(
     data: np.ndarray, label: np.ndarray, batch_size: int, shuffle: bool, seed: int, ctx: Any
 ) -> Any:
     dataset = engine.gluon.data.ArrayDataset(
-        engine.nd.array(data, ctx=ctx), engine.nd.array(label, ctx=ctx)
+        array(data, ctx=ctx), array(label, ctx=ctx)
     )
     return engine.gluon.data.DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle, last_batch="keep", seed=seed
@@ -111,10 +115,14 @@ def make_loader(
 # ------------------------------------------------------------------------ model
 
 
-def build_network(layers: list[dict[str, Any]]) -> Any:
+def build_network(layers: list[Layer]) -> Any:
     net = engine.gluon.nn.Sequential()
     for index, layer in enumerate(layers):
-        net.add(_create(engine.gluon.nn.create, f"layer {index}", layer))
+        params = layer.model_dump(exclude={"type"})
+        try:
+            net.add(engine.gluon.nn.create(layer.type, **params))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise SpecError(f"layer {index} {layer.type!r}: {exc}") from exc
     return net
 
 
@@ -128,32 +136,34 @@ def pick_context(device: str) -> Any:
     return engine.gpu(0) if has_gpu else engine.cpu()
 
 
-def build_optimizer_params(spec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    name, params = _params(spec["optimizer"])
-    if spec.get("lr_scheduler"):
-        sched_name, sched_params = _params(spec["lr_scheduler"])
+def build_optimizer_params(spec: JobSpec) -> tuple[str, dict[str, Any]]:
+    """The Trainer's ``(optimizer, optimizer_params)``, the schedule built in."""
+    params: dict[str, Any] = spec.optimizer.engine_kwargs()
+    if spec.lr_scheduler is not None:
+        schedule = spec.lr_scheduler.engine_kwargs()
         # MXNet silently overwrites a scheduler's base_lr with the optimizer's lr; saying
         # it explicitly keeps the schedule and the spec in agreement.
-        sched_params.setdefault("base_lr", params.get("learning_rate", 0.01))
+        schedule.setdefault("base_lr", params.get("learning_rate", 0.01))
+        name = spec.lr_scheduler.type
         try:
-            params["lr_scheduler"] = engine.lr_scheduler.create(sched_name, **sched_params)
+            params["lr_scheduler"] = engine.lr_scheduler.create(name, **schedule)
         except (KeyError, ValueError, TypeError) as exc:
-            raise SpecError(f"lr_scheduler {sched_name!r}: {exc}") from exc
-    return name, params
+            raise SpecError(f"lr_scheduler {name!r}: {exc}") from exc
+    return spec.optimizer.type, params
 
 
-def build_trainer(spec: dict[str, Any], net: Any) -> Any:
+def build_trainer(spec: JobSpec, net: Any) -> Any:
     name, params = build_optimizer_params(spec)
-    trainer_spec = spec.get("trainer") or {}
-    compression = trainer_spec.get("compression")
+    trainer_spec: TrainerSpec = spec.trainer
+    compression = trainer_spec.compression
     try:
         return engine.gluon.Trainer(
             net.collect_params(),
             name,
             params,
-            kvstore=trainer_spec.get("kvstore") or "device",
-            update_on_kvstore=trainer_spec.get("update_on_kvstore"),
-            compression_params=dict(compression) if compression else None,
+            kvstore=trainer_spec.kvstore or "device",
+            update_on_kvstore=trainer_spec.update_on_kvstore,
+            compression_params=compression.model_dump() if compression else None,
         )
     except (KeyError, ValueError, TypeError) as exc:
         raise SpecError(f"optimizer {name!r}: {exc}") from exc
@@ -168,7 +178,7 @@ class _SoftmaxFirst(engine.metric.EvalMetric):
 
     def update(self, labels: Any, preds: Any) -> None:
         preds = preds if isinstance(preds, (list, tuple)) else [preds]
-        self.inner.update(labels, [engine.nd.softmax(p, axis=-1) for p in preds])
+        self.inner.update(labels, [softmax(p, axis=-1) for p in preds])
 
     def reset(self) -> None:
         if hasattr(self, "inner"):
@@ -182,14 +192,15 @@ class _SoftmaxFirst(engine.metric.EvalMetric):
 _NEEDS_PROBABILITIES = {"ce", "cross-entropy", "crossentropy", "nll_loss", "perplexity"}
 
 
-def build_metrics(entries: list[str | dict[str, Any]]) -> list[Any]:
-    """Metrics named as strings or as ``{type, top_k}``."""
+def build_metrics(entries: list[str | MetricSpec]) -> list[Any]:
+    """Metrics named as strings or as ``{type, **params}`` (e.g. ``top_k``)."""
     metrics = []
     for entry in entries:
-        name, params = (entry, {}) if isinstance(entry, str) else _params(entry)
+        name = entry if isinstance(entry, str) else entry.type
+        params = {} if isinstance(entry, str) else entry.engine_kwargs()
         try:
             metric = engine.metric.create(name, **params)
-        except (KeyError, ValueError) as exc:
+        except (KeyError, ValueError, TypeError) as exc:
             raise SpecError(f"metric {name!r}: {exc}") from exc
         if name.lower() in _NEEDS_PROBABILITIES:
             metric = _SoftmaxFirst(metric)

@@ -9,12 +9,12 @@ free of engine imports. Start a worker with::
 from __future__ import annotations
 
 from celery import Celery
-from kombu import Queue
+from kombu.entity import Queue
 
 from core.config import get_settings
+from core.queue import QUEUES, TRAIN_TASK
 
-TRAIN_TASK = "rudder.train"
-QUEUES = ("cpu", "gpu")
+__all__ = ["QUEUES", "TRAIN_TASK", "app", "celery_app"]
 
 # Kombu's Redis transport re-delivers a message that was not acked within this time. A
 # task holds its message for the whole training run (acks_late), so this must outlast the

@@ -18,19 +18,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.storage import ObjectNotFound, ObjectStore, checkpoint_prefix
+from core.storage import (
+    META_FILE,
+    PARAMS_FILE,
+    TRAINER_FILE,
+    ObjectNotFound,
+    ObjectStore,
+    checkpoint_prefix,
+    checkpoints_prefix,
+)
 
 log = logging.getLogger(__name__)
 
-PARAMS_FILE = "params.npz"
-TRAINER_FILE = "trainer.npz"
-META_FILE = "meta.json"
 DATA_FILES = (PARAMS_FILE, TRAINER_FILE)
 META_VERSION = 1
-
-
-def checkpoints_prefix(job_id: str) -> str:
-    return f"jobs/{job_id}/checkpoints/"
+__all__ = ["META_FILE", "PARAMS_FILE", "TRAINER_FILE", "checkpoint_prefix"]
 
 
 def sha256_hex(data: bytes) -> str:

@@ -1,29 +1,23 @@
-"""The engine as the worker sees it: imported by name and typed as ``Any``.
+"""The engine pieces a worker uses, imported eagerly and typed.
 
-mypy checks api/, core/ and workers/ but not engine/; importing the engine dynamically
-keeps the service's type check independent of the engine's internal annotations, while
-the engine's own tests check its behaviour. Submodules are imported eagerly so a missing
-piece fails at worker start, not in the middle of a job.
+A plain import (mypy sees the engine's own annotations across the worker↔engine seam);
+the submodules are imported here so a missing piece fails at worker start, not in the
+middle of a job. Worker modules ``import engine`` directly; this module is what the
+worker process imports first (workers/celery_app.py, bench/service_loop.py).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import engine
+import engine.gluon
+import engine.gluon.data
+import engine.gluon.estimator
+import engine.gluon.loss
+import engine.gluon.nn
+import engine.initializer
+import engine.lr_scheduler
+import engine.metric
+import engine.optimizer
+import engine.random
 
-_SUBMODULES = (
-    "engine.gluon",
-    "engine.gluon.nn",
-    "engine.gluon.loss",
-    "engine.gluon.data",
-    "engine.gluon.estimator",
-    "engine.initializer",
-    "engine.optimizer",
-    "engine.lr_scheduler",
-    "engine.metric",
-    "engine.random",
-)
-
-engine: Any = importlib.import_module("engine")
-for _name in _SUBMODULES:
-    importlib.import_module(_name)
+__all__ = ["engine"]

@@ -17,14 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers.engine_api import engine
-from workers.jobio import ControlCommand, JobIO
+import engine.gluon.estimator
+from core.events import MetricEvent, SetLRCommand
+from workers.jobio import JobIO
 
-# Typed as Any: the estimator dispatches on these mixins with isinstance.
-_TrainBegin: Any = engine.gluon.estimator.TrainBegin
-_BatchEnd: Any = engine.gluon.estimator.BatchEnd
-_EpochEnd: Any = engine.gluon.estimator.EpochEnd
-_TrainEnd: Any = engine.gluon.estimator.TrainEnd
+# The estimator dispatches on these mixins with isinstance.
+_TrainBegin = engine.gluon.estimator.TrainBegin
+_BatchEnd = engine.gluon.estimator.BatchEnd
+_EpochEnd = engine.gluon.estimator.EpochEnd
+_TrainEnd = engine.gluon.estimator.TrainEnd
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         io: JobIO,
         state: LoopState,
         *,
-        apply_lr: Callable[[ControlCommand], None],
+        apply_lr: Callable[[SetLRCommand], None],
         save_checkpoint: Callable[[str], bool],
         current_lr: Callable[[], float],
         checkpoint_every: int,
@@ -132,7 +133,7 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         self._next_replay: int | None = None
         self._last_publish = -math.inf  # batch events
         self._last_epoch_publish = -math.inf
-        self._pending_epoch_event: dict[str, Any] | None = None  # throttled, newest
+        self._pending_epoch_event: MetricEvent | None = None  # throttled, newest
         self._last_checkpoint_step = state.step
         self._last_checkpoint_time = time.monotonic()
         self._due_step = 0  # the next step whose boundary has work to do
@@ -149,14 +150,12 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
             self.state.stop_reason = STOP_SHUTDOWN
             return True
         for command in self.io.poll_commands():
-            if command.type == "set_lr":
+            if isinstance(command, SetLRCommand):
                 self._apply_lr(command)
-            elif command.type in ("cancel", "pause"):
+            else:  # pause | cancel: the union has no other members
                 self.state.stop_reason = STOP_CANCEL if command.type == "cancel" else STOP_PAUSE
-                self.state.stop_command_id = command.id
+                self.state.stop_command_id = command.command_id
                 return True
-            else:
-                log.warning("ignoring unknown control command %r", command.type)
         return False
 
     # -- loop hooks --------------------------------------------------------------------
@@ -188,7 +187,7 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         # However fast the job, the last epoch's values reach the live stream.
         if self._pending_epoch_event is not None and self.io.still_owner():
-            self.io.publish("metric", self._pending_epoch_event)
+            self.io.publish(self._pending_epoch_event)
         self._pending_epoch_event = None
 
     # -- helpers -----------------------------------------------------------------------
@@ -255,14 +254,14 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         if not self.io.still_owner():
             return
         epoch = state.epoch if epoch is None else epoch
-        event = {"step": state.step, "epoch": epoch, "epochs_done": state.epoch,
-                 "time": time.time(), "values": values}
+        event = MetricEvent(step=state.step, epoch=epoch, epochs_done=state.epoch,
+                            time=time.time(), values=values)
         if not epoch_end:
-            self.io.publish("metric", event)
+            self.io.publish(event)
         elif now - self._last_epoch_publish >= self.pacing.min_publish_interval:
             self._last_epoch_publish = now
             self._pending_epoch_event = None
-            self.io.publish("metric", event)
+            self.io.publish(event)
         else:
             self._pending_epoch_event = event
         self.io.record_metrics(state.step, epoch, values)

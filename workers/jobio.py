@@ -8,29 +8,9 @@ the training-loop logic be tested without caring how events are carried.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
-
-@dataclass(frozen=True)
-class ControlCommand:
-    """One command from the job's control stream (or a pending DB row at start-up)."""
-
-    id: str
-    type: str  # "set_lr" | "pause" | "cancel"
-    learning_rate: float | None = None
-    mode: str | None = None  # "scale" | "override" for set_lr
-
-
-@dataclass(frozen=True)
-class AppliedLR:
-    change_id: str
-    learning_rate: float  # the lr in effect for the next step
-    requested_lr: float
-    mode: str
-    applied_step: int
-    applied_at: datetime
+from core.events import Command, JobEvent, LREvent
 
 
 class JobIO(Protocol):
@@ -44,7 +24,7 @@ class JobIO(Protocol):
         """False once the lease is lost: nothing may be written any more."""
         ...
 
-    def publish(self, event_type: str, data: dict[str, Any]) -> None: ...
+    def publish(self, event: JobEvent) -> None: ...
 
     def record_metrics(self, step: int, epoch: int, values: dict[str, float]) -> None: ...
 
@@ -52,9 +32,13 @@ class JobIO(Protocol):
         self, step: int, epoch: int, learning_rate: float, metrics: dict[str, float]
     ) -> None: ...
 
-    def lr_applied(self, change: AppliedLR) -> None: ...
+    def lr_applied(self, event: LREvent) -> None:
+        """Record and announce a change that took effect (``status == "applied"``)."""
+        ...
 
-    def lr_rejected(self, change_id: str, reason: str) -> None: ...
+    def lr_rejected(self, event: LREvent) -> None:
+        """Record and announce a change the trainer refused (``status == "rejected"``)."""
+        ...
 
     def checkpoint_saved(self, step: int, epoch: int, key_prefix: str, files: dict[str, Any],
                          size: int, sha256: str, pruned: list[int]) -> bool:
@@ -62,7 +46,7 @@ class JobIO(Protocol):
         one transaction; False when fenced off (nothing written)."""
         ...
 
-    def poll_commands(self) -> list[ControlCommand]:
+    def poll_commands(self) -> list[Command]:
         """Commands that arrived since the last call; never blocks."""
         ...
 

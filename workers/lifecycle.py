@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from core import repositories as repo
 from core.channel import Channel
 from core.db import session_scope
+from core.events import LogEvent, SetLRCommand
+from core.job_status import transition_and_announce
 from core.models import JobStatus, LRChangeStatus
 from workers.build import SpecError
-from workers.jobio import ControlCommand
 from workers.lease import Lease
 from workers.resources import enqueue, get_channel, get_store
 from workers.runner import JobRunner, ReplayedChange
@@ -37,23 +38,22 @@ class Outcome:
 
 
 def _set_status(channel: Channel, job_id: str, status: JobStatus, reason: str | None,
-                from_statuses: list[JobStatus], **extra: object) -> bool:
+                from_statuses: list[JobStatus], *, step: int | None = None,
+                command_id: str | None = None) -> bool:
     with session_scope() as session:
-        ok = repo.transition_job(session, job_id=job_id, to_status=status,
-                                 from_statuses=from_statuses, reason=reason)
-    if ok:
-        channel.publish_status(job_id, status.value, reason=reason, **extra)
-    return ok
+        return transition_and_announce(session, channel, job_id=job_id, to_status=status,
+                                       from_statuses=from_statuses, reason=reason, step=step,
+                                       command_id=command_id)
 
 
-def _lr_commands(job_id: str) -> tuple[list[ControlCommand], list[ReplayedChange]]:
+def _lr_commands(job_id: str) -> tuple[list[SetLRCommand], list[ReplayedChange]]:
     """Pending changes (apply at start) and applied ones (replay after a resume)."""
-    pending: list[ControlCommand] = []
+    pending: list[SetLRCommand] = []
     replay: list[ReplayedChange] = []
     with session_scope() as session:
         for change in repo.list_lr_changes(session, job_id=job_id):
-            command = ControlCommand(id=change.id, type="set_lr",
-                                     learning_rate=change.requested_lr, mode=change.mode)
+            command = SetLRCommand(command_id=change.id, learning_rate=change.requested_lr,
+                                   mode="override" if change.mode == "override" else "scale")
             if change.status == LRChangeStatus.PENDING.value:
                 pending.append(command)
             elif change.status == LRChangeStatus.APPLIED.value and change.applied_step:
@@ -130,7 +130,7 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         reason = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
         log.error("job %s failed: %s", job_id, traceback.format_exc())
         if lease.held:
-            channel.publish_log(job_id, level="error", message=reason)
+            channel.publish(job_id, LogEvent(level="error", message=reason))
             _set_status(channel, job_id, JobStatus.FAILED, reason, [JobStatus.RUNNING])
         return Outcome(job_id, "failed")
     job_io.close()
@@ -151,7 +151,6 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         "cancelled": (JobStatus.CANCELLED, "cancelled by user"),
     }[result.outcome]
     # The api may already have recorded pause/cancel; then the CAS fails and that's fine.
-    extra = {"command_id": result.command_id} if result.command_id else {}
     _set_status(channel, job_id, final[0], final[1], [JobStatus.RUNNING], step=result.step,
-                **extra)
+                command_id=result.command_id)
     return Outcome(job_id, result.outcome)

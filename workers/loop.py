@@ -19,7 +19,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from workers.engine_api import engine
+import engine
 from workers.hooks import ServiceHandler
 
 

@@ -16,12 +16,21 @@ from __future__ import annotations
 import io
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.models import utcnow
+from pydantic import ValidationError
+
+import engine
+import engine.gluon.loss
+import engine.initializer
+import engine.metric
+import engine.random
+from core.events import LogEvent, LREvent, SetLRCommand
+from core.jobspec import JobSpec, parse_spec
 from core.storage import ObjectStore, checkpoint_prefix
+from engine.ndarray.creation import array
 from workers import build
 from workers.checkpoint_writer import CheckpointWriter
 from workers.checkpoints import (
@@ -32,7 +41,6 @@ from workers.checkpoints import (
     sha256_hex,
     write_checkpoint,
 )
-from workers.engine_api import engine
 from workers.hooks import (
     STOP_CANCEL,
     STOP_LEASE_LOST,
@@ -42,7 +50,7 @@ from workers.hooks import (
     Pacing,
     ServiceHandler,
 )
-from workers.jobio import AppliedLR, ControlCommand, JobIO
+from workers.jobio import JobIO
 from workers.loop import run_epochs
 
 log = logging.getLogger(__name__)
@@ -64,7 +72,7 @@ class ReplayedChange:
     """An LR change confirmed after the checkpoint we resume from: re-applied, not re-sent."""
 
     applied_step: int
-    command: ControlCommand
+    command: SetLRCommand
 
 
 class JobRunner:
@@ -76,7 +84,7 @@ class JobRunner:
     def __init__(
         self,
         job_id: str,
-        spec: dict[str, Any],
+        spec: JobSpec | Mapping[str, Any],
         store: ObjectStore,
         job_io: JobIO,
         *,
@@ -85,7 +93,8 @@ class JobRunner:
         pacing: Pacing | None = None,
     ) -> None:
         self.job_id = job_id
-        self.spec = spec
+        # Built from the validated spec only: its defaults are the schema's, not ours.
+        self.spec = spec if isinstance(spec, JobSpec) else _validated(spec)
         self.store = store
         self.io = job_io
         self.state = LoopState()
@@ -95,43 +104,39 @@ class JobRunner:
         self._load_upload = load_upload or _no_uploads
         self.pacing = pacing or Pacing()
         self.loop_seconds = 0.0  # time inside the training loop, for logs and benchmarks
-        checkpoint_spec = spec.get("checkpoint") or {}
-        self.checkpoint_every = int(checkpoint_spec.get("every_steps") or 0)
-        self.keep_last = int(checkpoint_spec.get("keep_last") or 3)
+        self.checkpoint_every = self.spec.checkpoint.every_steps
+        self.keep_last = self.spec.checkpoint.keep_last
         self._pruner = Pruner(store, job_id, self.keep_last)
-        self.data_seed = int(spec.get("seed") or 0)
+        self.data_seed = self.spec.seed
 
     # ---------------------------------------------------------------- building
     def build(self) -> None:
         spec = self.spec
-        self.ctx = build.pick_context(str(spec.get("device") or "auto"))
+        self.ctx = build.pick_context(spec.device)
         engine.random.seed(self.data_seed)
-        data_spec = spec["data"]
-        train_x, train_y = build.DataSource(data_spec["train"]).arrays(self._load_upload)
-        batch_size = int(data_spec.get("batch_size") or 32)
-        shuffle = bool(data_spec.get("shuffle", True))
+        data_spec = spec.data
+        train_x, train_y = build.source_arrays(data_spec.train, self._load_upload)
+        batch_size, shuffle = data_spec.batch_size, data_spec.shuffle
         self.train_data = build.make_loader(train_x, train_y, batch_size, shuffle,
                                             self.data_seed, self.ctx)
         self.val_data = None
-        if data_spec.get("val"):
-            val_x, val_y = build.DataSource(data_spec["val"]).arrays(self._load_upload)
+        if data_spec.val is not None:
+            val_x, val_y = build.source_arrays(data_spec.val, self._load_upload)
             self.val_data = build.make_loader(val_x, val_y, batch_size, False, self.data_seed,
                                               self.ctx)
-        self.net = build.build_network(list(spec["model"]))
-        init_name, init_params = build._params(spec.get("initializer") or {"type": "uniform"})
-        initializer = build._create(engine.initializer.create, "initializer",
-                                    {"type": init_name, **init_params})
+        self.net = build.build_network(spec.model)
+        initializer = build.create_component(engine.initializer.create, "initializer",
+                                             spec.initializer)
         self.net.initialize(initializer, ctx=self.ctx)
         # Materialise deferred shapes now (an inference pass draws no random numbers), so
         # a checkpoint can be loaded into the parameters before training starts.
-        self.net(engine.nd.array(train_x[:1], ctx=self.ctx))
-        self.loss = build._create(engine.gluon.loss.create, "loss", spec["loss"])
+        self.net(array(train_x[:1], ctx=self.ctx))
+        self.loss = build.create_component(engine.gluon.loss.create, "loss", spec.loss)
         self.trainer = build.build_trainer(spec, self.net)
-        names = list(spec.get("metrics") or ["accuracy"])
         # A Loss metric on each split gives train_loss / val_loss points.
-        self.train_metrics = [*build.build_metrics(names), engine.metric.Loss("loss")]
-        self.val_metrics = [*build.build_metrics(names), engine.metric.Loss("loss")]
-        self.epochs = int(spec.get("epochs") or 1)
+        self.train_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
+        self.val_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
+        self.epochs = spec.epochs
 
     def resume(self) -> CheckpointMeta | None:
         """Load the latest complete checkpoint, if any; returns its meta."""
@@ -153,25 +158,24 @@ class JobRunner:
     def current_lr(self) -> float:
         return float(self.trainer.learning_rate)
 
-    def apply_lr(self, command: ControlCommand) -> None:
-        if command.id in self._applied_ids:
+    def apply_lr(self, command: SetLRCommand) -> None:
+        if command.command_id in self._applied_ids:
             return  # delivered twice (DB at start-up and the stream): apply once
-        self._applied_ids.add(command.id)
-        mode = command.mode or "scale"
+        self._applied_ids.add(command.command_id)
         try:
-            if command.learning_rate is None:
-                raise ValueError("set_lr without a learning_rate")
-            self.trainer.set_learning_rate(command.learning_rate, mode=mode)
+            self.trainer.set_learning_rate(command.learning_rate, mode=command.mode)
         except (ValueError, TypeError, UserWarning) as exc:
-            self.io.lr_rejected(command.id, str(exc))
+            self.io.lr_rejected(LREvent(
+                change_id=command.command_id, status="rejected",
+                learning_rate=command.learning_rate, mode=command.mode, reason=str(exc),
+            ))
             return
-        self.io.lr_applied(AppliedLR(
-            change_id=command.id,
-            learning_rate=self.current_lr(),
-            requested_lr=command.learning_rate,
-            mode=mode,
+        self.io.lr_applied(LREvent(
+            change_id=command.command_id, status="applied",
+            learning_rate=self.current_lr(),  # the lr in effect for the next step
+            mode=command.mode,
             applied_step=self.state.step + 1,  # the first update that uses the new lr
-            applied_at=utcnow(),
+            applied_at=time.time(),
         ))
 
     def _replay_due_changes(self, next_step: int) -> int | None:
@@ -179,13 +183,12 @@ class JobRunner:
         step of the next one still to come (None: none left)."""
         while self._replay and self._replay[0].applied_step <= next_step:
             change = self._replay.pop(0).command
-            self._applied_ids.add(change.id)
+            self._applied_ids.add(change.command_id)
             try:
-                self.trainer.set_learning_rate(change.learning_rate,
-                                               mode=change.mode or "scale")
+                self.trainer.set_learning_rate(change.learning_rate, mode=change.mode)
             except (ValueError, TypeError, UserWarning) as exc:  # it was accepted before
                 log.error("job %s: replaying lr change %s failed: %s", self.job_id,
-                          change.id, exc)
+                          change.command_id, exc)
         return self._replay[0].applied_step if self._replay else None
 
     # ---------------------------------------------------------------- checkpoints
@@ -238,9 +241,9 @@ class JobRunner:
                 return upload()
             except Exception as exc:  # noqa: BLE001 - the next interval retries
                 if self.io.still_owner():
-                    self.io.publish("log", {"level": "warning",
-                                            "message": f"checkpoint at step {step} failed: "
-                                                       f"{type(exc).__name__}: {exc}"})
+                    self.io.publish(LogEvent(level="warning",
+                                             message=f"checkpoint at step {step} failed: "
+                                                     f"{type(exc).__name__}: {exc}"))
                 raise
 
         return run
@@ -310,6 +313,16 @@ class JobRunner:
         return RunResult(outcome=outcome, step=self.state.step, epoch=self.state.epoch,
                          final_metrics=dict(self.state.last_metrics),
                          command_id=self.state.stop_command_id)
+
+
+def _validated(spec: Mapping[str, Any]) -> JobSpec:
+    """A stored spec, validated again (the tables may have tightened since it was stored)."""
+    try:
+        return parse_spec(dict(spec))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "spec"
+        raise build.SpecError(f"invalid spec: {where}: {first['msg']}") from exc
 
 
 def _no_uploads(dataset_id: str) -> bytes:

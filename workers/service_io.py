@@ -13,37 +13,26 @@ Every write checks the lease first: a worker that lost its job stops talking (fe
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
 
 from core import repositories as repo
-from core.channel import STREAM_START, Channel, control_key
+from core.channel import STREAM_START, Channel
 from core.db import session_scope
+from core.events import Command, JobEvent, LREvent
 from core.models import utcnow
-from workers.jobio import AppliedLR, ControlCommand
 
 log = logging.getLogger(__name__)
 
 METRIC_FLUSH_SECONDS = 1.0
 OUTBOX_BATCH = 256
-
-
-def command_from_stream(command_id: str, command_type: str, data: dict[str, Any]) -> ControlCommand:
-    lr = data.get("learning_rate")
-    return ControlCommand(
-        id=str(data.get("change_id") or command_id),
-        type=command_type,
-        learning_rate=float(lr) if lr is not None else None,
-        mode=data.get("mode"),
-    )
 
 
 class ControlListener:
@@ -55,7 +44,7 @@ class ControlListener:
         self._job_id = job_id
         self._after = after
         self._block_ms = block_ms
-        self._queue: queue.SimpleQueue[ControlCommand] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Command] = queue.SimpleQueue()
         # Set with every command: the loop checks this one flag per step.
         self.wake = threading.Event()
         self._stop = threading.Event()
@@ -68,34 +57,28 @@ class ControlListener:
         self._stop.set()
         self._thread.join(timeout=self._block_ms / 1000 + 2)
 
-    def push(self, command: ControlCommand) -> None:
+    def push(self, command: Command) -> None:
         self._queue.put(command)
         self.wake.set()
 
-    def drain(self) -> list[ControlCommand]:
-        commands: list[ControlCommand] = []
+    def drain(self) -> list[Command]:
+        commands: list[Command] = []
         while not self._queue.empty():
             commands.append(self._queue.get_nowait())
         return commands
 
     def _run(self) -> None:
-        key = control_key(self._job_id)
-        client = self._channel.client
         while not self._stop.is_set():
             try:
-                reply = client.xread({key: self._after}, count=100, block=self._block_ms)
+                received, self._after = self._channel.wait_commands(
+                    self._job_id, after=self._after, block_ms=self._block_ms
+                )
             except redis.RedisError as exc:
                 log.warning("control stream read failed: %r; retrying", exc)
                 self._stop.wait(0.5)
                 continue
-            for _, entries in reply or []:
-                for entry_id, fields in entries:
-                    self._after = entry_id
-                    try:
-                        data = json.loads(fields.get("data", "{}"))
-                        self.push(command_from_stream(fields["command_id"], fields["type"], data))
-                    except (KeyError, ValueError) as exc:
-                        log.warning("ignoring malformed control entry %s: %r", entry_id, exc)
+            for entry in received:
+                self.push(entry.command)
 
 
 class ServiceIO:
@@ -121,8 +104,8 @@ class ServiceIO:
     def still_owner(self) -> bool:
         return self._still_owner()
 
-    def publish(self, event_type: str, data: dict[str, Any]) -> None:
-        self._send("event", (event_type, data))
+    def publish(self, event: JobEvent) -> None:
+        self._send("event", event)
 
     def record_metrics(self, step: int, epoch: int, values: dict[str, float]) -> None:
         # Only a reference is kept here; the rows are built on the outbox thread.
@@ -135,11 +118,11 @@ class ServiceIO:
             self._progress = {"step": step, "epoch": epoch, "current_lr": learning_rate,
                               "latest_metrics": metrics}
 
-    def lr_applied(self, change: AppliedLR) -> None:
-        self._send("lr", change)
+    def lr_applied(self, event: LREvent) -> None:
+        self._send("lr", event)
 
-    def lr_rejected(self, change_id: str, reason: str) -> None:
-        self._send("lr_rejected", (change_id, reason))
+    def lr_rejected(self, event: LREvent) -> None:
+        self._send("lr", event)
 
     def checkpoint_saved(self, step: int, epoch: int, key_prefix: str, files: dict[str, Any],
                          size: int, sha256: str, pruned: list[int]) -> bool:
@@ -154,7 +137,7 @@ class ServiceIO:
                                         size=size)
         return True
 
-    def poll_commands(self) -> list[ControlCommand]:
+    def poll_commands(self) -> list[Command]:
         return self.listener.drain()
 
     def flush(self) -> None:
@@ -186,7 +169,7 @@ class ServiceIO:
                     items.append(self._outbox.get_nowait())
                 except queue.Empty:
                     break
-            events: list[tuple[str, dict[str, Any]]] = []
+            events: list[JobEvent] = []
             for item in items:
                 if item is None:
                     self._guarded("events", self._publish, events)
@@ -212,7 +195,7 @@ class ServiceIO:
         except Exception:  # noqa: BLE001 - a lost event must not kill the job
             log.exception("outbox failed to write %s for job %s", what, self.job_id)
 
-    def _publish(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+    def _publish(self, events: list[JobEvent]) -> None:
         if events and self.still_owner():
             self.channel.publish_many(self.job_id, events)
 
@@ -220,34 +203,27 @@ class ServiceIO:
         if kind == "lr":
             self._write_db()  # progress recorded before the change must not win
             self._write_lr(payload)
-        elif kind == "lr_rejected":
-            self._write_db()
-            if self.still_owner():
-                with session_scope() as session:
-                    repo.mark_lr_change_rejected(session, change_id=payload[0],
-                                                 reason=payload[1])
-                self.channel.publish_log(self.job_id, level="warning",
-                                         message=f"lr change rejected: {payload[1]}")
         elif kind in ("flush", "tick"):
             self._write_db()
 
-    def _write_lr(self, change: AppliedLR) -> None:
+    def _write_lr(self, event: LREvent) -> None:
+        """The DB row first (the api answers GET learning-rate from it), then the event."""
         if not self.still_owner():
             return
-        self.channel.publish_lr_applied(
-            self.job_id, change_id=change.change_id, learning_rate=change.learning_rate,
-            mode=change.mode, applied_step=change.applied_step,
-            applied_at=change.applied_at.timestamp(),
-        )
         with session_scope() as session:
-            repo.mark_lr_change_applied(session, change_id=change.change_id,
-                                        applied_step=change.applied_step,
-                                        applied_lr=change.learning_rate,
-                                        applied_at=change.applied_at)
-            job = repo.get_job(session, job_id=self.job_id)
-            if job is not None:
-                job.current_lr = change.learning_rate
-                job.updated_at = utcnow()
+            if event.status == "rejected":
+                repo.mark_lr_change_rejected(session, change_id=event.change_id,
+                                             reason=event.reason or "rejected")
+            else:
+                assert event.applied_step is not None and event.applied_at is not None
+                repo.mark_lr_change_applied(
+                    session, change_id=event.change_id, applied_step=event.applied_step,
+                    applied_lr=event.learning_rate,
+                    applied_at=datetime.fromtimestamp(event.applied_at, UTC),
+                )
+                repo.set_current_lr(session, job_id=self.job_id,
+                                    learning_rate=event.learning_rate)
+        self.channel.publish(self.job_id, event)
 
     def _write_db(self) -> None:
         with self._lock:

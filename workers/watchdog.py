@@ -17,12 +17,11 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
-
 from core import repositories as repo
 from core.channel import Channel
 from core.db import session_scope
-from core.models import Job, JobStatus, utcnow
+from core.job_status import transition_and_announce
+from core.models import JobStatus, utcnow
 from workers import resources
 from workers.settings import get_worker_settings
 
@@ -38,9 +37,7 @@ def sweep(
     if max_attempts is None:
         max_attempts = get_worker_settings().max_attempts
     with session_scope() as session:
-        running = session.execute(
-            select(Job.id, Job.queue, Job.started_at).where(Job.status == JobStatus.RUNNING.value)
-        ).all()
+        running = repo.running_jobs(session)
     requeued: list[str] = []
     for job_id, queue, started_at in running:
         if channel.lease_owner(job_id) is not None:
@@ -49,18 +46,18 @@ def sweep(
             continue
         reason = "worker lost (lease expired); re-queued to resume from its latest checkpoint"
         with session_scope() as session:
-            moved = repo.transition_job(session, job_id=job_id, to_status=JobStatus.QUEUED,
-                                        from_statuses=[JobStatus.RUNNING], reason=reason)
+            moved = transition_and_announce(session, channel, job_id=job_id,
+                                            to_status=JobStatus.QUEUED,
+                                            from_statuses=[JobStatus.RUNNING], reason=reason)
             attempts = repo.increment_attempts(session, job_id=job_id) if moved else 0
         if not moved:
             continue  # another watchdog, or the worker itself, got there first
-        channel.publish_status(job_id, JobStatus.QUEUED.value, reason=reason)
         if attempts > max_attempts:
             why = f"worker lost {attempts} times; giving up"
             with session_scope() as session:
-                repo.transition_job(session, job_id=job_id, to_status=JobStatus.FAILED,
-                                    from_statuses=[JobStatus.QUEUED], reason=why)
-            channel.publish_status(job_id, JobStatus.FAILED.value, reason=why)
+                transition_and_announce(session, channel, job_id=job_id,
+                                        to_status=JobStatus.FAILED,
+                                        from_statuses=[JobStatus.QUEUED], reason=why)
             continue
         enqueue(job_id, queue)
         requeued.append(job_id)
@@ -88,10 +85,9 @@ def _settle_unapplied_stop(channel: Channel, job_id: str, started_at: datetime |
     reason = (f"{target.value} (requested while running; its worker was lost before the "
               "command took effect, so the latest checkpoint stands)")
     with session_scope() as session:
-        moved = repo.transition_job(session, job_id=job_id, to_status=target,
-                                    from_statuses=[JobStatus.RUNNING], reason=reason)
+        moved = transition_and_announce(session, channel, job_id=job_id, to_status=target,
+                                        from_statuses=[JobStatus.RUNNING], reason=reason)
     if moved:
-        channel.publish_status(job_id, target.value, reason=reason)
         log.warning("job %s: lease expired with a %s pending; %s", job_id, target.value, reason)
     return True
 
@@ -107,11 +103,7 @@ def resend_stale_queued(channel: Channel, enqueue: Enqueue = resources.enqueue,
         stale_seconds = get_worker_settings().stale_queued_seconds
     cutoff = utcnow() - timedelta(seconds=stale_seconds)
     with session_scope() as session:
-        stale = session.execute(
-            select(Job.id, Job.queue).where(
-                Job.status == JobStatus.QUEUED.value, Job.updated_at < cutoff
-            )
-        ).all()
+        stale = repo.queued_jobs_untouched_since(session, cutoff=cutoff)
     resent: list[str] = []
     for job_id, queue in stale:
         if channel.lease_owner(job_id) is not None:

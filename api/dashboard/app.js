@@ -241,8 +241,13 @@ function handleFrame(jobId, frame) {
       $("#job-epoch").textContent = data.epochs_done ?? data.epoch;
     }
   } else if (event.type === "lr") {
-    setLiveLr(data.learning_rate);
-    $("#lr-message").textContent = `applied at step ${data.applied_step}`;
+    // status "rejected": the trainer refused the change; the lr in effect is unchanged.
+    if (data.status === "rejected") {
+      $("#lr-message").textContent = `rejected: ${data.reason}`;
+    } else {
+      setLiveLr(data.learning_rate);
+      $("#lr-message").textContent = `applied at step ${data.applied_step}`;
+    }
     refreshLearningRate(jobId);
   } else if (event.type === "status") {
     state.jobStatus = data.status;

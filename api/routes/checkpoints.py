@@ -1,63 +1,37 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
 from fastapi.responses import StreamingResponse
 
-from api.deps import CurrentUser, SessionDep, StoreDep
+from api.cursors import INT64_MAX
+from api.deps import JobDep, SessionDep, StoreDep
 from api.errors import not_found
-from api.schemas.checkpoints import CheckpointFilePublic, CheckpointPublic, CheckpointsPublic
-from api.services.jobs import load_job
-from core import repositories
-from core.models import Checkpoint
-from core.storage import ObjectNotFound
+from api.schemas.checkpoints import CheckpointsPublic
+from api.services import checkpoints as service
+from core.storage import CheckpointFileName, ObjectNotFound
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/checkpoints", tags=["checkpoints"])
-CheckpointFile = Literal["params.npz", "trainer.npz", "meta.json"]
-
-
-def _public(job_id: str, row: Checkpoint) -> CheckpointPublic:
-    files = [
-        CheckpointFilePublic(
-            name=name,
-            sha256=info.get("sha256"),
-            size=info.get("size"),
-            url=f"/v1/jobs/{job_id}/checkpoints/{row.step}/files/{name}",
-        )
-        for name, info in sorted(row.files.items())
-    ]
-    params = row.files.get("params.npz", {})
-    return CheckpointPublic(
-        step=row.step,
-        epoch=row.epoch,
-        sha256=params.get("sha256"),
-        size=row.size,
-        created_at=row.created_at,
-        files=files,
-    )
+CheckpointFile = CheckpointFileName
 
 
 @router.get("")
-def list_checkpoints(job_id: str, session: SessionDep, user: CurrentUser) -> CheckpointsPublic:
+def list_checkpoints(job: JobDep, session: SessionDep) -> CheckpointsPublic:
     """Complete checkpoints (their meta.json was written before the row), oldest first."""
-    job = load_job(session, job_id=job_id, owner=user)
-    rows = repositories.list_checkpoints(session, job_id=job.id)
-    return CheckpointsPublic(job_id=job.id, data=[_public(job.id, r) for r in rows])
+    return service.list_checkpoints(session, job=job)
 
 
 @router.get("/{step}/files/{name}", response_class=StreamingResponse)
 def download_checkpoint_file(
-    job_id: str, step: int, name: CheckpointFile, session: SessionDep, store: StoreDep,
-    user: CurrentUser,
+    job: JobDep,
+    step: Annotated[int, Path(ge=0, le=INT64_MAX)],
+    name: CheckpointFile,
+    session: SessionDep,
+    store: StoreDep,
 ) -> StreamingResponse:
     """Stream ``params.npz``, ``trainer.npz`` or ``meta.json`` from object storage."""
-    job = load_job(session, job_id=job_id, owner=user)
-    row = repositories.get_checkpoint(session, job_id=job.id, step=step)
-    if row is None:
-        raise not_found("checkpoint", f"{job.id}@{step}")
-    key = row.key_prefix.rstrip("/") + "/" + name
-    sha256 = row.files.get(name, {}).get("sha256")
+    key, sha256 = service.checkpoint_file(session, job=job, step=step, name=name)
     session.close()  # don't hold a database connection for the whole download
     try:
         size = store.size(key)

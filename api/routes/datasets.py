@@ -2,14 +2,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi import APIRouter, File, Form, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 
 from api.deps import CurrentUser, SessionDep, StateDep
 from api.errors import field_error
 from api.schemas.datasets import DatasetPublic, DatasetsPublic
-from api.services.datasets import store_upload
-from core import repositories
+from api.services.datasets import delete_dataset as delete_dataset_service
+from api.services.datasets import list_owned_datasets, store_upload
+from core.jobspec import PRINTABLE
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
 
@@ -20,7 +21,7 @@ async def upload_dataset(
     session: SessionDep,
     state: StateDep,
     user: CurrentUser,
-    name: Annotated[str | None, Form(max_length=255)] = None,
+    name: Annotated[str | None, Form(max_length=255, pattern=PRINTABLE)] = None,
 ) -> DatasetPublic:
     """Upload a data set; it is validated (never unpickled) and stored as npz."""
     filename = file.filename or ""
@@ -32,10 +33,20 @@ async def upload_dataset(
         store_upload, session, state=state, owner=user, filename=filename,
         name=name or filename, raw=raw,
     )
-    return DatasetPublic.from_row(dataset)
+    return DatasetPublic.model_validate(dataset)
 
 
 @router.get("")
 def list_datasets(session: SessionDep, user: CurrentUser) -> DatasetsPublic:
-    rows = repositories.list_datasets(session, owner_id=user.id)
-    return DatasetsPublic(data=[DatasetPublic.from_row(r) for r in rows])
+    rows = list_owned_datasets(session, owner=user)
+    return DatasetsPublic(data=[DatasetPublic.model_validate(r) for r in rows])
+
+
+@router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_dataset(
+    dataset_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+) -> Response:
+    """Delete a data set and its stored file; 409 while a queued, running or paused job
+    uses it."""
+    delete_dataset_service(session, state=state, owner=user, dataset_id=dataset_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

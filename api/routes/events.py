@@ -22,20 +22,28 @@ from api.deps import (
     AsyncChannelDep,
     ChannelDep,
     CurrentUser,
-    SessionDep,
+    JobDep,
     StateDep,
     bearer_token,
+    get_current_user,
 )
 from api.errors import ApiError, field_error
 from api.schemas.events import StreamTicketPublic
-from api.services.jobs import load_job
+from api.services import jobs as jobs_service
 from api.state import ServiceState
-from core import repositories, tokens
 from core.channel import STREAM_START, AsyncChannel, Event
-from core.models import TERMINAL_STATUSES, JobStatus
+from core.models import TERMINAL_STATUSES
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/events", tags=["events"])
 STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+UINT64_MAX = 2**64 - 1  # Redis stream ids are two unsigned 64-bit integers
+
+
+def _is_stream_id(value: str) -> bool:
+    """Checked in full here: an id Redis refuses would end the stream after its 200."""
+    return bool(STREAM_ID.match(value)) and all(
+        int(part) <= UINT64_MAX for part in value.split("-")
+    )
 # A comment line every idle block keeps proxies from closing the connection and gives
 # us a write that fails fast once the client is gone.
 KEEPALIVE = b": keepalive\n\n"
@@ -92,44 +100,26 @@ async def _tail(
 async def _authorize(
     request: Request, state: ServiceState, channel: AsyncChannel, job_id: str, ticket: str | None
 ) -> bool:
-    """Returns whether the job is already finished; raises 401/404 like other endpoints."""
+    """Returns whether the job is already finished; raises 401/404 like other endpoints.
 
-    def check_token(token: str) -> bool:
-        with state.sessions() as session:
-            secret = state.settings.secret_key.get_secret_value()
-            user = tokens.authenticate(session, token=token, secret=secret)
-            if user is None:
-                raise ApiError(401, "unauthorized", "invalid or revoked token",
-                               headers={"WWW-Authenticate": "Bearer"})
-            job = load_job(session, job_id=job_id, owner=user)
-            return JobStatus(job.status) in TERMINAL_STATUSES
+    A ticket names its user; otherwise the caller is whoever the normal auth dependency
+    (``get_current_user``: the same token cache, the same 401s) says they are.
+    """
 
-    def check_owner(user_id: str) -> bool:
+    def finished_if_owned(user_id: str) -> bool:
         with state.sessions() as session:
-            job = repositories.get_job(session, job_id=job_id, owner_id=user_id)
-            if job is None:
-                raise ApiError(404, "not_found", f"job {job_id} not found")
-            return JobStatus(job.status) in TERMINAL_STATUSES
-
-    def check_exists() -> bool:
-        with state.sessions() as session:
-            job = repositories.get_job(session, job_id=job_id)
-            if job is None:
-                raise ApiError(404, "not_found", f"job {job_id} not found")
-            return JobStatus(job.status) in TERMINAL_STATUSES
+            return jobs_service.finished_if_owned(session, job_id=job_id, owner_id=user_id)
 
     if ticket is not None:
         claims = await channel.redeem_stream_ticket(ticket)
         if claims is None or claims.get("job_id") != job_id:
             raise ApiError(401, "unauthorized", "stream ticket is invalid, used or expired")
-        return await run_in_threadpool(check_owner, claims["user_id"])
-    token = bearer_token(request)
-    if token is None and state.settings.auth_enabled:
+        return await run_in_threadpool(finished_if_owned, claims["user_id"])
+    if bearer_token(request) is None and state.settings.auth_enabled:
         raise ApiError(401, "unauthorized", "missing bearer token or stream ticket",
                        headers={"WWW-Authenticate": "Bearer"})
-    if token is None:  # auth disabled: every caller is the same local user
-        return await run_in_threadpool(check_exists)
-    return await run_in_threadpool(check_token, token)
+    user = await get_current_user(request, state)
+    return await run_in_threadpool(finished_if_owned, user.id)
 
 
 @router.get("", response_class=StreamingResponse)
@@ -145,7 +135,7 @@ async def stream_events(
     """``metric``, ``lr``, ``status``, ``checkpoint`` and ``log`` events; each ``id:`` is
     the Redis stream id, and ``Last-Event-ID`` resumes right after it."""
     start = last_event_id or after or STREAM_START
-    if not STREAM_ID.match(start):
+    if not _is_stream_id(start):
         field = "Last-Event-ID" if last_event_id else "after"
         raise field_error(field, "must be a stream id like 1700000000000-0", status_code=400)
     finished = await _authorize(request, state, channel, job_id, ticket)
@@ -164,9 +154,8 @@ async def stream_events(
 
 @router.post("/ticket", status_code=201)
 def create_stream_ticket(
-    job_id: str, session: SessionDep, state: StateDep, channel: ChannelDep, user: CurrentUser
+    job: JobDep, state: StateDep, channel: ChannelDep, user: CurrentUser
 ) -> StreamTicketPublic:
-    job = load_job(session, job_id=job_id, owner=user)
     ttl = state.settings.stream.ticket_ttl_seconds
     ticket = channel.create_stream_ticket(job_id=job.id, user_id=user.id, ttl_s=ttl)
     return StreamTicketPublic(

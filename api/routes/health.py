@@ -4,10 +4,9 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 
 from api.deps import StateDep
-from api.state import ServiceState
+from core.db import check_database
 
 router = APIRouter(tags=["health"])
 
@@ -18,17 +17,12 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-def _check_database(state: ServiceState) -> None:
-    with state.engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
-
-
 @router.get("/readyz", responses={503: {"description": "a dependency is down"}})
 async def readyz(state: StateDep) -> JSONResponse:
     """Readiness: the database, Redis and object storage all answer."""
     checks: dict[str, str] = {}
     try:
-        await run_in_threadpool(_check_database, state)
+        await run_in_threadpool(check_database, state.engine)
         checks["database"] = "ok"
     except Exception as exc:  # report, don't raise: this endpoint exists to say what is down
         checks["database"] = f"error: {type(exc).__name__}"

@@ -5,10 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from api.deps import CurrentUser, SessionDep, StateDep
+from api.deps import CurrentUser, JobDep, SessionDep, StateDep
 from api.schemas.jobs import JobControlPublic, JobCreate, JobPublic, JobsPublic
 from api.services import jobs as service
-from core import repositories
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -30,7 +29,7 @@ async def submit_job(
     if not created:
         response.headers["Idempotent-Replayed"] = "true"
     response.headers["Location"] = f"/v1/jobs/{job.id}"
-    return JobPublic.from_row(job)
+    return JobPublic.model_validate(job)
 
 
 @router.get("")
@@ -47,44 +46,46 @@ def list_jobs(
 ) -> JobsPublic:
     """The caller's jobs, newest first; pass ``next_cursor`` back as ``cursor``."""
     limit = min(limit, state.settings.limits.max_page_size)
-    statuses = service.parse_status_filter(status_filter)
-    before = service.decode_cursor(cursor) if cursor else None
-    rows = repositories.list_jobs(
-        session, owner_id=user.id, limit=limit + 1, statuses=statuses, before=before
+    page, next_cursor = service.list_jobs_page(
+        session, owner=user, statuses=service.parse_status_filter(status_filter),
+        limit=limit, cursor=cursor,
     )
-    page = rows[:limit]
-    next_cursor = service.encode_cursor(page[-1]) if len(rows) > limit else None
-    return JobsPublic(
-        data=[JobPublic.from_row(j, with_spec=False) for j in page], next_cursor=next_cursor
-    )
+    # A listing leaves the specs out (GET /v1/jobs/{id} has it).
+    listed = [JobPublic.model_validate(j).model_copy(update={"spec": None}) for j in page]
+    return JobsPublic(data=listed, next_cursor=next_cursor)
 
 
 @router.get("/{job_id}")
-def get_job(job_id: str, session: SessionDep, user: CurrentUser) -> JobPublic:
-    return JobPublic.from_row(service.load_job(session, job_id=job_id, owner=user))
+def get_job(job: JobDep) -> JobPublic:
+    return JobPublic.model_validate(job)
 
 
 @router.post("/{job_id}/pause", status_code=status.HTTP_202_ACCEPTED)
 def pause_job(
-    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+    job: JobDep, session: SessionDep, state: StateDep, user: CurrentUser
 ) -> JobControlPublic:
     """Pause: a queued job at once; a running one checkpoints and frees its worker."""
-    job = service.load_job(session, job_id=job_id, owner=user)
     return service.pause_job(session, state=state, job=job, user=user)
 
 
 @router.post("/{job_id}/resume", status_code=status.HTTP_202_ACCEPTED)
 def resume_job(
-    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+    job: JobDep, session: SessionDep, state: StateDep, user: CurrentUser
 ) -> JobControlPublic:
     """Re-queue a paused job; it continues from its latest checkpoint."""
-    job = service.load_job(session, job_id=job_id, owner=user)
     return service.resume_job(session, state=state, job=job, user=user)
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
 def cancel_job(
-    job_id: str, session: SessionDep, state: StateDep, user: CurrentUser
+    job: JobDep, session: SessionDep, state: StateDep, user: CurrentUser
 ) -> JobControlPublic:
-    job = service.load_job(session, job_id=job_id, owner=user)
     return service.cancel_job(session, state=state, job=job, user=user)
+
+
+@router.delete("/{job_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_job(job: JobDep, session: SessionDep, state: StateDep) -> Response:
+    """Delete a finished job (succeeded, failed or cancelled): its history, metrics, LR
+    changes and checkpoints (object storage included). 409 for any other status."""
+    service.delete_job(session, state=state, job=job)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -2,24 +2,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from api.deps import CurrentUser, SessionDep, StateDep
+from api.deps import CurrentUser, JobDep, SessionDep, StateDep
 from api.schemas.learning_rate import (
     LearningRateChangeAccepted,
-    LearningRateChangePublic,
     LearningRatePublic,
     LearningRateUpdate,
 )
 from api.services import learning_rate as service
-from api.services.jobs import load_job
-from core import repositories
-from core.jobspec import JobSpec
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/learning-rate", tags=["learning rate"])
 
 
 @router.put("", status_code=status.HTTP_202_ACCEPTED)
 def change_learning_rate(
-    job_id: str,
+    job: JobDep,
     body: LearningRateUpdate,
     session: SessionDep,
     state: StateDep,
@@ -31,20 +27,10 @@ def change_learning_rate(
     becomes the requested one; ``mode: override`` replaces it with a constant. The change
     is confirmed by an ``lr`` event and by ``applied_step`` in ``GET``.
     """
-    job = load_job(session, job_id=job_id, owner=user)
     change = service.request_change(session, state=state, job=job, user=user, body=body)
     return LearningRateChangeAccepted(change_id=change.id)
 
 
 @router.get("")
-def get_learning_rate(job_id: str, session: SessionDep, user: CurrentUser) -> LearningRatePublic:
-    job = load_job(session, job_id=job_id, owner=user)
-    spec = JobSpec.model_validate(job.spec)
-    changes = repositories.list_lr_changes(session, job_id=job.id)
-    return LearningRatePublic(
-        job_id=job.id,
-        learning_rate=job.current_lr,
-        initial_learning_rate=spec.initial_learning_rate(),
-        schedule=spec.lr_scheduler.model_dump(mode="json") if spec.lr_scheduler else None,
-        changes=[LearningRateChangePublic.from_row(c) for c in changes],
-    )
+def get_learning_rate(job: JobDep, session: SessionDep) -> LearningRatePublic:
+    return service.describe(session, job=job)

@@ -4,21 +4,20 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import CurrentUser, SessionDep
+from api.cursors import INT64_MAX
+from api.deps import JobDep, SessionDep
 from api.schemas.metrics import MetricPointPublic, MetricsPublic
 from api.services import metrics as service
-from api.services.jobs import load_job
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/metrics", tags=["metrics"])
 
 
 @router.get("")
 def metric_history(
-    job_id: str,
+    job: JobDep,
     session: SessionDep,
-    user: CurrentUser,
     after_step: Annotated[
-        int | None, Query(ge=-1, description="only points with a larger step")
+        int | None, Query(ge=-1, le=INT64_MAX, description="only points with a larger step")
     ] = None,
     cursor: Annotated[
         str | None, Query(max_length=512, description="``next_cursor`` of the previous page")
@@ -30,7 +29,6 @@ def metric_history(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 5000,
 ) -> MetricsPublic:
     """Stored metric points ordered by (step, name); page with ``cursor=next_cursor``."""
-    job = load_job(session, job_id=job_id, owner=user)
     wanted = [n.strip() for item in names or [] for n in item.split(",") if n.strip()]
     page = service.read_page(
         session, job_id=job.id, after_step=after_step, cursor=cursor,

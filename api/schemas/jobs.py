@@ -5,22 +5,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from api.schemas.base import PublicModel
 from core.jobspec import JobSpec
-from core.models import Job
 
 
 class JobCreate(JobSpec):
     """The body of ``POST /v1/jobs``: a job spec (v1)."""
 
 
-class JobProgress(BaseModel):
+class JobProgress(PublicModel):
     epoch: int = Field(description="epochs completed (a finished 12-epoch job shows 12)")
     step: int
     current_lr: float | None
     metrics: dict[str, Any]
 
 
-class JobPublic(BaseModel):
+class JobPublic(PublicModel):
     id: str
     name: str
     status: str
@@ -33,28 +33,6 @@ class JobPublic(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     spec: dict[str, Any] | None = None
-
-    @classmethod
-    def from_row(cls, job: Job, *, with_spec: bool = True) -> JobPublic:
-        return cls(
-            id=job.id,
-            name=job.name,
-            status=job.status,
-            status_reason=job.status_reason,
-            queue=job.queue,
-            progress=JobProgress(
-                epoch=job.epoch,
-                step=job.step,
-                current_lr=job.current_lr,
-                metrics=dict(job.latest_metrics or {}),
-            ),
-            attempts=job.attempts,
-            created_at=job.created_at,
-            updated_at=job.updated_at,
-            started_at=job.started_at,
-            finished_at=job.finished_at,
-            spec=job.spec if with_spec else None,
-        )
 
 
 class JobsPublic(BaseModel):

@@ -3,15 +3,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
-from core.models import LRChange
+from api.schemas.base import PublicModel
 
 
 class LearningRateUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    learning_rate: float = Field(gt=0, allow_inf_nan=False)
+    # Strict: JSON true is not 1.0, and "0.1" is a string (issue 14).
+    learning_rate: StrictFloat = Field(gt=0, allow_inf_nan=False)
     mode: Literal["scale", "override"] = "scale"
 
 
@@ -20,8 +21,8 @@ class LearningRateChangeAccepted(BaseModel):
     status: Literal["pending"] = "pending"
 
 
-class LearningRateChangePublic(BaseModel):
-    change_id: str
+class LearningRateChangePublic(PublicModel):
+    change_id: str = Field(validation_alias="id")
     requested_lr: float
     mode: str
     status: str
@@ -31,21 +32,6 @@ class LearningRateChangePublic(BaseModel):
     applied_at: datetime | None
     applied_lr: float | None
     reason: str | None
-
-    @classmethod
-    def from_row(cls, change: LRChange) -> LearningRateChangePublic:
-        return cls(
-            change_id=change.id,
-            requested_lr=change.requested_lr,
-            mode=change.mode,
-            status=change.status,
-            requested_by=change.requested_by,
-            requested_at=change.requested_at,
-            applied_step=change.applied_step,
-            applied_at=change.applied_at,
-            applied_lr=change.applied_lr,
-            reason=change.reason,
-        )
 
 
 class LearningRatePublic(BaseModel):

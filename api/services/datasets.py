@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy.orm import Session
 
-from api.errors import ApiError
+from api.errors import ApiError, not_found
 from api.state import ServiceState
 from core import repositories
 from core.datasets import DatasetError, validate_upload
-from core.models import Dataset, User, new_id
+from core.models import Dataset, JobStatus, User, is_id, new_id
 from core.storage import dataset_key
+
+log = logging.getLogger(__name__)
 
 
 def store_upload(
@@ -52,3 +56,35 @@ def store_upload(
     )
     session.commit()
     return dataset
+
+
+# A job in one of these may still read the data set (a paused one when it resumes).
+ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.PAUSED)
+
+
+def delete_dataset(session: Session, *, state: ServiceState, owner: User, dataset_id: str) -> None:
+    dataset = repositories.get_dataset(
+        session, dataset_id=dataset_id, owner_id=owner.id
+    ) if is_id(dataset_id) else None
+    if dataset is None:
+        raise not_found("dataset", dataset_id)
+    using = repositories.jobs_using_dataset(
+        session, owner_id=owner.id, dataset_id=dataset_id, statuses=ACTIVE_STATUSES
+    )
+    if using:
+        raise ApiError(
+            409, "in_use",
+            f"dataset {dataset_id} is used by {len(using)} queued, running or paused job(s)",
+            details={"jobs": using},
+        )
+    key = dataset.storage_key
+    repositories.delete_dataset(session, dataset_id=dataset_id)
+    session.commit()
+    try:
+        state.store.delete(key)
+    except Exception:  # noqa: BLE001 - the row is gone; a leftover object is debris
+        log.exception("dataset %s deleted but its object %s remains", dataset_id, key)
+
+
+def list_owned_datasets(session: Session, *, owner: User) -> list[Dataset]:
+    return repositories.list_datasets(session, owner_id=owner.id)

@@ -2,34 +2,28 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import logging
+import math
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api import telemetry
+from api import cursors, telemetry
 from api.errors import ApiError, field_error, not_found
 from api.schemas.jobs import JobControlPublic
 from api.state import ServiceState
-from core import repositories
+from core import model_size, repositories
+from core.events import CancelCommand, PauseCommand
+from core.job_status import transition_and_announce
 from core.jobspec import JobSpec
-from core.models import Job, JobStatus, User
+from core.models import TERMINAL_STATUSES, Job, JobStatus, User, is_id
+from core.storage import job_objects_prefix
 
 log = logging.getLogger("rudder.api")
 MAX_IDEMPOTENCY_KEY = 255
-
-
-def load_job(session: Session, *, job_id: str, owner: User) -> Job:
-    """The owner's job, or a 404 (someone else's job looks exactly like a missing one)."""
-    job = repositories.get_job(session, job_id=job_id, owner_id=owner.id)
-    if job is None:
-        raise not_found("job", job_id)
-    return job
 
 
 def _request_hash(spec: dict[str, object]) -> str:
@@ -57,13 +51,26 @@ def _replay(existing: Job, request_hash: str) -> Job:
 def _check_spec_references(
     session: Session, *, spec: JobSpec, owner: User, state: ServiceState
 ) -> None:
+    features = model_size.input_features_of(spec)
     for split in ("train", "val"):
         source = getattr(spec.data, split)
         dataset_id = getattr(source, "dataset", None)
-        if dataset_id is not None and repositories.get_dataset(
-            session, dataset_id=dataset_id, owner_id=owner.id
-        ) is None:
+        if dataset_id is None:
+            continue
+        dataset = repositories.get_dataset(session, dataset_id=dataset_id, owner_id=owner.id)
+        if dataset is None:
             raise field_error(f"data.{split}.dataset", f"dataset {dataset_id} not found")
+        if split == "train" and dataset.feature_shape:
+            features = math.prod(int(d) for d in dataset.feature_shape)
+    size = model_size.estimate(spec, input_features=features)
+    limit = state.settings.limits.max_job_memory_bytes
+    if size.bytes > limit:
+        raise field_error(
+            "model",
+            f"the model needs about {model_size.human_bytes(size.bytes)} "
+            f"({size.parameters:,} parameters, batch {spec.data.batch_size}); "
+            f"the limit per job is {model_size.human_bytes(limit)}",
+        )
     lr = spec.initial_learning_rate()
     bounds = state.settings.lr
     if lr is not None and not bounds.min <= lr <= bounds.max:
@@ -149,18 +156,38 @@ def enqueue_after_commit(state: ServiceState, job: Job) -> None:
 
 
 def encode_cursor(job: Job) -> str:
-    raw = json.dumps([job.created_at.isoformat(), job.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.encode_cursor(job.created_at.isoformat(), job.id)
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    created_at, job_id = cursors.decode_cursor(cursor, (str, str))
     try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_at, job_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return datetime.fromisoformat(created_at), str(job_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        message = "is not a cursor returned by this API"
-        raise field_error("cursor", message, status_code=400) from exc
+        return datetime.fromisoformat(created_at), job_id
+    except ValueError as exc:
+        raise field_error("cursor", "is not a cursor returned by this API",
+                          status_code=400) from exc
+
+
+def list_jobs_page(
+    session: Session, *, owner: User, statuses: list[str] | None, limit: int,
+    cursor: str | None,
+) -> tuple[list[Job], str | None]:
+    """One page of the owner's jobs, newest first, and the cursor of the next page."""
+    before = decode_cursor(cursor) if cursor else None
+    rows = repositories.list_jobs(
+        session, owner_id=owner.id, limit=limit + 1, statuses=statuses, before=before
+    )
+    page = rows[:limit]
+    return page, encode_cursor(page[-1]) if len(rows) > limit else None
+
+
+def finished_if_owned(session: Session, *, job_id: str, owner_id: str) -> bool:
+    """Whether the owner's job is finished (SSE closes at once then), or a 404."""
+    job = repositories.get_job(session, job_id=job_id, owner_id=owner_id) if is_id(
+        job_id) else None
+    if job is None:
+        raise not_found("job", job_id)
+    return JobStatus(job.status) in TERMINAL_STATUSES
 
 
 def parse_status_filter(raw: list[str] | None) -> list[str] | None:
@@ -186,25 +213,13 @@ def _conflict(job: Job, action: str) -> ApiError:
     )
 
 
-def _publish_status(state: ServiceState, job: Job, reason: str) -> None:
-    if state.channel is None:
-        return
-    try:
-        state.channel.publish_status(job.id, job.status, reason=reason)
-    except Exception:  # the DB row is the durable record; the event is a courtesy
-        log.exception("could not publish status event for job %s", job.id)
-
-
-def _transition(session: Session, job: Job, to: JobStatus, src: JobStatus, reason: str) -> bool:
-    if not repositories.transition_job(
-        session, job_id=job.id, to_status=to, from_statuses=[src], reason=reason
-    ):
-        session.rollback()
-        session.refresh(job)
-        return False
-    session.commit()
+def _transition(
+    session: Session, state: ServiceState, job: Job, to: JobStatus, src: JobStatus, reason: str
+) -> bool:
+    moved = transition_and_announce(session, state.channel, job_id=job.id, to_status=to,
+                                    from_statuses=[src], reason=reason)
     session.refresh(job)
-    return True
+    return moved
 
 
 def _require_channel(state: ServiceState) -> None:
@@ -214,16 +229,15 @@ def _require_channel(state: ServiceState) -> None:
 
 def pause_job(session: Session, *, state: ServiceState, job: Job, user: User) -> JobControlPublic:
     if job.status == JobStatus.QUEUED and _transition(
-        session, job, JobStatus.PAUSED, JobStatus.QUEUED, f"paused by {user.name}"
+        session, state, job, JobStatus.PAUSED, JobStatus.QUEUED, f"paused by {user.name}"
     ):
-        _publish_status(state, job, f"paused by {user.name}")
         return JobControlPublic(job_id=job.id, action="pause", status=job.status, pending=False)
     if job.status == JobStatus.PAUSED:
         return JobControlPublic(job_id=job.id, action="pause", status=job.status, pending=False)
     if job.status == JobStatus.RUNNING:
         _require_channel(state)
         assert state.channel is not None
-        command_id = state.channel.send_command(job.id, "pause", {"requested_by": user.id})
+        command_id = state.channel.send_command(job.id, PauseCommand(requested_by=user.id))
         return JobControlPublic(
             job_id=job.id, action="pause", status=job.status, command_id=command_id, pending=True
         )
@@ -232,10 +246,9 @@ def pause_job(session: Session, *, state: ServiceState, job: Job, user: User) ->
 
 def resume_job(session: Session, *, state: ServiceState, job: Job, user: User) -> JobControlPublic:
     if job.status != JobStatus.PAUSED or not _transition(
-        session, job, JobStatus.QUEUED, JobStatus.PAUSED, f"resumed by {user.name}"
+        session, state, job, JobStatus.QUEUED, JobStatus.PAUSED, f"resumed by {user.name}"
     ):
         raise _conflict(job, "resume")
-    _publish_status(state, job, f"resumed by {user.name}")
     enqueue_after_commit(state, job)
     return JobControlPublic(job_id=job.id, action="resume", status=job.status, pending=False)
 
@@ -245,23 +258,51 @@ def cancel_job(session: Session, *, state: ServiceState, job: Job, user: User) -
     if job.status == JobStatus.CANCELLED:
         return JobControlPublic(job_id=job.id, action="cancel", status=job.status, pending=False)
     if job.status in (JobStatus.QUEUED, JobStatus.PAUSED) and _transition(
-        session, job, JobStatus.CANCELLED, JobStatus(job.status), reason
+        session, state, job, JobStatus.CANCELLED, JobStatus(job.status), reason
     ):
-        _publish_status(state, job, reason)
         return JobControlPublic(job_id=job.id, action="cancel", status=job.status, pending=False)
     if job.status == JobStatus.RUNNING:
         _require_channel(state)
         assert state.channel is not None
         if state.channel.lease_owner(job.id) is None and _transition(
             # Nobody holds the lease, so no worker would ever read the command.
-            session, job, JobStatus.CANCELLED, JobStatus.RUNNING, reason
+            session, state, job, JobStatus.CANCELLED, JobStatus.RUNNING, reason
         ):
-            _publish_status(state, job, reason)
             return JobControlPublic(
                 job_id=job.id, action="cancel", status=job.status, pending=False
             )
-        command_id = state.channel.send_command(job.id, "cancel", {"requested_by": user.id})
+        command_id = state.channel.send_command(job.id, CancelCommand(requested_by=user.id))
         return JobControlPublic(
             job_id=job.id, action="cancel", status=job.status, command_id=command_id, pending=True
         )
     raise _conflict(job, "cancel")
+
+
+# ---------------------------------------------------------------- deletion
+
+
+def delete_job(session: Session, *, state: ServiceState, job: Job) -> None:
+    """Forget a finished job: its rows, its checkpoints in object storage, its live keys.
+
+    Rows go first (one commit): a listed job then always has its checkpoints. Objects
+    follow; one that fails to go is logged and left for an operator, never a 500 after
+    the job is already gone from the API.
+    """
+    if JobStatus(job.status) not in TERMINAL_STATUSES:
+        raise ApiError(
+            409, "invalid_state",
+            f"cannot delete a job that is {job.status}; cancel it first",
+            details={"status": job.status},
+        )
+    job_id = job.id
+    repositories.delete_job(session, job_id=job_id)
+    session.commit()
+    try:
+        state.store.delete_prefix(job_objects_prefix(job_id))
+    except Exception:  # noqa: BLE001 - the job is gone; leftovers are debris, not an error
+        log.exception("job %s deleted but its objects were not all removed", job_id)
+    if state.channel is not None:
+        try:
+            state.channel.delete_job(job_id)
+        except Exception:  # noqa: BLE001 - the keys expire or are trimmed anyway
+            log.exception("job %s deleted but its live-channel keys remain", job_id)

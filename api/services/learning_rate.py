@@ -12,11 +12,17 @@ from sqlalchemy.orm import Session
 
 from api import telemetry
 from api.errors import ApiError, field_error
-from api.schemas.learning_rate import LearningRateUpdate
+from api.schemas.learning_rate import (
+    LearningRateChangePublic,
+    LearningRatePublic,
+    LearningRateUpdate,
+)
 from api.state import ServiceState
 from core import repositories
 from core.channel import Channel
 from core.config import LearningRateLimits
+from core.events import SetLRCommand
+from core.jobspec import JobSpec
 from core.models import TERMINAL_STATUSES, Job, JobStatus, LRChange, LRChangeMode, User, utcnow
 
 log = logging.getLogger("rudder.api")
@@ -118,13 +124,23 @@ def request_change(
     # A job that is not running yet applies its pending changes from the DB when it starts.
     if state.channel is not None:
         try:
-            state.channel.send_command(
-                job.id,
-                "set_lr",
-                {"change_id": change.id, "learning_rate": change.requested_lr,
-                 "mode": change.mode},
-                command_id=change.id,
-            )
+            state.channel.send_command(job.id, SetLRCommand(
+                command_id=change.id, learning_rate=change.requested_lr, mode=body.mode,
+                requested_by=user.id,
+            ))
         except Exception:
             log.exception("lr change %s stored but not sent to job %s", change.id, job.id)
     return change
+
+
+def describe(session: Session, *, job: Job) -> LearningRatePublic:
+    """The lr in effect, the schedule, and every change with its outcome."""
+    spec = JobSpec.model_validate(job.spec)
+    changes = repositories.list_lr_changes(session, job_id=job.id)
+    return LearningRatePublic(
+        job_id=job.id,
+        learning_rate=job.current_lr,
+        initial_learning_rate=spec.initial_learning_rate(),
+        schedule=spec.lr_scheduler.model_dump(mode="json") if spec.lr_scheduler else None,
+        changes=[LearningRateChangePublic.model_validate(c) for c in changes],
+    )

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from api.errors import field_error
+from api import cursors
 from core import repositories
 from core.models import MetricPoint
 
@@ -23,20 +20,12 @@ class MetricsPage:
 
 
 def encode_cursor(point: MetricPoint) -> str:
-    raw = json.dumps([point.step, point.name]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.encode_cursor(point.step, point.name)
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        step, name = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if type(step) is not int or not isinstance(name, str):
-            raise TypeError("cursor fields have the wrong types")
-        return step, name
-    except (ValueError, TypeError, binascii.Error) as exc:
-        message = "is not a cursor returned by this API"
-        raise field_error("cursor", message, status_code=400) from exc
+    step, name = cursors.decode_cursor(cursor, (int, str))
+    return step, name
 
 
 def read_page(

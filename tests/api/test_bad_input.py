@@ -86,6 +86,21 @@ class TestSpecValidation:
             ({"device": "tpu"}, "device", "cpu"),
             ({"data": {"train": {"builtin": "mnist"}}}, "data.train.builtin", "digits"),
             ({"model": []}, "model", "at least 1"),
+            # issue 9: parameters per class, not per kind
+            ({"optimizer": {"type": "adam", "momentum": 0.9}}, "optimizer", "momentum"),
+            ({"loss": {"type": "l2", "sparse_label": True}}, "loss", "sparse_label"),
+            # issue 14: types and ranges per parameter
+            ({"optimizer": {"type": "sgd", "momentum": "abc"}}, "optimizer", "momentum"),
+            ({"loss": {"type": "softmax_cross_entropy", "axis": "x"}}, "loss", "axis"),
+            ({"lr_scheduler": {"type": "cosine", "max_update": "x"}}, "lr_scheduler",
+             "max_update"),
+            ({"optimizer": {"type": "adam", "epsilon": -1}}, "optimizer", "epsilon must be > 0"),
+            ({"optimizer": {"type": "adam", "clip_gradient": True}}, "optimizer",
+             "clip_gradient must be a number"),
+            ({"model": [{"type": "Dense", "units": 10**6}, {"type": "Dense", "units": 10**6}]},
+             "model", "limit per job"),
+            ({"data": {"train": {"dataset": "../../../../etc/passwd"}}}, "data.train.dataset",
+             "is not a dataset id"),
         ],
     )
     def test_invalid_spec_names_the_field(
@@ -120,6 +135,19 @@ class TestSpecValidation:
         assert response.status_code == 422
         assert response.json()["error"]["details"][0]["field"] == "optimizer.learning_rate"
 
+    def test_the_per_job_memory_limit_is_configurable(self, make_api: Any) -> None:
+        api = make_api(limits={"max_job_memory_bytes": 100_000})
+        _, headers = api.make_user()
+        small = digits_spec(model=[{"type": "Dense", "units": 10}])
+        assert api.client.post("/v1/jobs", json=small, headers=headers).status_code == 201
+        wide = digits_spec(model=[{"type": "Dense", "units": 1000}, {"type": "Dense",
+                                                                      "units": 10}])
+        response = api.client.post("/v1/jobs", json=wide, headers=headers)
+        assert response.status_code == 422
+        error = _error(response)
+        assert error["details"][0]["field"] == "model"
+        assert "limit per job is 97.7 KiB" in error["message"]
+
     def test_unknown_dataset_is_refused(self, api: ApiHarness) -> None:
         _, headers = api.make_user()
         missing = "00000000-0000-0000-0000-000000000000"
@@ -150,6 +178,8 @@ class TestLearningRateValidation:
             ('{"learning_rate": 0}', 422, "learning_rate"),
             ('{"learning_rate": 50}', 422, "learning_rate"),
             ('{"learning_rate": "fast"}', 422, "learning_rate"),
+            ('{"learning_rate": true}', 422, "learning_rate"),  # not applied as 1.0
+            ('{"learning_rate": "0.1"}', 422, "learning_rate"),
             ('{"learning_rate": 0.1, "mode": "double"}', 422, "mode"),
             ('{"learning_rate": 0.1, "extra": 1}', 422, "extra"),
             ('{"learning_rate": ', 400, None),
@@ -187,3 +217,71 @@ def test_openapi_documents_every_endpoint(api: ApiHarness) -> None:
         "/v1/jobs/{job_id}/checkpoints", "/v1/datasets", "/healthz", "/readyz", "/metrics",
     ]:
         assert path in paths, path
+
+
+def test_openapi_declares_bearer_auth_and_the_real_error_body(api: ApiHarness) -> None:
+    """Issue 15: Swagger's Authorize button sends the token, and every documented error
+    is {"error": {code, message, details}}, not FastAPI's HTTPValidationError."""
+    document = api.client.get("/openapi.json").json()
+    schemes = document["components"]["securitySchemes"]
+    assert schemes == {"BearerAuth": {"type": "http", "scheme": "bearer",
+                                      "description": schemes["BearerAuth"]["description"]}}
+    assert "HTTPValidationError" not in json.dumps(document)
+    error_body = document["components"]["schemas"]["ErrorBody"]
+    assert error_body["required"] == ["error"]
+    for path, operations in document["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for method, operation in operations.items():
+            assert operation["security"] == [{"BearerAuth": []}], (method, path)
+            responses = operation["responses"]
+            assert {"401", "503"} <= set(responses), (method, path)
+            for status, response in responses.items():
+                if status.startswith(("4", "5")):
+                    ref = response["content"]["application/json"]["schema"]["$ref"]
+                    assert ref == "#/components/schemas/ErrorBody", (method, path, status)
+    lr = document["paths"]["/v1/jobs/{job_id}/learning-rate"]["put"]["responses"]
+    assert {"404", "409", "413", "422", "429"} <= set(lr)
+    delete = document["paths"]["/v1/jobs/{job_id}"]["delete"]["responses"]
+    assert {"204", "404", "409"} <= set(delete)
+
+
+def test_every_documented_error_status_matches_a_real_answer(api: ApiHarness) -> None:
+    """The documented statuses are the ones the API gives (one live check per kind)."""
+    _, headers = api.make_user()
+    missing = "00000000-0000-0000-0000-000000000000"
+    assert api.client.get(f"/v1/jobs/{missing}").status_code == 401
+    assert api.client.get(f"/v1/jobs/{missing}", headers=headers).status_code == 404
+    job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    assert api.client.delete(f"/v1/jobs/{job_id}", headers=headers).status_code == 409
+    body = api.client.put(f"/v1/jobs/{job_id}/learning-rate", json={"learning_rate": "x"},
+                          headers=headers)
+    assert body.status_code == 422 and set(body.json()) == {"error"}
+
+
+class TestControlCharacters:
+    """Issue 14 item 4: NUL bytes reached PostgreSQL and came back as 500s."""
+
+    def test_a_job_name_with_a_nul_byte_is_a_422(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        before = _count_jobs(api)
+        response = api.client.post("/v1/jobs", json=digits_spec(name="abc\x00def"),
+                                   headers=headers)
+        assert response.status_code == 422
+        assert _error(response)["details"][0]["field"] == "name"
+        assert _count_jobs(api) == before
+
+    @pytest.mark.parametrize(
+        "path", ["/v1/jobs/abc%00def", "/v1/jobs/abc%00def/metrics",
+                 "/v1/jobs/abc%00def/events", "/v1/jobs/abc%00def/learning-rate"],
+    )
+    def test_an_id_with_a_nul_byte_is_a_404(self, api: ApiHarness, path: str) -> None:
+        _, headers = api.make_user()
+        response = api.client.get(path, headers=headers)
+        assert response.status_code == 404, response.text
+        assert _error(response)["code"] == "not_found"
+
+    def test_deleting_a_dataset_id_with_a_nul_byte_is_a_404(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        response = api.client.delete("/v1/datasets/abc%00def", headers=headers)
+        assert response.status_code == 404

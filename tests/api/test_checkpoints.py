@@ -73,3 +73,67 @@ def test_unknown_checkpoint_or_file_is_refused(api: ApiHarness, path: str) -> No
     response = api.client.get(f"/v1/jobs/{job_id}/checkpoints/{path}", headers=headers)
     assert response.status_code in (404, 422)
     assert "error" in response.json()
+
+
+class TestDeleteJob:
+    """Issue 15: DELETE /v1/jobs/{id} for a finished job removes its rows and its
+    checkpoints in object storage; any other status is a 409 that changes nothing."""
+
+    def _job_with_checkpoints(self, api: ApiHarness) -> tuple[str, dict[str, str]]:
+        _, headers = api.make_user()
+        job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+        _write_checkpoint(api, job_id, 200)
+        _write_checkpoint(api, job_id, 400)
+        with api.sessions() as session:
+            repositories.add_metric_points(session, job_id=job_id, points=[
+                repositories.MetricPointIn(step=1, epoch=0, name="lr", value=0.1,
+                                           time=None),
+            ])
+            session.commit()
+        return job_id, headers
+
+    def test_a_finished_job_and_its_checkpoints_are_deleted(self, api: ApiHarness) -> None:
+        from core.models import JobStatus
+
+        job_id, headers = self._job_with_checkpoints(api)
+        with api.sessions() as session:
+            repositories.transition_job(session, job_id=job_id, to_status=JobStatus.SUCCEEDED)
+            session.commit()
+        store = open_store(api.settings.storage_url, endpoint_url=api.settings.s3_endpoint_url)
+        assert len(store.list(f"jobs/{job_id}/")) == 6
+        response = api.client.delete(f"/v1/jobs/{job_id}", headers=headers)
+        assert response.status_code == 204, response.text
+        assert api.client.get(f"/v1/jobs/{job_id}", headers=headers).status_code == 404
+        assert store.list(f"jobs/{job_id}/") == []
+        with api.sessions() as session:
+            assert repositories.list_checkpoints(session, job_id=job_id) == []
+            assert repositories.list_metric_points(session, job_id=job_id) == []
+        assert api.client.delete(f"/v1/jobs/{job_id}", headers=headers).status_code == 404
+
+    def test_an_unfinished_job_is_a_409_and_keeps_everything(self, api: ApiHarness) -> None:
+        job_id, headers = self._job_with_checkpoints(api)
+        response = api.client.delete(f"/v1/jobs/{job_id}", headers=headers)
+        assert response.status_code == 409
+        assert response.json()["error"]["code"] == "invalid_state"
+        listed = api.client.get(f"/v1/jobs/{job_id}/checkpoints", headers=headers).json()
+        assert [c["step"] for c in listed["data"]] == [200, 400]
+
+    def test_another_users_job_cannot_be_deleted(self, api: ApiHarness) -> None:
+        job_id, _ = self._job_with_checkpoints(api)
+        _, stranger = api.make_user()
+        assert api.client.delete(f"/v1/jobs/{job_id}", headers=stranger).status_code == 404
+
+
+def test_integers_beyond_int64_are_a_422_not_a_database_overflow(api: ApiHarness) -> None:
+    """Issue 14: a step or after_step of 2**63 reached the database and gave a 500."""
+    _, headers = api.make_user()
+    job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    too_big = 2**63
+    file_url = f"/v1/jobs/{job_id}/checkpoints/{too_big}/files/params.npz"
+    assert api.client.get(file_url, headers=headers).status_code == 422
+    metrics = api.client.get(f"/v1/jobs/{job_id}/metrics", params={"after_step": 2**64},
+                             headers=headers)
+    assert metrics.status_code == 422
+    assert metrics.json()["error"]["details"][0]["field"] == "after_step"
+    assert api.client.get(f"/v1/jobs/{job_id}/checkpoints/{too_big - 1}/files/params.npz",
+                          headers=headers).status_code == 404

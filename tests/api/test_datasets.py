@@ -137,3 +137,30 @@ def test_oversized_chunked_upload_is_413(make_api: Any) -> None:
     )
     assert response.status_code == 413, response.text
     assert api.client.get("/v1/datasets", headers=headers).json()["data"] == []
+
+
+def test_delete_a_dataset_unless_an_active_job_uses_it(api: ApiHarness) -> None:
+    """Issue 15: DELETE /v1/datasets/{id} removes the row and the stored file; 409 while a
+    job that can still run reads it."""
+    from core import repositories
+    from core.models import JobStatus
+
+    _, headers = api.make_user()
+    data = np.zeros((20, 4), dtype=np.float32)
+    dataset = api.client.post(
+        "/v1/datasets", files={"file": ("d.npz", _npz(data=data, label=np.arange(20) % 2))},
+        headers=headers,
+    ).json()
+    spec = digits_spec(data={"train": {"dataset": dataset["id"]}, "batch_size": 10})
+    job_id = api.client.post("/v1/jobs", json=spec, headers=headers).json()["id"]
+    busy = api.client.delete(f"/v1/datasets/{dataset['id']}", headers=headers)
+    assert busy.status_code == 409 and busy.json()["error"]["details"] == {"jobs": [job_id]}
+    with api.sessions() as session:
+        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.CANCELLED)
+        session.commit()
+    _, stranger = api.make_user()
+    assert api.client.delete(f"/v1/datasets/{dataset['id']}", headers=stranger).status_code == 404
+    assert api.client.delete(f"/v1/datasets/{dataset['id']}", headers=headers).status_code == 204
+    assert api.client.get("/v1/datasets", headers=headers).json()["data"] == []
+    store = open_store(api.settings.storage_url)
+    assert not store.exists(f"datasets/{dataset['id']}/data.npz")

@@ -169,3 +169,15 @@ def test_server_notices_a_client_that_went_away(api: ApiHarness) -> None:
         time.sleep(0.05)
     assert open_streams() == while_open - 1
 
+
+
+def test_a_stream_id_redis_would_refuse_is_a_400_before_the_stream(api: ApiHarness) -> None:
+    """Issue 14: 20-digit parts pass a digits-only check but overflow Redis's uint64."""
+    _, headers = api.make_user()
+    job_id = _submit(api, headers)
+    huge = "99999999999999999999-99999999999999999999"
+    for kwargs in ({"headers": headers | {"Last-Event-ID": huge}},
+                   {"headers": headers, "params": {"after": huge}}):
+        response = api.client.get(f"/v1/jobs/{job_id}/events", **kwargs)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "validation_error"

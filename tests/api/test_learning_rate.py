@@ -11,6 +11,7 @@ import httpx
 
 from core import repositories
 from core.channel import Channel
+from core.events import SetLRCommand
 from core.models import JobStatus
 from tests.api.specs import digits_spec
 from tests.conftest import ApiHarness, serve
@@ -70,11 +71,10 @@ class TestChangeLearningRate:
             [command] = channel.read_commands(job_id)
         finally:
             channel.close()
-        assert command.type == "set_lr"
-        assert command.command_id == accepted["change_id"]
-        assert command.data == {
-            "change_id": accepted["change_id"], "learning_rate": 0.01, "mode": "scale"
-        }
+        assert command.command == SetLRCommand(
+            command_id=accepted["change_id"], learning_rate=0.01, mode="scale",
+            requested_by=user_id,
+        )
         state = api.client.get(f"/v1/jobs/{job_id}/learning-rate", headers=headers).json()
         assert state["learning_rate"] == 0.001  # not applied yet
         assert state["schedule"] == {"type": "cosine", "max_update": 1000, "warmup_steps": 50}
@@ -109,6 +109,23 @@ class TestChangeLearningRate:
         assert change["mode"] == "override"
         assert change["applied_step"] == 321
         assert datetime.fromisoformat(change["applied_at"]) == applied_at
+
+    def test_rejected_change_shows_its_status_and_reason(self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        job_id = _running_job(api, headers)
+        change_id = api.client.put(
+            f"/v1/jobs/{job_id}/learning-rate", json={"learning_rate": 0.05}, headers=headers
+        ).json()["change_id"]
+        reason = "cannot scale a schedule whose current learning rate is 0.0"
+        with api.sessions() as session:  # what the worker records when it refuses
+            assert repositories.mark_lr_change_rejected(session, change_id=change_id,
+                                                        reason=reason)
+            session.commit()
+        [change] = api.client.get(f"/v1/jobs/{job_id}/learning-rate",
+                                  headers=headers).json()["changes"]
+        assert (change["change_id"], change["status"], change["reason"]) == (
+            change_id, "rejected", reason)
+        assert change["applied_step"] is None and change["applied_at"] is None
 
     def test_rate_limit_returns_429_with_retry_after(self, make_api: Any) -> None:
         api = make_api(lr={"max_changes": 2, "window_seconds": 30})

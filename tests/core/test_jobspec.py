@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from core import registry_names
+from core import spec_params
 from core.jobspec import JobSpec, parse_spec
 from tests.api.specs import DIGITS_MLP
 
@@ -32,21 +32,27 @@ def test_design_example_parses_and_round_trips() -> None:
     assert dumped["optimizer"] == DIGITS_MLP["optimizer"]
 
 
-def test_every_registered_name_is_accepted() -> None:
-    for layer in registry_names.LAYERS:
-        params = {"Dense": {"units": 2}, "Dropout": {"rate": 0.5},
-                  "Activation": {"activation": "tanh"}, "Conv2D": {"channels": 2, "kernel_size": 3},
-                  "Embedding": {"input_dim": 5, "output_dim": 2}}.get(layer, {})
+def test_every_offered_name_is_accepted() -> None:
+    for layer, params in {"Dense": {"units": 2}, "Dropout": {"rate": 0.5},
+                          "Activation": {"activation": "tanh"},
+                          "Conv2D": {"channels": 2, "kernel_size": 3},
+                          "Embedding": {"input_dim": 5, "output_dim": 2}, "Flatten": {},
+                          "MaxPool2D": {}, "AvgPool2D": {}, "GlobalAvgPool2D": {},
+                          "BatchNorm": {}, "LayerNorm": {}, "LeakyReLU": {}}.items():
         parse_spec(_spec(model=[{"type": layer, **params}]))
-    for name in registry_names.OPTIMIZERS:
+    required = {"factor": {"step": 10}, "multifactor": {"step": [10, 20]},
+                "poly": {"max_update": 100}, "cosine": {"max_update": 100},
+                "constant": {"value": 0.5}, "top_k_accuracy": {"top_k": 3}}
+    for name in spec_params.names("optimizer"):
         assert parse_spec(_spec(optimizer={"type": name})).optimizer.type == name
-    for name in registry_names.LR_SCHEDULERS:
-        parse_spec(_spec(lr_scheduler={"type": name}))
-    for name in registry_names.LOSSES:
+    for name in spec_params.names("lr_scheduler"):
+        parse_spec(_spec(lr_scheduler={"type": name, **required.get(name, {})}))
+    for name in spec_params.names("loss"):
         parse_spec(_spec(loss={"type": name}))
-    for name in registry_names.INITIALIZERS:
-        parse_spec(_spec(initializer={"type": name}))
-    parse_spec(_spec(metrics=list(registry_names.METRICS)))
+    for name in spec_params.names("initializer"):
+        parse_spec(_spec(initializer={"type": name, **required.get(name, {})}))
+    metrics = [n for n in spec_params.names("metric") if n not in required]
+    parse_spec(_spec(metrics=[*metrics, {"type": "top_k_accuracy", "top_k": 3}]))
 
 
 def test_names_are_case_insensitive_like_the_registries() -> None:
@@ -100,3 +106,43 @@ def test_spec_is_immutable() -> None:
     spec = JobSpec.model_validate(_spec())
     with pytest.raises(ValidationError):
         spec.epochs = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # issue 9: per class, not per kind
+        ({"optimizer": {"type": "adam", "momentum": 0.9}}, "adam takes no parameter momentum"),
+        ({"loss": {"type": "l2", "sparse_label": True}}, "l2 takes no parameter sparse_label"),
+        ({"optimizer": {"type": "sgd", "use_fused_step": True}}, "no parameter use_fused_step"),
+        # issue 14: types and ranges per parameter
+        ({"optimizer": {"type": "sgd", "momentum": "abc"}}, "momentum must be a number"),
+        ({"loss": {"type": "softmax_cross_entropy", "axis": "x"}}, "axis must be an integer"),
+        ({"lr_scheduler": {"type": "cosine", "max_update": "x"}},
+         "max_update must be an integer"),
+        ({"lr_scheduler": {"type": "cosine"}}, "cosine needs parameter max_update"),
+        ({"optimizer": {"type": "adam", "epsilon": -1}}, "epsilon must be > 0"),
+        ({"optimizer": {"type": "adam", "clip_gradient": True}},
+         "clip_gradient must be a number, got True"),
+        ({"optimizer": {"type": "sgd", "momentum": 1.5}}, "momentum must be < 1"),
+        ({"initializer": {"type": "xavier", "rnd_type": "zipf"}}, "rnd_type must be one of"),
+        ({"metrics": [{"type": "top_k_accuracy"}]}, "top_k_accuracy needs parameter top_k"),
+    ],
+)
+def test_component_parameters_are_checked_per_class(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        parse_spec(_spec(**change))
+
+
+def test_a_path_as_dataset_id_is_reported_as_not_a_dataset_id() -> None:
+    with pytest.raises(ValidationError) as exc:
+        parse_spec(_spec(data={"train": {"dataset": "../../../../etc/passwd"}}))
+    [error] = exc.value.errors()  # one error, not "builtin: Field required (and 2 more)"
+    assert "'../../../../etc/passwd' is not a dataset id" in error["msg"]
+
+
+def test_a_data_source_with_neither_key_names_both_forms() -> None:
+    with pytest.raises(ValidationError) as exc:
+        parse_spec(_spec(data={"train": {"bucket": "x"}}))
+    [error] = exc.value.errors()
+    assert error["loc"] == ("data", "train") and "{dataset: id}" in error["msg"]

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from workers.engine_api import engine
+import engine
+from core.events import JobEvent
 from workers.hooks import LoopState, Pacing, ServiceHandler
 from workers.loop import run_epochs
 from workers.runner import JobRunner
@@ -38,8 +39,8 @@ class _LocalIO:
     def still_owner(self) -> bool:
         return True
 
-    def publish(self, event_type: str, data: dict[str, Any]) -> None:
-        self.events.append((event_type, data))
+    def publish(self, event: JobEvent) -> None:
+        self.events.append((event.type, event.data()))
 
     def record_metrics(self, *_: Any) -> None: ...
     def record_progress(self, *_: Any) -> None: ...

@@ -195,7 +195,7 @@ def test_spec_the_engine_cannot_build_fails_the_job_with_a_reason(
 
 
 def _has_gpu() -> bool:
-    from workers.engine_api import engine
+    import engine
 
     return bool(engine.context.num_gpus() > 0)
 

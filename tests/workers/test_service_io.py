@@ -5,9 +5,15 @@ import time
 from core import repositories as repo
 from core.channel import Channel
 from core.db import session_scope
-from core.models import LRChangeMode, utcnow
+from core.events import (
+    CancelCommand,
+    LREvent,
+    MetricEvent,
+    PauseCommand,
+    SetLRCommand,
+)
+from core.models import LRChangeMode
 from tests.services import wait_until
-from workers.jobio import AppliedLR
 from workers.service_io import ControlListener, ServiceIO
 
 SPEC = {"name": "t", "model": [{"type": "Dense", "units": 2}],
@@ -25,7 +31,7 @@ def _job_and_user() -> tuple[str, str]:
 def test_commands_reach_the_loop_without_blocking_it(worker_env: dict[str, str],
                                                      channel: Channel) -> None:
     job_id, _ = _job_and_user()
-    channel.send_command(job_id, "pause", {"requested_by": "x"})  # before start: not ours
+    channel.send_command(job_id, PauseCommand(requested_by="x"))  # before start: not ours
     listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
     listener.start()
     try:
@@ -33,19 +39,17 @@ def test_commands_reach_the_loop_without_blocking_it(worker_env: dict[str, str],
         assert listener.drain() == []
         assert time.perf_counter() - started < 0.01  # the loop never waits on Redis
         assert not listener.wake.is_set()  # the loop's one per-step check stays quiet
-        channel.send_command(job_id, "set_lr",
-                             {"change_id": "c1", "learning_rate": 0.5, "mode": "override"},
-                             command_id="c1")
-        channel.send_command(job_id, "cancel", {"requested_by": "x"})
+        channel.send_command(job_id, SetLRCommand(command_id="c1", learning_rate=0.5,
+                                                  mode="override"))
+        channel.send_command(job_id, CancelCommand(requested_by="x"))
         assert listener.wake.wait(5), "a command must wake the loop"
         commands: list = []
         wait_until(lambda: commands.extend(listener.drain()) or len(commands) == 2, 5,
                    what="commands")
     finally:
         listener.stop()
-    assert [(c.type, c.id, c.learning_rate, c.mode) for c in commands][0] == (
-        "set_lr", "c1", 0.5, "override")
-    assert commands[1].type == "cancel"
+    assert commands == [SetLRCommand(command_id="c1", learning_rate=0.5, mode="override"),
+                        CancelCommand(command_id=commands[1].command_id, requested_by="x")]
 
 
 def test_events_metrics_and_lr_confirmation_are_written(worker_env: dict[str, str],
@@ -57,12 +61,12 @@ def test_events_metrics_and_lr_confirmation_are_written(worker_env: dict[str, st
         change_id = change.id
     listener = ControlListener(channel, job_id)
     io = ServiceIO(channel, job_id, still_owner=lambda: True, listener=listener)
-    io.publish("metric", {"step": 10, "epoch": 0, "time": time.time(),
-                          "values": {"train_loss": 1.5, "lr": 0.02}})
+    io.publish(MetricEvent(step=10, epoch=0, epochs_done=0, time=time.time(),
+                           values={"train_loss": 1.5, "lr": 0.02}))
     io.record_metrics(10, 0, {"train_loss": 1.5, "lr": 0.02})
     io.record_progress(10, 0, 0.02, {"train_loss": 1.5})
-    io.lr_applied(AppliedLR(change_id=change_id, learning_rate=0.01, requested_lr=0.01,
-                            mode="scale", applied_step=11, applied_at=utcnow()))
+    io.lr_applied(LREvent(change_id=change_id, learning_rate=0.01, mode="scale",
+                          applied_step=11, applied_at=time.time()))
     io.close()
     events = channel.read_events(job_id)
     assert [e.type for e in events] == ["metric", "lr"]
@@ -82,7 +86,7 @@ def test_fenced_worker_writes_nothing(worker_env: dict[str, str], channel: Chann
     job_id, _ = _job_and_user()
     io = ServiceIO(channel, job_id, still_owner=lambda: False,
                    listener=ControlListener(channel, job_id))
-    io.publish("metric", {"step": 1, "epoch": 0, "time": 0.0, "values": {"lr": 0.1}})
+    io.publish(MetricEvent(step=1, epoch=0, epochs_done=0, time=0.0, values={"lr": 0.1}))
     io.record_metrics(1, 0, {"lr": 0.1})
     io.close()
     assert channel.read_events(job_id) == []
@@ -108,7 +112,7 @@ def test_a_command_stops_the_loop_at_the_very_next_step(worker_env: dict[str, st
     try:
         handler.train_begin(None)
         assert not any(handler.batch_end(None) for _ in range(5))
-        command_id = channel.send_command(job_id, "pause", {"requested_by": "x"})
+        command_id = channel.send_command(job_id, PauseCommand(requested_by="x"))
         assert listener.wake.wait(5)
         assert handler.batch_end(None) is True  # step 6: stopped right there
     finally:
@@ -116,3 +120,49 @@ def test_a_command_stops_the_loop_at_the_very_next_step(worker_env: dict[str, st
         listener.stop()
     assert (state.step, state.stop_reason, state.stop_command_id) == (6, STOP_PAUSE,
                                                                        command_id)
+
+
+def test_a_rejected_lr_change_is_an_lr_event_and_a_row_with_its_reason(
+    worker_env: dict[str, str], channel: Channel
+) -> None:
+    """Issue 15: a rejection is a first-class ``lr`` event (not only a log line)."""
+    job_id, user_id = _job_and_user()
+    with session_scope() as session:
+        change_id = repo.create_lr_change(session, job_id=job_id, requested_lr=0.5,
+                                          mode=LRChangeMode.SCALE, requested_by=user_id).id
+    io = ServiceIO(channel, job_id, still_owner=lambda: True,
+                   listener=ControlListener(channel, job_id))
+    reason = "cannot scale a schedule whose current learning rate is 0.0"
+    io.lr_rejected(LREvent(change_id=change_id, status="rejected", learning_rate=0.5,
+                           mode="scale", reason=reason))
+    io.close()
+    [event] = channel.read_events(job_id)
+    assert (event.type, event.data) == ("lr", {
+        "change_id": change_id, "status": "rejected", "learning_rate": 0.5, "mode": "scale",
+        "applied_step": None, "applied_at": None, "reason": reason,
+    })
+    with session_scope() as session:
+        stored = repo.get_lr_change(session, change_id=change_id)
+        assert stored is not None and (stored.status, stored.reason) == ("rejected", reason)
+
+
+def test_a_malformed_control_entry_is_skipped_not_replayed_forever(
+    worker_env: dict[str, str], channel: Channel
+) -> None:
+    from core.channel import control_key
+
+    job_id, _ = _job_and_user()
+    listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
+    listener.start()
+    try:
+        channel.client.xadd(control_key(job_id), {"type": "explode", "command_id": "x"})
+        channel.send_command(job_id, PauseCommand(command_id="p"))
+        assert listener.wake.wait(5)
+        commands: list = []
+        wait_until(lambda: commands.extend(listener.drain()) or len(commands) >= 1, 5,
+                   what="the pause")
+        time.sleep(0.3)  # a listener stuck on the bad entry would deliver the pause again
+        commands.extend(listener.drain())
+    finally:
+        listener.stop()
+    assert [c.command_id for c in commands] == ["p"]

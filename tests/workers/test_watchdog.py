@@ -8,6 +8,7 @@ from sqlalchemy import update
 from core import repositories as repo
 from core.channel import Channel
 from core.db import session_scope
+from core.events import CancelCommand, PauseCommand
 from core.models import Job, JobStatus, utcnow
 from workers.lease import Lease
 from workers.watchdog import resend_stale_queued, sweep
@@ -62,11 +63,11 @@ def test_pause_or_cancel_a_lost_worker_never_applied_is_carried_out(
     worker_env: dict[str, str], channel: Channel
 ) -> None:
     paused, cancelled, earlier = (_job(JobStatus.RUNNING) for _ in range(3))
-    channel.send_command(paused, "pause")
-    channel.send_command(cancelled, "pause")
-    channel.send_command(cancelled, "cancel")
+    channel.send_command(paused, PauseCommand())
+    channel.send_command(cancelled, PauseCommand())
+    channel.send_command(cancelled, CancelCommand())
     with session_scope() as session:  # this job's pause was sent before its latest start
-        channel.send_command(earlier, "pause")
+        channel.send_command(earlier, PauseCommand())
         session.execute(update(Job).where(Job.id == earlier)
                         .values(started_at=utcnow() + timedelta(seconds=5)))
     assert sweep(channel) == [earlier]

@@ -1,0 +1,88 @@
+"""The worker builds a job from the validated JobSpec, so its defaults are the schema's.
+
+Issue 9's drift: the runner re-read the raw dict with defaults of its own (batch_size 32
+where the schema says 64; checkpoint every 0 steps where it says 200).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from core.jobspec import CheckpointSpec, DataSpec, parse_spec
+from workers.runner import JobRunner
+
+MINIMAL: dict[str, Any] = {
+    "name": "defaults",
+    "model": [{"type": "Dense", "units": 10}],
+    "data": {"train": {"builtin": "digits"}},
+    "loss": {"type": "softmax_cross_entropy"},
+    "optimizer": {"type": "sgd", "learning_rate": 0.1},
+    "device": "cpu",
+}
+
+
+class _QuietIO:
+    wake = threading.Event()
+
+    def still_owner(self) -> bool:
+        return True
+
+
+def _runner(spec: dict[str, Any]) -> JobRunner:
+    return JobRunner("build-test", spec, store=None, job_io=_QuietIO())  # type: ignore[arg-type]
+
+
+def test_defaults_left_out_of_a_spec_are_the_schemas() -> None:
+    runner = _runner(MINIMAL)
+    runner.build()
+    first_batch, _ = next(iter(runner.train_data))
+    assert first_batch.shape[0] == DataSpec.model_fields["batch_size"].default == 64
+    assert runner.checkpoint_every == CheckpointSpec.model_fields["every_steps"].default == 200
+    assert runner.keep_last == 3 and runner.epochs == 1
+
+
+def test_the_stored_spec_and_the_parsed_spec_build_the_same_job() -> None:
+    stored = parse_spec(MINIMAL).model_dump(mode="json")
+    assert _runner(stored).spec == _runner(MINIMAL).spec == parse_spec(MINIMAL)
+
+
+def test_a_spec_the_schema_refuses_is_not_built() -> None:
+    from workers.build import SpecError
+
+    with pytest.raises(SpecError, match="optimizer: .*adam takes no parameter momentum"):
+        _runner(dict(MINIMAL, optimizer={"type": "adam", "momentum": 0.9}))
+
+
+class _RecordingIO(_QuietIO):
+    def __init__(self) -> None:
+        self.answers: list[Any] = []
+
+    def lr_applied(self, event: Any) -> None:
+        self.answers.append(event)
+
+    def lr_rejected(self, event: Any) -> None:
+        self.answers.append(event)
+
+
+def test_a_change_the_trainer_refuses_is_answered_with_a_rejected_lr_event() -> None:
+    """Issue 15: a schedule still at lr 0 (warmup from 0) cannot be scaled; the worker
+    says so as an lr event with status rejected and the engine's reason."""
+    from core.events import LREvent, SetLRCommand
+
+    spec = dict(MINIMAL, lr_scheduler={"type": "cosine", "max_update": 100,
+                                       "warmup_steps": 10, "warmup_begin_lr": 0.0})
+    io = _RecordingIO()
+    runner = JobRunner("lr-reject", spec, store=None, job_io=io)  # type: ignore[arg-type]
+    runner.build()
+    runner.apply_lr(SetLRCommand(command_id="c1", learning_rate=0.5, mode="scale"))
+    runner.apply_lr(SetLRCommand(command_id="c2", learning_rate=0.5, mode="override"))
+    rejected, applied = io.answers
+    assert isinstance(rejected, LREvent) and rejected.status == "rejected"
+    assert (rejected.change_id, rejected.learning_rate, rejected.applied_step) == ("c1", 0.5,
+                                                                                   None)
+    assert "0" in (rejected.reason or "")
+    assert (applied.status, applied.change_id, applied.reason) == ("applied", "c2", None)
+    assert applied.applied_step == 1 and applied.learning_rate == 0.5

@@ -24,12 +24,26 @@ from rudder import commands as c
 from rudder.client import RudderError
 
 Formatter = argparse.RawDescriptionHelpFormatter
+URL_HELP = "API URL (default $RUDDER_URL or http://127.0.0.1:8000)"
+TOKEN_HELP = "API token (default $RUDDER_TOKEN)"
+
+
+def _connection_options() -> argparse.ArgumentParser:
+    """--url/--token, accepted after the command too (SUPPRESS: keep the global value)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--url", default=argparse.SUPPRESS, help=URL_HELP)
+    options.add_argument("--token", default=argparse.SUPPRESS, help=TOKEN_HELP)
+    return options
+
+
+CONNECTION = _connection_options()
 
 
 def _command(sub: argparse._SubParsersAction, name: str, helptext: str, example: str,
              func: object) -> argparse.ArgumentParser:
     parser = sub.add_parser(name, help=helptext, description=helptext,
-                            epilog=f"example:\n  {example}", formatter_class=Formatter)
+                            epilog=f"example:\n  {example}", formatter_class=Formatter,
+                            parents=[CONNECTION])
     parser.set_defaults(func=func)
     return parser
 
@@ -144,8 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rudder", description=__doc__,
                                      formatter_class=Formatter)
     parser.add_argument("--version", action="version", version=f"rudder {__version__}")
-    parser.add_argument("--url", help="API URL (default $RUDDER_URL or http://127.0.0.1:8000)")
-    parser.add_argument("--token", help="API token (default $RUDDER_TOKEN)")
+    parser.add_argument("--url", help=URL_HELP)
+    parser.add_argument("--token", help=TOKEN_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_local_commands(sub)
     _add_job_commands(sub)

@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from rudder.cli import ProgressLine
 from rudder.client import parse_sse
+from rudder.watch import Board
 from tests.e2e.conftest import example_spec
 from tests.e2e.harness import ROOT
 from tests.services import free_port
@@ -93,8 +93,8 @@ def test_rudder_up_submit_watch_and_stop(tmp_path: Path) -> None:
 
         watched = _cli(cli_env, "watch", job_id, timeout=180)
         assert watched.returncode == 0, watched.stdout + watched.stderr
-        assert "status: succeeded" in watched.stdout
-        assert "val_accuracy=" in watched.stdout
+        assert watched.stdout.strip().splitlines()[-1] == "status: succeeded"
+        assert "val after epoch 3/3: val_accuracy=" in watched.stdout
 
         listed = _cli(cli_env, "ls")
         assert job_id in listed.stdout and "succeeded" in listed.stdout
@@ -141,8 +141,9 @@ def test_sse_parser_and_progress_line() -> None:
     events = list(parse_sse(stream))
     assert [(e.id, e.type) for e in events] == [("5-0", "metric"), ("5-0", "log")]
     assert events[1].data == "plain text"
-    line = ProgressLine(epochs=4, width=8)
-    text = line.update(events[0].data)
-    assert text.startswith("[##......]  25% epoch 1/4 step 40") and "val_accuracy=0.9" in text
-    later = line.update({"step": 60, "epoch": 1, "values": {"train_loss": 0.5}})
-    assert later.startswith("[###.....]  38% epoch 2/4 step 60"), later
+    board = Board(epochs=4)
+    board.fold(events[0].data)
+    assert board.describe_val() == "val after epoch 1/4: val_accuracy=0.9"
+    assert board.done == 1.0  # 40 steps made one epoch
+    board.fold({"step": 60, "epoch": 1, "values": {"train_loss": 0.5}})
+    assert board.done == 1.5 and board.describe_train() == "epoch 2/4 step 60 train_loss=0.5"

@@ -147,3 +147,56 @@ def test_sse_parser_and_progress_line() -> None:
     assert board.done == 1.0  # 40 steps made one epoch
     board.fold({"step": 60, "epoch": 1, "values": {"train_loss": 0.5}})
     assert board.done == 1.5 and board.describe_train() == "epoch 2/4 step 60 train_loss=0.5"
+
+
+def _start_up(home: Path, port: int, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    up = subprocess.Popen(
+        [sys.executable, "-m", "rudder.cli", "up", "--home", str(home), "--port", str(port)],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines = _lines(up)
+    return up, _wait_line(lines, "export RUDDER_URL=", 120).split("=", 1)[1]
+
+
+def test_ctrl_c_requeues_the_running_job_and_the_next_up_resumes_it_at_once(
+        tmp_path: Path) -> None:
+    """issue 15.12: worker first (checkpoint, re-queue, lease released), then API, Redis."""
+    home, port = tmp_path / ".rudder", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUDDER_")}
+    env["PYTHONPATH"] = str(ROOT)
+    up, url = _start_up(home, port, env)
+    try:
+        cli_env = {**env, "RUDDER_URL": url,
+                   "RUDDER_TOKEN": (home / "token").read_text().strip()}
+        spec_path = tmp_path / "long.yaml"
+        spec_path.write_text(yaml.safe_dump(example_spec(name="stop-me", epochs=300)))
+        job_id = _cli(cli_env, "submit", "-q", str(spec_path)).stdout.strip()
+        _wait_running(cli_env, job_id)
+        time.sleep(2)
+    finally:
+        up.send_signal(signal.SIGINT)
+        assert up.wait(timeout=120) == 0
+        output = up.stdout.read() if up.stdout else ""
+        if up.stdout is not None:
+            up.stdout.close()
+    assert "Traceback" not in output and "Couldn't ack" not in output, output
+    worker_log = (home / "worker.log").read_text()
+    assert "Traceback" not in worker_log, worker_log[-3000:]
+    up, url = _start_up(home, port, env)
+    try:
+        shown = _cli(cli_env, "show", job_id)
+        assert '"status": "queued"' in shown.stdout or '"status": "running"' in shown.stdout
+        started = time.monotonic()
+        _wait_status(cli_env, job_id, "running", timeout=60)
+        progress_at = _cli(cli_env, "show", job_id).stdout
+        assert time.monotonic() - started < 20, "the job waited for a stale lease"
+        import re
+
+        steps = [int(n) for n in re.findall(r'"step": (\d+)', progress_at)]
+        assert steps and max(steps) > 0, progress_at  # it resumed from its checkpoint
+        _cli(cli_env, "cancel", job_id)
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.wait(timeout=120)
+        if up.stdout is not None:
+            up.stdout.close()

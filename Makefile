@@ -1,5 +1,7 @@
 # The two commands a new user runs (see README.md): `make up` and `make test`.
 PY ?= python3
+# Extra arguments for `rudder up`, e.g. `make up UP_ARGS="--port 8001"`.
+UP_ARGS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -20,7 +22,7 @@ install: $(BIN)/.installed
 install-dev: $(BIN)/.installed-dev
 
 up: install
-	$(BIN)/rudder up
+	$(BIN)/rudder up $(UP_ARGS)
 
 example: install
 	$(BIN)/python -m engine.examples.digits

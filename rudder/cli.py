@@ -87,6 +87,10 @@ def _add_job_commands(sub: argparse._SubParsersAction) -> None:
                        ("cancel", "cancel a queued, running or paused job")):
         p = _command(sub, name, what, f"rudder {name} 3f0c1a", c.control(name))
         _job_arg(p)
+        if name != "resume":
+            p.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+                           help="wait up to this long for the worker to carry it out "
+                                "(default 30; 0: return at once)")
     p = _command(sub, "delete", "delete a finished job with its metrics and checkpoints",
                  "rudder delete 3f0c1a", c.cmd_delete)
     _job_arg(p)

@@ -26,6 +26,7 @@ from rudder.client import Client
 MIN_PREFIX = 6
 FULL_ID_LENGTH = 36
 POLL_SECONDS = 0.3
+JOB_COLUMNS = ("ID", "NAME", "STATUS", "EPOCHS", "STEP", "LR")
 
 
 class UsageError(Exception):
@@ -37,7 +38,11 @@ def client_of(args: argparse.Namespace) -> Client:
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    """Rich output fitted to the terminal; not a terminal (a pipe, a file): no width cap,
+    so `rudder ls | grep` sees whole ids and names."""
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False, width=1000)
 
 
 def print_json(value: Any) -> None:
@@ -102,18 +107,26 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         print_json(body)
         return 0
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name, justify in (("ID", "left"), ("NAME", "left"), ("STATUS", "left"),
-                          ("EPOCHS", "right"), ("STEP", "right"), ("LR", "right")):
-        table.add_column(name, justify=justify, no_wrap=name == "ID",  # type: ignore[arg-type]
-                         overflow="ellipsis")
+    rows = []
     for job in body.get("data", []):
         progress = job.get("progress") or {}
         lr = progress.get("current_lr")
-        table.add_row(job["id"], str(job.get("name", "")), str(job.get("status", "")),
-                      str(progress.get("epoch", 0)), str(progress.get("step", 0)),
-                      "" if lr is None else f"{lr:.3g}")
-    console().print(table)
+        rows.append([str(job["id"]), str(job.get("name", "")), str(job.get("status", "")),
+                     str(progress.get("epoch", 0)), str(progress.get("step", 0)),
+                     "" if lr is None else f"{lr:.3g}"])
+    out = console()
+    # Too narrow a terminal shortens the ids (any unique prefix is accepted), not the
+    # names or statuses; a pipe gets the full ids.
+    others = sum(max([len(h)] + [len(r[i]) for r in rows]) + 2
+                 for i, h in enumerate(JOB_COLUMNS) if i)
+    id_width = max(MIN_PREFIX + 2, min(FULL_ID_LENGTH, out.width - others))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in JOB_COLUMNS:
+        table.add_column(name, justify="left" if name in ("ID", "NAME", "STATUS") else "right",
+                         no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        table.add_row(row[0][:id_width], *row[1:])
+    out.print(table)
     return 0
 
 
@@ -135,13 +148,32 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def control(method: str) -> Callable[[argparse.Namespace], int]:
+    """pause/resume/cancel. The worker carries out a pause or cancel of a running job at its
+    next step boundary: wait up to --wait seconds for it, so that `rudder cancel J && rudder
+    delete J` works."""
+
     def run(args: argparse.Namespace) -> int:
         with client_of(args) as client:
             full = job_id(client, args.job)
             body = getattr(client, method)(full)
-        status = body.get("status", method) if isinstance(body, dict) else method
-        print(f"{full}: {status}")
-        return 0
+            body = body if isinstance(body, dict) else {}
+            status = str(body.get("status", method))
+            if not body.get("pending"):
+                print(f"{full}: {status}")
+                return 0
+            wait = getattr(args, "wait", 0.0)
+            if wait < 0 or not math.isfinite(wait):
+                raise UsageError(f"--wait must be a number of seconds >= 0, got {wait}")
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                status = str(client.get_job(full).get("status"))
+                if status != "running":
+                    print(f"{full}: {status}")
+                    return 0
+                time.sleep(POLL_SECONDS)
+        print(f"{full}: {method} requested, still {status} (the worker acts at its next step "
+              "boundary)", file=sys.stderr if wait else sys.stdout)
+        return 1 if wait else 0
 
     return run
 
@@ -179,13 +211,14 @@ def _print_preview(change: dict[str, Any]) -> None:
         print(f"constant lr {preview['final_lr']:.6g} from the next step")
         return
     final_at = "" if preview.get("final_step") is None else f" at step {preview['final_step']}"
-    print(f"scale x{preview['factor']:.4g}: the rest of the schedule is multiplied; "
-          f"peak {preview['peak_lr']:.6g} at step {preview['peak_step']}, "
-          f"final {preview['final_lr']:.6g}{final_at}")
+    # The factor multiplies the spec's schedule (it replaces an earlier scale change's).
+    # Short lines: they must fit an 80-column terminal.
+    print(f"scale: the spec's schedule x{preview['factor']:.4g} from here on\n"
+          f"  peak {preview['peak_lr']:.4g} at step {preview['peak_step']}, "
+          f"final {preview['final_lr']:.4g}{final_at}")
     if preview.get("in_warmup"):
-        print(f"note: the job is in warmup (step {preview['at_step']} of "
-              f"{preview['warmup_steps']}), so the warmup's peak is multiplied too; "
-              "--mode override sets a constant instead")
+        print(f"note: in warmup (step {preview['at_step']} of {preview['warmup_steps']}), "
+              "so the peak is scaled too;\n      --mode override sets a constant instead")
 
 
 def _wait_for_change(client: Client, job: str, change_id: str, seconds: float) -> int:

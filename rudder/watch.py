@@ -127,6 +127,7 @@ def watch(client: Client, job: dict[str, Any], console: Console) -> int:
                         TaskProgressColumn(), TextColumn("{task.fields[tail]}",
                                                          markup=False),
                         console=console, transient=False, expand=False)
+    final = None
     with progress:
         task = progress.add_task("train", total=board.epochs, head=job_id[:8], tail="")
         for event in client.events(job_id, keepalives=True):
@@ -142,8 +143,9 @@ def watch(client: Client, job: dict[str, Any], console: Console) -> int:
                 progress.console.print(line, markup=False, overflow="ellipsis")
             final = follower.verdict(event)
             if final is not None:
-                return _stop(final, job_id, console)
-    return 0
+                break
+    # After the live display has ended, so this line comes below the bar.
+    return 0 if final is None else _stop(final, job_id, console)
 
 
 def _watch_plain(client: Client, job_id: str, board: Board, follower: Follower,
@@ -166,7 +168,7 @@ def _watch_plain(client: Client, job_id: str, board: Board, follower: Follower,
 
 def _stop(status: str, job_id: str, console: Console) -> int:
     if status == "paused":
-        console.print(f"{job_id} is paused: `rudder resume {job_id}` continues it",
+        console.print(f"{job_id[:8]} is paused: `rudder resume {job_id[:8]}` continues it",
                       markup=False)
     return EXIT_CODES.get(status, 1)
 
@@ -176,9 +178,10 @@ def _finished(job: dict[str, Any], board: Board, console: Console) -> int:
     metrics = progress.get("metrics") or {}
     shown = " ".join(f"{k}={float(v):.4g}" for k, v in sorted(metrics.items()))
     reason = f" ({job['status_reason']})" if job.get("status_reason") else ""
-    print(f"status: {job['status']}{reason}")
-    print(f"{progress.get('epoch', 0)}/{board.epochs} epochs, step {progress.get('step', 0)}"
-          f"{': ' + shown if shown else ''}")
+    console.print(f"status: {job['status']}{reason}", markup=False)
+    # Wrapped at word boundaries to the terminal's width.
+    console.print(f"{progress.get('epoch', 0)}/{board.epochs} epochs, step "
+                  f"{progress.get('step', 0)}{': ' + shown if shown else ''}", markup=False)
     return EXIT_CODES.get(str(job["status"]), 1)
 
 

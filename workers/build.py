@@ -112,9 +112,15 @@ def make_loader(
 
 
 def build_network(layers: list[dict[str, Any]]) -> Any:
-    net = engine.gluon.nn.Sequential()
-    for index, layer in enumerate(layers):
-        net.add(_create(engine.gluon.nn.create, f"layer {index}", layer))
+    # A fixed prefix, and the layers made inside its scope: the parameter names, whose
+    # sorted order is the order of the trainer's saved states, are then the same in every
+    # worker process however many networks it built before (a resumed job's checkpoint
+    # must load into the same order: with process-wide counters, dense10_ sorts before
+    # dense8_).
+    net = engine.gluon.nn.Sequential(prefix="net_")
+    with net.name_scope():
+        for index, layer in enumerate(layers):
+            net.add(_create(engine.gluon.nn.create, f"layer {index}", layer))
     return net
 
 

@@ -55,7 +55,7 @@ def test_watch_of_a_finished_or_paused_job_reports_its_state_now(cli: Cli) -> No
         cli.set_status(paused, status)
     result = cli("watch", paused, timeout=30)
     assert result.returncode == 4, result.stdout + result.stderr
-    assert f"rudder resume {paused}" in result.stdout
+    assert f"rudder resume {paused[:8]}" in result.stdout
 
 
 # ------------------------------------------------------------------ 2. lr --wait
@@ -99,9 +99,9 @@ def test_lr_shows_the_scale_preview(cli: Cli) -> None:
         session.commit()
     result = cli("lr", job_id[:8], "0.002")
     assert result.returncode == 0, result.stderr
-    assert "scale x4: the rest of the schedule is multiplied; peak 0.004 at step 50" \
-        in result.stdout
-    assert "the job is in warmup (step 25 of 50)" in result.stdout
+    assert "scale: the spec's schedule x4 from here on\n  peak 0.004 at step 50" in result.stdout
+    assert "in warmup (step 25 of 50), so the peak is scaled too" in result.stdout
+    assert max(map(len, result.stdout.splitlines())) <= 80, "lines must fit 80 columns"
 
 
 # ------------------------------------------------------------------ 4. one-line errors

@@ -127,7 +127,7 @@ def watch(client: Client, job: dict[str, Any], console: Console) -> int:
                         TaskProgressColumn(), TextColumn("{task.fields[tail]}",
                                                          markup=False),
                         console=console, transient=False, expand=False)
-    final = None
+    final, line = None, None
     with progress:
         task = progress.add_task("train", total=board.epochs, head=job_id[:8], tail="")
         for event in client.events(job_id, keepalives=True):
@@ -138,14 +138,18 @@ def watch(client: Client, job: dict[str, Any], console: Console) -> int:
                 progress.update(task, completed=board.done,
                                 tail=_fit(board.describe_train(), console.width - 45))
                 continue
-            line = describe_event(event)
-            if line and event.type != "keepalive":
-                progress.console.print(line, markup=False, overflow="ellipsis")
+            line = describe_event(event) if event.type != "keepalive" else None
             final = follower.verdict(event)
             if final is not None:
                 break
-    # After the live display has ended, so this line comes below the bar.
-    return 0 if final is None else _stop(final, job_id, console)
+            if line:
+                progress.console.print(line, markup=False, overflow="ellipsis")
+    # The final status after the live display has ended: the last line, below the bar.
+    if final is None:
+        return 0
+    if line:
+        console.print(line, markup=False, overflow="ellipsis")
+    return _stop(final, job_id, console)
 
 
 def _watch_plain(client: Client, job_id: str, board: Board, follower: Follower,

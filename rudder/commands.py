@@ -302,7 +302,8 @@ def cmd_datasets_ls(args: argparse.Namespace) -> int:
         return 0
     table = Table(box=None, pad_edge=False, header_style="bold")
     for name in ("ID", "NAME", "ROWS", "FEATURES", "CLASSES", "SIZE"):
-        table.add_column(name, no_wrap=name == "ID", overflow="ellipsis")
+        table.add_column(name, no_wrap=name == "ID", overflow="ellipsis",
+                         justify="right" if name in ("ROWS", "CLASSES", "SIZE") else "left")
     for row in rows:
         table.add_row(row["id"], row.get("name", ""), str(row.get("num_rows")),
                       "x".join(map(str, row.get("feature_shape") or [])),

@@ -234,3 +234,46 @@ def test_version_and_help_for_every_argument_with_an_example() -> None:
             if action.choices:
                 assert all(str(choice) in action.format_usage() or str(choice) in
                            parser.format_help() for choice in action.choices), path
+
+
+# ------------------------------------------------------------------ the tour's commands
+
+
+def test_pause_waits_for_the_worker_so_the_next_command_finds_it_done(cli: Cli) -> None:
+    """Like `rudder cancel J && rudder delete J` in the tour: the second command must not
+    find the job still running."""
+    job_id = cli.submit()
+    cli.set_status(job_id, JobStatus.RUNNING)
+    pauser = cli.popen("pause", job_id[:8], "--wait", "30")
+    time.sleep(2)
+    still_waiting = pauser.poll() is None
+    cli.set_status(job_id, JobStatus.PAUSED)  # the worker carries it out
+    out, err = pauser.communicate(timeout=30)
+    assert still_waiting, "pause returned while the worker had not acted"
+    assert pauser.returncode == 0, err
+    assert out.strip() == f"{job_id}: paused"
+
+
+def test_pause_that_the_worker_does_not_carry_out_in_time_says_so(cli: Cli) -> None:
+    job_id = cli.submit()
+    cli.set_status(job_id, JobStatus.RUNNING)
+    result = cli("pause", job_id, "--wait", "1")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (f"{job_id}: pause requested, still running (the worker "
+                                     "acts at its next step boundary)")
+
+
+def test_ls_on_a_narrow_terminal_shortens_ids_not_names_and_a_pipe_gets_whole_ids(
+        cli: Cli) -> None:
+    job_id = cli.submit(name="a-rather-long-job-name")
+    narrow = subprocess.run([*RUDDER, "ls"], env={**cli.env, "COLUMNS": "70"}, cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    row = narrow.stdout.splitlines()[1]
+    assert max(map(len, narrow.stdout.splitlines())) <= 70, narrow.stdout
+    assert "a-rather-long-job-name" in row and "queued" in row
+    assert row.split()[0] in job_id and len(row.split()[0]) >= 8
+    piped = {k: v for k, v in cli.env.items() if k != "COLUMNS"}
+    whole = subprocess.run([*RUDDER, "ls"], env=piped, cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+    assert whole.stdout.splitlines()[1].split()[:3] == [job_id, "a-rather-long-job-name",
+                                                        "queued"]

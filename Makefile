@@ -1,34 +1,43 @@
 # The two commands a new user runs (see README.md): `make up` and `make test`.
 PY ?= python3
+# Extra arguments for `rudder up`, e.g. `make up UP_ARGS="--port 8001"`.
+UP_ARGS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
+# `make up` installs the runtime dependencies only; `make test`, `lint` and `bench` add
+# the dev extras (pytest, ruff, mypy, moto, selenium, ...) on top.
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(BIN)/.installed-dev: $(BIN)/.installed
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: install up example test lint bench
+.PHONY: install install-dev up example test lint bench
 install: $(BIN)/.installed
+install-dev: $(BIN)/.installed-dev
 
 up: install
-	$(BIN)/rudder up
+	$(BIN)/rudder up $(UP_ARGS)
 
 example: install
 	$(BIN)/python -m engine.examples.digits
 
-test: install
+test: install-dev
 	scripts/test-services
 	bench/setup    # MXNet 1.9.1 + PyTorch 2.13 in bench/.anchors: the differential-test oracles
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	RUDDER_REQUIRE_ORACLE=1 $(BIN)/pytest
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: install
+bench: install-dev
 	bench/setup
 	for b in bench/engine_*.py; do $(BIN)/python $$b || exit 1; done

@@ -1,7 +1,7 @@
 # Rudder API image: FastAPI on uvicorn. Also runs the migrations (`alembic upgrade head`)
 # as the compose `migrate` service, so the schema is in place before the API starts.
 # Build from the repository root:  docker build -f docker/api.Dockerfile -t rudder-api .
-FROM python:3.11-slim
+FROM python:3.11.10-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -17,12 +17,24 @@ optimizer side: ``Trainer.set_learning_rate(lr, mode="scale")`` multiplies the s
 output from now on so the current lr becomes ``lr`` (the shape continues), and
 ``mode="override"`` replaces it with the constant ``lr``. The scheduler object itself is
 left untouched, and the change is saved with ``Trainer.save_states``.
+
+What ``scale`` means, in warmup and after it: the whole remaining schedule is multiplied
+by one factor, ``lr / current`` where ``current`` is the schedule's own value at the
+change. After warmup that keeps the decay's shape and moves its end by the same factor.
+During warmup the ramp goes on too, so the peak it reaches at ``warmup_steps`` is
+multiplied as well: asking 0.001 where the ramp is at 0.0002 makes the factor 5 and the
+peak 5 x ``base_lr``. :func:`preview_live_change` says this before the change is made
+(the API's ``PUT .../learning-rate`` answer shows it); ``override`` is the choice for
+"this value, constant, from now on".
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .registry import Registry
@@ -238,3 +250,88 @@ class CosineScheduler(LRScheduler):
             self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * (
                 1 + math.cos(math.pi * (num_update - self.warmup_steps) / self.max_steps)) / 2
         return self.base_lr
+
+
+# ------------------------------------------------------------------ live-change preview
+
+
+@dataclass(frozen=True)
+class LiveChangePreview:
+    """What a live learning-rate change will do to the rest of the schedule.
+
+    ``factor`` multiplies the schedule from the change on (``None`` for a constant);
+    ``peak_lr`` is the largest value still to come and ``peak_step`` the update where it
+    is reached; ``final_lr`` is the value the schedule ends on at ``final_step`` (``None``
+    when the schedule never ends, as a factor decay floored at ``stop_factor_lr``).
+    """
+
+    mode: str
+    requested_lr: float
+    current_lr: float
+    factor: float | None
+    in_warmup: bool
+    warmup_steps: int
+    peak_lr: float
+    peak_step: int
+    final_lr: float
+    final_step: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def schedule_end(scheduler: Callable[[int], float]) -> int | None:
+    """The update after which a built-in schedule stays constant (None: it never does)."""
+    if isinstance(scheduler, PolyScheduler | CosineScheduler):
+        return scheduler.max_update
+    if isinstance(scheduler, MultiFactorScheduler):
+        return scheduler.step[-1] + 1
+    return None  # a factor decay (floored at stop_factor_lr) or a user's callable
+
+
+def preview_live_change(scheduler: Callable[[int], float] | None, num_update: int,
+                        lr: float, mode: str = "scale") -> LiveChangePreview:
+    """Preview ``set_learning_rate(lr, mode)`` made after ``num_update`` updates.
+
+    The scheduler is not touched (a copy is evaluated). ``scale`` on a schedule whose
+    current value is 0 (the first step of a warmup from 0) cannot be done: ValueError,
+    the same message the optimizer gives.
+
+    >>> sched = CosineScheduler(max_update=100, base_lr=0.01, warmup_steps=40)
+    >>> p = preview_live_change(sched, 20, 0.001)
+    >>> p.factor, p.in_warmup, p.peak_step, round(p.peak_lr, 6), p.final_step
+    (0.2, True, 40, 0.002, 100)
+    """
+    if mode not in ("scale", "override"):
+        raise ValueError(f"mode must be 'scale' or 'override', got {mode!r}")
+    warmup = int(getattr(scheduler, "warmup_steps", 0) or 0)
+    in_warmup = num_update < warmup
+    if scheduler is None or mode == "override":
+        return LiveChangePreview(mode, lr, lr, None, in_warmup, warmup, lr, num_update + 1,
+                                 lr, None)
+    trial = copy.deepcopy(scheduler)
+    current = float(trial(num_update))
+    if not current > 0 or not math.isfinite(current):
+        raise ValueError(f"cannot scale a schedule whose current learning rate is {current}")
+    factor = lr / current
+    end = schedule_end(scheduler)
+    # Built-in schedules only rise during warmup and are monotonic after it, so the peak
+    # is at the next update, at the end of the warmup, or at the end of the schedule.
+    candidates = sorted({num_update + 1, warmup, end or num_update + 1} - {0})
+    candidates = [n for n in candidates if n > num_update]
+    values = {n: float(trial(n)) for n in candidates}
+    peak_step = max(candidates, key=lambda n: (values[n], -n))
+    if end is None:
+        final_step, final_raw = None, _never_ending_final(trial, values[candidates[-1]])
+    else:
+        final_step, final_raw = max(end, num_update + 1), values[max(end, num_update + 1)]
+    return LiveChangePreview(mode, lr, current, factor, in_warmup, warmup,
+                             values[peak_step] * factor, peak_step, final_raw * factor,
+                             final_step)
+
+
+def _never_ending_final(scheduler: Callable[[int], float], last_seen: float) -> float:
+    """A factor decay ends on its floor; an unknown callable on its last value seen."""
+    if isinstance(scheduler, FactorScheduler) and scheduler.factor < 1:
+        return min(last_seen, scheduler.stop_factor_lr)
+    return last_seen

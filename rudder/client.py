@@ -45,8 +45,9 @@ class ServerEvent:
     data: Any
 
 
-def parse_sse(lines: Iterator[str]) -> Iterator[ServerEvent]:
-    """Decode an SSE byte stream's lines into events (comments and retries are skipped)."""
+def parse_sse(lines: Iterator[str], keepalives: bool = False) -> Iterator[ServerEvent]:
+    """Decode an SSE stream's lines into events (retries are skipped; comments too, unless
+    ``keepalives``: then each comment is a ``keepalive`` event)."""
     event_id: str | None = None
     event_type = "message"
     data: list[str] = []
@@ -63,6 +64,8 @@ def parse_sse(lines: Iterator[str]) -> Iterator[ServerEvent]:
             event_type, data = "message", []
             continue
         if line.startswith(":"):
+            if keepalives and not data:
+                yield ServerEvent(id=event_id, type="keepalive", data=None)
             continue
         name, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
@@ -138,6 +141,20 @@ class Client:
     def cancel(self, job_id: str) -> Any:
         return self._request("POST", f"/v1/jobs/{job_id}/cancel")
 
+    def delete_job(self, job_id: str) -> Any:
+        """Delete a finished job, its history and its checkpoints (409 while it runs)."""
+        return self._request("DELETE", f"/v1/jobs/{job_id}")
+
+    def all_jobs(self, status: str | None = None, page_size: int = 200) -> Iterator[Any]:
+        """Every job of the caller, newest first, following ``next_cursor``."""
+        cursor = None
+        while True:
+            page = self.list_jobs(status=status, limit=page_size, cursor=cursor)
+            yield from page.get("data", [])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
     def set_learning_rate(self, job_id: str, learning_rate: float,
                           mode: str | None = None) -> Any:
         body: dict[str, Any] = {"learning_rate": learning_rate}
@@ -202,12 +219,19 @@ class Client:
     def datasets(self) -> Any:
         return self._request("GET", "/v1/datasets")
 
+    def delete_dataset(self, dataset_id: str) -> Any:
+        """Delete an uploaded data set (409 while a queued or running job uses it)."""
+        return self._request("DELETE", f"/v1/datasets/{dataset_id}")
+
     # ------------------------------------------------------------ live events
     def events(self, job_id: str, last_event_id: str | None = None,
-               timeout: float | None = None) -> Iterator[ServerEvent]:
+               timeout: float | None = None,
+               keepalives: bool = False) -> Iterator[ServerEvent]:
         """Stream a job's events; reconnects with Last-Event-ID when the server closes.
 
-        Stops after a terminal ``status`` event (succeeded, failed, cancelled).
+        Stops after a terminal ``status`` event (succeeded, failed, cancelled). With
+        ``keepalives`` the server's idle comments come through as ``keepalive`` events: the
+        server sends one only when the stream has caught up (nothing more is queued).
         """
         while True:
             headers = {"Accept": "text/event-stream"}
@@ -219,7 +243,7 @@ class Client:
                 if response.status_code >= 400:
                     response.read()
                     self._decode(response)
-                for event in parse_sse(response.iter_lines()):
+                for event in parse_sse(response.iter_lines(), keepalives):
                     if event.id:
                         last_event_id = event.id
                     yield event

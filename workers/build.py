@@ -116,13 +116,19 @@ def make_loader(
 
 
 def build_network(layers: list[Layer]) -> Any:
-    net = engine.gluon.nn.Sequential()
-    for index, layer in enumerate(layers):
-        params = layer.model_dump(exclude={"type"})
-        try:
-            net.add(engine.gluon.nn.create(layer.type, **params))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise SpecError(f"layer {index} {layer.type!r}: {exc}") from exc
+    # A fixed prefix, and the layers made inside its scope: the parameter names, whose
+    # sorted order is the order of the trainer's saved states, are then the same in every
+    # worker process however many networks it built before (a resumed job's checkpoint
+    # must load into the same order: with process-wide counters, dense10_ sorts before
+    # dense8_).
+    net = engine.gluon.nn.Sequential(prefix="net_")
+    with net.name_scope():
+        for index, layer in enumerate(layers):
+            params = layer.model_dump(exclude={"type"})
+            try:
+                net.add(engine.gluon.nn.create(layer.type, **params))
+            except (KeyError, ValueError, TypeError) as exc:
+                raise SpecError(f"layer {index} {layer.type!r}: {exc}") from exc
     return net
 
 

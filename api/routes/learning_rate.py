@@ -25,10 +25,12 @@ def change_learning_rate(
 
     With a scheduler, ``mode: scale`` (default) rescales the schedule so its current value
     becomes the requested one; ``mode: override`` replaces it with a constant. The change
-    is confirmed by an ``lr`` event and by ``applied_step`` in ``GET``.
+    is confirmed by an ``lr`` event and by ``applied_step`` in ``GET``. ``preview`` shows
+    the resulting schedule (factor, peak, final) before the worker applies it.
     """
     change = service.request_change(session, state=state, job=job, user=user, body=body)
-    return LearningRateChangeAccepted(change_id=change.id)
+    preview, warning = service.preview_change(session, job=job, body=body)
+    return LearningRateChangeAccepted(change_id=change.id, preview=preview, warning=warning)
 
 
 @router.get("")

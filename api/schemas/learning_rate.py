@@ -16,9 +16,34 @@ class LearningRateUpdate(BaseModel):
     mode: Literal["scale", "override"] = "scale"
 
 
+class LearningRatePreview(BaseModel):
+    """What the change will do to the rest of the schedule, reckoned at ``at_step`` (the
+    job's last reported step; the worker applies it at its next step boundary).
+
+    ``scale`` multiplies everything still to come by ``factor`` = requested / current, in
+    warmup too (the peak the warmup ramps to is multiplied as well); ``override`` is a
+    constant. ``final_step`` is null for a schedule that never ends (a factor decay).
+    """
+
+    at_step: int
+    mode: str
+    current_lr: float
+    factor: float | None
+    in_warmup: bool
+    warmup_steps: int
+    peak_lr: float
+    peak_step: int
+    final_lr: float
+    final_step: int | None
+
+
 class LearningRateChangeAccepted(BaseModel):
     change_id: str
     status: Literal["pending"] = "pending"
+    preview: LearningRatePreview | None = None
+    warning: str | None = Field(
+        default=None, description="why the worker will likely reject the change, if it will"
+    )
 
 
 class LearningRateChangePublic(PublicModel):

@@ -14,6 +14,7 @@ from api import telemetry
 from api.errors import ApiError, field_error
 from api.schemas.learning_rate import (
     LearningRateChangePublic,
+    LearningRatePreview,
     LearningRatePublic,
     LearningRateUpdate,
 )
@@ -144,3 +145,34 @@ def describe(session: Session, *, job: Job) -> LearningRatePublic:
         schedule=spec.lr_scheduler.model_dump(mode="json") if spec.lr_scheduler else None,
         changes=[LearningRateChangePublic.model_validate(c) for c in changes],
     )
+
+
+def preview_change(
+    session: Session, *, job: Job, body: LearningRateUpdate
+) -> tuple[LearningRatePreview | None, str | None]:
+    """The schedule after the change, from the job's spec and last reported step: the
+    engine's own schedule formulas (engine.lr_scheduler.preview_live_change) evaluated on
+    a fresh scheduler. Returns (preview, warning); the warning is the reason the worker
+    will reject it (the optimizer raises the same message)."""
+    from engine import lr_scheduler  # the schedule's formulas live only in the engine
+
+    spec = JobSpec.model_validate(job.spec)
+    overridden = any(
+        c.mode == LRChangeMode.OVERRIDE and c.status == "applied"
+        for c in repositories.list_lr_changes(session, job_id=job.id)
+    )
+    scheduler = None
+    if spec.lr_scheduler is not None and not overridden:
+        params = dict(spec.lr_scheduler.params)
+        params.setdefault("base_lr", spec.initial_learning_rate() or 0.01)
+        try:
+            scheduler = lr_scheduler.create(spec.lr_scheduler.type, **params)
+        except (KeyError, ValueError, TypeError, AssertionError) as exc:
+            return None, f"cannot preview the schedule: {exc}"
+    # With no schedule (or one overridden before) every change is a constant.
+    mode = body.mode if scheduler is not None else "override"
+    try:
+        preview = lr_scheduler.preview_live_change(scheduler, job.step, body.learning_rate, mode)
+    except ValueError as exc:
+        return None, str(exc)
+    return LearningRatePreview(at_step=job.step, **preview.as_dict()), None

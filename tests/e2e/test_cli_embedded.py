@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from rudder.cli import ProgressLine
 from rudder.client import parse_sse
+from rudder.watch import Board
 from tests.e2e.conftest import example_spec
 from tests.e2e.harness import ROOT
 from tests.services import free_port
@@ -93,8 +93,8 @@ def test_rudder_up_submit_watch_and_stop(tmp_path: Path) -> None:
 
         watched = _cli(cli_env, "watch", job_id, timeout=180)
         assert watched.returncode == 0, watched.stdout + watched.stderr
-        assert "status: succeeded" in watched.stdout
-        assert "val_accuracy=" in watched.stdout
+        assert watched.stdout.strip().splitlines()[-1] == "status: succeeded"
+        assert "val after epoch 3/3: val_accuracy=" in watched.stdout
 
         listed = _cli(cli_env, "ls")
         assert job_id in listed.stdout and "succeeded" in listed.stdout
@@ -141,8 +141,62 @@ def test_sse_parser_and_progress_line() -> None:
     events = list(parse_sse(stream))
     assert [(e.id, e.type) for e in events] == [("5-0", "metric"), ("5-0", "log")]
     assert events[1].data == "plain text"
-    line = ProgressLine(epochs=4, width=8)
-    text = line.update(events[0].data)
-    assert text.startswith("[##......]  25% epoch 1/4 step 40") and "val_accuracy=0.9" in text
-    later = line.update({"step": 60, "epoch": 1, "values": {"train_loss": 0.5}})
-    assert later.startswith("[###.....]  38% epoch 2/4 step 60"), later
+    board = Board(epochs=4)
+    board.fold(events[0].data)
+    assert board.describe_val() == "val after epoch 1/4: val_accuracy=0.9"
+    assert board.done == 1.0  # 40 steps made one epoch
+    board.fold({"step": 60, "epoch": 1, "values": {"train_loss": 0.5}})
+    assert board.done == 1.5 and board.describe_train() == "epoch 2/4 step 60 train_loss=0.5"
+
+
+def _start_up(home: Path, port: int, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    up = subprocess.Popen(
+        [sys.executable, "-m", "rudder.cli", "up", "--home", str(home), "--port", str(port)],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines = _lines(up)
+    return up, _wait_line(lines, "export RUDDER_URL=", 120).split("=", 1)[1]
+
+
+def test_ctrl_c_requeues_the_running_job_and_the_next_up_resumes_it_at_once(
+        tmp_path: Path) -> None:
+    """issue 15.12: worker first (checkpoint, re-queue, lease released), then API, Redis."""
+    home, port = tmp_path / ".rudder", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUDDER_")}
+    env["PYTHONPATH"] = str(ROOT)
+    up, url = _start_up(home, port, env)
+    try:
+        cli_env = {**env, "RUDDER_URL": url,
+                   "RUDDER_TOKEN": (home / "token").read_text().strip()}
+        spec_path = tmp_path / "long.yaml"
+        spec_path.write_text(yaml.safe_dump(example_spec(name="stop-me", epochs=300)))
+        job_id = _cli(cli_env, "submit", "-q", str(spec_path)).stdout.strip()
+        _wait_running(cli_env, job_id)
+        time.sleep(2)
+    finally:
+        up.send_signal(signal.SIGINT)
+        assert up.wait(timeout=120) == 0
+        output = up.stdout.read() if up.stdout else ""
+        if up.stdout is not None:
+            up.stdout.close()
+    assert "Traceback" not in output and "Couldn't ack" not in output, output
+    worker_log = (home / "worker.log").read_text()
+    assert "Traceback" not in worker_log, worker_log[-3000:]
+    up, url = _start_up(home, port, env)
+    try:
+        shown = _cli(cli_env, "show", job_id)
+        assert '"status": "queued"' in shown.stdout or '"status": "running"' in shown.stdout
+        started = time.monotonic()
+        _wait_status(cli_env, job_id, "running", timeout=60)
+        progress_at = _cli(cli_env, "show", job_id).stdout
+        assert time.monotonic() - started < 20, "the job waited for a stale lease"
+        import re
+
+        steps = [int(n) for n in re.findall(r'"step": (\d+)', progress_at)]
+        assert steps and max(steps) > 0, progress_at  # it resumed from its checkpoint
+        _cli(cli_env, "cancel", job_id)
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.wait(timeout=120)
+        if up.stdout is not None:
+            up.stdout.close()

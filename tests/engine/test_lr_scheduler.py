@@ -106,3 +106,74 @@ def test_user_scheduler_subclass_gets_warmup_and_state() -> None:
     assert sched(1) == 0.5
     assert sched(3) == 0.125
     assert sched.state_dict()["base_lr"] == 1.0
+
+
+# ------------------------------------------------------------ live-change preview
+
+
+def _run_optimizer(sched: lrs.LRScheduler, change_at: int, lr: float,
+                   steps: list[int]) -> dict[int, float]:
+    """The lr the optimizer really uses at ``steps`` after a scale change at ``change_at``."""
+    from engine import optimizer
+
+    opt = optimizer.SGD(learning_rate=sched.base_lr, lr_scheduler=sched)
+    opt.num_update = change_at
+    opt.set_learning_rate(lr, mode="scale")
+    seen = {}
+    for n in range(change_at + 1, max(steps) + 1):
+        opt.num_update = n
+        if n in steps:
+            seen[n] = opt.learning_rate
+    return seen
+
+
+def test_scale_during_warmup_multiplies_the_rest_and_the_preview_says_so() -> None:
+    def cosine() -> lrs.CosineScheduler:
+        return lrs.CosineScheduler(max_update=480, base_lr=0.003, warmup_steps=40,
+                                   final_lr=1e-5)
+
+    preview = lrs.preview_live_change(cosine(), 30, 0.001)
+    assert preview.in_warmup and preview.current_lr == pytest.approx(0.00225)
+    assert preview.factor == pytest.approx(0.001 / 0.00225)
+    assert preview.peak_step == 40 and preview.final_step == 480
+    assert preview.peak_lr == pytest.approx(0.003 * preview.factor)
+    assert preview.final_lr == pytest.approx(1e-5 * preview.factor)
+    real = _run_optimizer(cosine(), 30, 0.001, [31, 40, 480])
+    assert real[31] == pytest.approx(0.001 * 31 / 30)  # the ramp goes on from the new value
+    assert real[40] == pytest.approx(preview.peak_lr)
+    assert real[480] == pytest.approx(preview.final_lr)
+
+
+def test_scale_after_warmup_keeps_the_decay_shape() -> None:
+    sched = lrs.PolyScheduler(max_update=100, base_lr=1.0, pwr=1, final_lr=0.1)
+    preview = lrs.preview_live_change(sched, 50, 0.11)
+    assert not preview.in_warmup and preview.current_lr == pytest.approx(0.55)
+    assert preview.peak_step == 51 and preview.peak_lr == pytest.approx(0.2 * 0.541)
+    assert preview.final_lr == pytest.approx(0.02) and preview.final_step == 100
+    assert sched(50) == pytest.approx(0.55)  # the scheduler given was not advanced
+    real = _run_optimizer(lrs.PolyScheduler(max_update=100, base_lr=1.0, pwr=1, final_lr=0.1),
+                          50, 0.11, [51, 100])
+    assert real[51] == pytest.approx(preview.peak_lr)
+    assert real[100] == pytest.approx(preview.final_lr)
+
+
+def test_preview_of_step_schedules_and_override() -> None:
+    multi = lrs.preview_live_change(lrs.MultiFactorScheduler(step=[10, 20], factor=0.5,
+                                                             base_lr=1.0), 5, 0.1)
+    assert (multi.factor, multi.peak_lr, multi.final_step) == (0.1, 0.1, 21)
+    assert multi.final_lr == pytest.approx(0.025)
+    factor = lrs.preview_live_change(lrs.FactorScheduler(step=10, factor=0.5,
+                                                         stop_factor_lr=1e-3, base_lr=1.0),
+                                     25, 0.1)
+    assert factor.final_step is None and factor.final_lr == pytest.approx(1e-3 * 0.4)
+    constant = lrs.preview_live_change(lrs.CosineScheduler(max_update=10), 3, 0.5,
+                                       mode="override")
+    assert (constant.factor, constant.peak_lr, constant.final_lr) == (None, 0.5, 0.5)
+
+
+def test_preview_refuses_to_scale_a_zero_learning_rate_like_the_optimizer() -> None:
+    sched = lrs.CosineScheduler(max_update=100, base_lr=0.01, warmup_steps=10)
+    with pytest.raises(ValueError, match="current learning rate is 0.0"):
+        lrs.preview_live_change(sched, 0, 0.001)
+    with pytest.raises(ValueError, match="mode"):
+        lrs.preview_live_change(sched, 5, 0.001, mode="double")

@@ -29,7 +29,9 @@ def test_compose_has_the_production_services_in_order() -> None:
     for name in ("api", "worker"):
         depends = services[name]["depends_on"]
         assert depends["migrate"] == {"condition": "service_completed_successfully"}
-    gpu = services["worker"]["deploy"]["resources"]["reservations"]["devices"][0]
+    # The default worker runs on CPU; the GPU one is under the `gpu` profile (issue 15.13).
+    assert "deploy" not in services["worker"] and services["gpu-worker"]["profiles"] == ["gpu"]
+    gpu = services["gpu-worker"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
     env = services["api"]["environment"]
     assert env["RUDDER_DATABASE_URL"].startswith("postgresql://")
@@ -43,13 +45,15 @@ def test_commands_name_real_modules() -> None:
     api_cmd = services["api"]["command"]
     factory = _module_attr(api_cmd[api_cmd.index("uvicorn") + 1])
     assert "--factory" in api_cmd and callable(factory)
-    worker_cmd = services["worker"]["command"]
-    app = importlib.import_module(worker_cmd[worker_cmd.index("-A") + 1]).app
-    for module in app.conf.imports:  # what `celery worker` imports at start-up
-        importlib.import_module(module)
-    assert "rudder.train" in app.tasks
-    queues = worker_cmd[worker_cmd.index("-Q") + 1].split(",")
-    assert set(queues) == {q.name for q in app.conf.task_queues}
+    queues: set[str] = set()
+    for name in ("worker", "gpu-worker"):  # between them they serve every queue
+        worker_cmd = services[name]["command"]
+        app = importlib.import_module(worker_cmd[worker_cmd.index("-A") + 1]).app
+        for module in app.conf.imports:  # what `celery worker` imports at start-up
+            importlib.import_module(module)
+        assert "rudder.train" in app.tasks
+        queues |= set(worker_cmd[worker_cmd.index("-Q") + 1].split(","))
+    assert queues == {q.name for q in app.conf.task_queues}
     assert (ROOT / "alembic.ini").exists()
 
 

@@ -6,13 +6,20 @@ where the schema says 64; checkpoint every 0 steps where it says 200).
 
 from __future__ import annotations
 
+import io
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+import engine
 from core.jobspec import CheckpointSpec, DataSpec, parse_spec
+from workers import build
 from workers.runner import JobRunner
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MINIMAL: dict[str, Any] = {
     "name": "defaults",
@@ -86,3 +93,28 @@ def test_a_change_the_trainer_refuses_is_answered_with_a_rejected_lr_event() -> 
     assert "0" in (rejected.reason or "")
     assert (applied.status, applied.change_id, applied.reason) == ("applied", "c2", None)
     assert applied.applied_step == 1 and applied.learning_rate == 0.5
+
+
+def _trainer_of(spec: Any) -> tuple[list[str], Any]:
+    net = build.build_network(spec.model)
+    net.initialize(engine.init.Xavier())
+    net(engine.nd.ones((1, 64)))
+    trainer = build.build_trainer(spec, net)
+    return [p.name for p in trainer._params], trainer
+
+
+def test_a_resumed_job_loads_its_trainer_states_after_other_networks_were_built() -> None:
+    # Seen on the README tour: pause/resume in a worker that had trained other jobs failed
+    # with "parameter 0 (dense10_bias) has shape (10,) but the file has (512,)": layer names
+    # came from process-wide counters and the trainer orders its states by sorted name.
+    raw = yaml.safe_load((ROOT / "examples" / "digits-mlp-steer.yaml").read_text())
+    spec = parse_spec(raw)
+    names, first = _trainer_of(spec)
+    saved = io.BytesIO()
+    first.save_states(saved)
+    for _ in range(12):  # other jobs built in the same worker process
+        build.build_network(spec.model)
+    again, resumed = _trainer_of(spec)
+    assert again == names
+    saved.seek(0)
+    resumed.load_states(saved)  # raised ValueError (shape mismatch) before

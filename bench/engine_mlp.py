@@ -128,10 +128,10 @@ def numpy_step(d: dict[str, np.ndarray], adam: bool = False):
 
 
 # ----------------------------------------------------------------------------- engine
-def engine_step(d: dict[str, np.ndarray], adam: bool = False):
+def engine_step(d: dict[str, np.ndarray], adam: bool = False, hybridize: bool = True):
     from engine import autograd, gluon, nd
 
-    net = gluon.nn.Sequential()
+    net = gluon.nn.HybridSequential()
     net.add(gluon.nn.Dense(256, activation="relu", in_units=784),
             gluon.nn.Dense(256, activation="relu", in_units=256),
             gluon.nn.Dense(10, in_units=256))
@@ -139,7 +139,8 @@ def engine_step(d: dict[str, np.ndarray], adam: bool = False):
     for i, layer in enumerate(net):
         layer.weight.set_data(nd.array(d[f"w{i}"]))
         layer.bias.set_data(nd.array(d[f"b{i}"]))
-    net.hybridize()
+    if hybridize:
+        net.hybridize(static_alloc=True, static_shape=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": LR}) if adam else None
     x, y = nd.array(d["x"]), nd.array(d["y"])

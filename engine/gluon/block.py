@@ -354,19 +354,44 @@ def _size(param: Parameter) -> int:
 class HybridBlock(Block):
     """A Block written with ``hybrid_forward(F, x, *args, **params)``.
 
-    ``F`` is ``engine.nd``; the Block's own parameters arrive as keyword NDArrays on the
-    input's context. ``hybridize()`` is accepted (Rudder runs imperatively). Parameters with
-    unknown (0) dims are completed at the first call by ``infer_shape(x, *args)``, which
-    layers override.
+    Called on NDArrays, ``F`` is ``engine.nd`` and the Block's own parameters arrive as
+    keyword NDArrays on the input's context; called on Symbols, ``F`` is ``engine.symbol``,
+    the parameters arrive as ``Parameter.var()`` and the result is a Symbol (for
+    ``Module``). After ``hybridize()``, calls replay a traced static program (see
+    :mod:`engine.gluon.hybrid`). Parameters with unknown (0) dims are completed at the
+    first call by ``infer_shape(x, *args)``, which layers override.
     """
 
     def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
         super().__init__(prefix, params)
         self._active = False
+        self._cached_graph: Any = None
+        self._static_alloc = False
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Trace the forward into a static program at the next call (``active=False`` undoes
+        it). ``static_alloc=True`` reuses the program's buffers from call to call;
+        ``static_shape`` and MXNet's other flags are accepted."""
         self._active = active
+        self._static_alloc = bool(kwargs.get("static_alloc", False))
+        self._cached_graph = None
         super().hybridize(active, **kwargs)
+
+    def cast(self, dtype: Any) -> None:
+        self._cached_graph = None  # programs hold buffers of the old dtype
+        super().cast(dtype)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .hybrid import current_tracer
+
+        _check_inputs(args, kwargs)
+        if self._active and current_tracer() is None and not _is_symbol(args[0] if args else None):
+            if self._cached_graph is None:
+                from .hybrid import CachedGraph
+
+                self._cached_graph = CachedGraph(self, self._static_alloc)
+            return self._cached_graph(super().__call__, args, kwargs)
+        return super().__call__(*args, **kwargs)
 
     def infer_shape(self, *args: Any) -> None:
         """Fill in this Block's unknown parameter dims from the inputs.
@@ -385,13 +410,25 @@ class HybridBlock(Block):
             param._finish_deferred_init()
 
     def forward(self, x: Any, *args: Any) -> Any:
+        if _is_symbol(x):
+            from .. import symbol
+
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            return self.hybrid_forward(symbol, x, *args, **params)
         ctx = x.context if isinstance(x, NDArray) else None
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         except DeferredInitializationError:
             self._deferred_infer_shape(x, *args)
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
-        return self.hybrid_forward(nd, x, *args, **params)
+        from .hybrid import current_tracer
+
+        tracer = current_tracer()
+        if tracer is None:
+            return self.hybrid_forward(nd, x, *args, **params)
+        for key, arr in params.items():
+            tracer.param_slot(self._reg_params[key], arr)
+        return self.hybrid_forward(tracer.F, x, *args, **params)
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N803
         raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")
@@ -400,3 +437,22 @@ class HybridBlock(Block):
         raise NotImplementedError(
             "Rudder has no symbolic graph to export; use save_parameters and rebuild the Block"
         )
+
+
+def _is_symbol(value: Any) -> bool:
+    from ..symbol import Symbol
+
+    return isinstance(value, Symbol)
+
+
+def _check_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """MXNet's rule: a HybridBlock needs at least one NDArray or Symbol among its inputs."""
+
+    def arrays(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return any(arrays(v) for v in value)
+        return isinstance(value, NDArray) or _is_symbol(value)
+
+    if not any(arrays(v) for v in (*args, *kwargs.values())):
+        raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
+                         "input. Please check the type of the args.")

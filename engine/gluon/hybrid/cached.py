@@ -1,0 +1,95 @@
+"""What a hybridized ``HybridBlock`` runs: one compiled program per input signature.
+
+The first call with given input shapes, dtypes, context and training mode runs the block
+imperatively while :class:`Tracer` records it (that call's result, and its gradients, are
+the imperative ones), then compiles the record into a :class:`Program`. Later calls with the
+same signature replay the program. A new signature traces again (MXNet's CachedOp does the
+same when ``static_shape`` is off; with it on MXNet would refuse, Rudder re-traces).
+
+A block whose forward cannot be traced warns once and keeps running imperatively.
+
+>>> import engine as mx
+>>> net = mx.gluon.nn.HybridSequential()
+>>> net.add(mx.gluon.nn.Dense(4, activation="relu"), mx.gluon.nn.Dense(2))
+>>> net.initialize(); net.hybridize(static_alloc=True)
+>>> net(mx.nd.ones((3, 5))).shape, net(mx.nd.ones((3, 5))).shape
+((3, 2), (3, 2))
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict
+from typing import Any
+
+from ... import autograd
+from ...ndarray.ndarray import NDArray
+from .program import Program
+from .trace import Tracer, Untraceable
+
+_MAX_PROGRAMS = 16  # distinct input signatures kept per block
+
+
+class CachedGraph:
+    """The programs of one hybridized block, by input signature."""
+
+    def __init__(self, block: Any, static_alloc: bool) -> None:
+        self.block = block
+        self.static_alloc = static_alloc
+        self.programs: OrderedDict[tuple[Any, ...], Program] = OrderedDict()
+        self.fallback_reason: str | None = None
+
+    def __call__(self, call_imperatively: Any, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        if self.fallback_reason is not None or kwargs:
+            return call_imperatively(*args, **kwargs)
+        key = _signature(args)
+        if key is None:
+            return self._give_up("an input that is neither an NDArray nor a constant",
+                                 call_imperatively, args)
+        program = self.programs.get(key)
+        if program is not None:
+            inputs = [a for a in args if isinstance(a, NDArray)]
+            return program(inputs, inputs[0]._ctx)
+        return self._trace(key, call_imperatively, args)
+
+    def _trace(self, key: tuple[Any, ...], call_imperatively: Any,
+               args: tuple[Any, ...]) -> Any:
+        inputs = [a for a in args if isinstance(a, NDArray)]
+        tracer = Tracer(inputs, [])
+        with tracer:
+            out = call_imperatively(*args)
+        try:
+            program = Program(tracer, out, self.static_alloc, inputs[0].xp)
+        except Untraceable as err:
+            self._warn(str(err))
+            return out
+        self.programs[key] = program
+        if len(self.programs) > _MAX_PROGRAMS:
+            self.programs.popitem(last=False)
+        return out
+
+    def _give_up(self, reason: str, call_imperatively: Any, args: tuple[Any, ...]) -> Any:
+        self._warn(reason)
+        return call_imperatively(*args)
+
+    def _warn(self, reason: str) -> None:
+        self.fallback_reason = reason
+        warnings.warn(
+            f"{type(self.block).__name__} '{self.block.name}': hybridize() cannot build a "
+            f"static graph ({reason}); the block keeps running imperatively",
+            UserWarning, stacklevel=4)
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Shapes, dtypes, context and training mode of a call; None if not cacheable."""
+    key: list[Any] = [autograd.is_training()]
+    for arg in args:
+        if isinstance(arg, NDArray):
+            key.append((arg.shape, arg._data.dtype.str, arg._ctx.device_type,
+                        arg._ctx.device_id))
+        elif arg is None or isinstance(arg, (bool, int, float, str)):
+            key.append(("const", type(arg).__name__, arg))
+        else:
+            return None
+    return tuple(key)

@@ -1,0 +1,242 @@
+"""A traced forward compiled into a static program, replayed without the Python tape.
+
+The program is a list of kernels over numbered value slots (block inputs, Parameters,
+intermediate results). A replay under ``autograd.record()`` appears on the caller's tape as
+ONE node (as MXNet's CachedOp does) whose inputs are the block inputs and the Parameter
+arrays; its backward walks the kernels in reverse, writing weight gradients straight into
+the Parameters' gradient buffers when autograd offers them.
+
+Buffers (MXNet's ``static_alloc``): intermediate results and backward scratch live in a
+:class:`BufferSet` reused from call to call. A set is lent to a recorded forward until its
+backward has run; a second forward before that backward gets another set, so nothing a
+pending backward needs is overwritten. The block's outputs are always fresh arrays: the
+caller may keep them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import autograd
+from ...ndarray.ndarray import NDArray, _Node, needs_grad
+from .kernels import (
+    ActivationKernel,
+    FullyConnectedKernel,
+    GenericKernel,
+    activation_of,
+)
+from .trace import SlotRef, Step, Tracer, Untraceable
+
+_FC_KWARGS = {"data", "weight", "bias", "no_bias", "num_hidden", "flatten"}
+
+
+class BufferSet:
+    """Arrays a program reuses across calls, allocated on first use."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        self.generation = 0
+        self._arrays: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, key: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) -> Any:
+        arr = self._arrays.get(key)
+        if arr is None or arr.shape != shape or arr.dtype != dtype:
+            arr = self.xp.empty(shape, dtype)
+            self._arrays[key] = arr
+        return arr
+
+
+class Run:
+    """The state of one replay: values by slot, gradients, and what needs a gradient."""
+
+    __slots__ = ("program", "values", "ctx", "xp", "buffers", "keep", "needs", "grads",
+                 "tapes", "leaves")
+
+    def __init__(self, program: Program, values: list[Any], ctx: Any, xp: Any,
+                 buffers: BufferSet, keep: bool, needs: list[bool],
+                 leaves: list[NDArray]) -> None:
+        self.program = program
+        self.values = values
+        self.ctx = ctx
+        self.xp = xp
+        self.buffers = buffers
+        self.keep = keep
+        self.needs = needs
+        self.grads: dict[int, Any] = {}
+        self.tapes: dict[int, Any] = {}
+        self.leaves = leaves
+
+    def output_buffer(self, slot: int, key: tuple[Any, ...], shape: tuple[int, ...],
+                      dtype: Any) -> Any:
+        """Where a kernel writes ``slot``: a reused buffer, or a fresh array for an output."""
+        if slot in self.program.output_slots:
+            return self.xp.empty(shape, dtype)
+        return self.buffers.get(key + ("out",), shape, dtype)
+
+    def direct_buffer(self, slot: int) -> Any:
+        """The Parameter's own gradient buffer, when the whole gradient may be written there."""
+        if self.program.uses.get(slot, 0) != 1 or slot not in self.program.leaf_index:
+            return None
+        return autograd.direct_grad_buffer(self.leaves[self.program.leaf_index[slot]])
+
+    def add_grad(self, slot: int, g: Any) -> None:
+        if slot in self.grads:
+            self.grads[slot] = self.grads[slot] + g
+        else:
+            self.grads[slot] = g
+
+
+class Program:
+    """One traced forward (fixed input shapes, dtypes and training mode), compiled."""
+
+    def __init__(self, tracer: Tracer, output: Any, static_alloc: bool, xp: Any) -> None:
+        if tracer.failure is not None:
+            raise Untraceable(tracer.failure)
+        if not isinstance(output, NDArray):
+            raise Untraceable("hybrid_forward returned more than one output (or no NDArray)")
+        out_slot = tracer.slot_of(output)
+        if out_slot is None:
+            raise Untraceable("the output was computed outside F")
+        self.n_inputs = len(tracer.inputs)
+        self.params = list(tracer.params)
+        self.param_slots = [tracer.slot_of(arr) for arr in tracer._keep[self.n_inputs:]
+                            if tracer.slot_of(arr) is not None][: len(self.params)]
+        self.leaf_slots = list(range(self.n_inputs)) + self._param_slot_numbers(tracer)
+        self.leaf_index = {slot: i for i, slot in enumerate(self.leaf_slots)}
+        self.n_slots = tracer.n_slots
+        self.output_slots = frozenset([out_slot])
+        self.out_slot = out_slot
+        self.uses: dict[int, int] = {}
+        for step in tracer.steps:
+            for slot in step.inputs:
+                self.uses[slot] = self.uses.get(slot, 0) + 1
+        self.kernels = self._compile(tracer.steps)
+        self._steps = tracer.steps
+        self._view_of_buffer = self._maybe_views()
+        self.static_alloc = static_alloc
+        self.xp = xp
+        self._pool: list[BufferSet] = []
+        self._inference = BufferSet(xp)
+        self._needs_cache: dict[tuple[bool, ...], list[bool]] = {}
+
+    @staticmethod
+    def _param_slot_numbers(tracer: Tracer) -> list[int]:
+        # parameters were registered in tracer.params order, each with one new slot
+        slots = sorted(s for s in tracer._slot.values() if s >= len(tracer.inputs))
+        step_outputs = {o for step in tracer.steps for o in step.outputs}
+        return [s for s in slots if s not in step_outputs]
+
+    # ----------------------------------------------------------------- compiling
+    def _compile(self, steps: list[Step]) -> list[Any]:
+        kernels: list[Any] = []
+        skip = -1
+        for i, step in enumerate(steps):
+            if i == skip:
+                continue
+            if self._is_plain_fc(step):
+                nxt = steps[i + 1] if i + 1 < len(steps) else None
+                out = step.outputs[0]
+                act = activation_of(nxt) if nxt is not None else None
+                if (nxt is not None and act is not None and self.uses.get(out) == 1
+                        and out not in self.output_slots
+                        and isinstance(nxt.args[0], SlotRef) and nxt.args[0].slot == out):
+                    kernels.append(FullyConnectedKernel(i, step, act, nxt.outputs[0]))
+                    skip = i + 1
+                else:
+                    kernels.append(FullyConnectedKernel(i, step, None, out))
+                continue
+            act = activation_of(step)
+            if act is not None and isinstance(step.args[0], SlotRef):
+                kernels.append(ActivationKernel(i, step, act))
+                continue
+            kernels.append(GenericKernel(step))
+        return kernels
+
+    @staticmethod
+    def _is_plain_fc(step: Step) -> bool:
+        if step.name != "FullyConnected" or step.multi_output:
+            return False
+        if set(step.kwargs) - _FC_KWARGS or len(step.args) > 3:
+            return False
+        data = step.args[0] if step.args else step.kwargs.get("data")
+        weight = step.args[1] if len(step.args) > 1 else step.kwargs.get("weight")
+        return isinstance(data, SlotRef) and isinstance(weight, SlotRef)
+
+    def _maybe_views(self) -> bool:
+        """Whether the output may be a view of a reused buffer (a generic step such as a
+        reshape applied to a kernel's buffer), so it must be copied before returning."""
+        buffered: set[int] = set()
+        for kernel in self.kernels:
+            if isinstance(kernel, GenericKernel):
+                if any(s in buffered for s in kernel.reads()):
+                    buffered.update(kernel.step.outputs)
+            elif kernel.out not in self.output_slots:
+                buffered.add(kernel.out)
+        return self.out_slot in buffered
+
+    def _needs(self, leaf_needs: tuple[bool, ...]) -> list[bool]:
+        needs = self._needs_cache.get(leaf_needs)
+        if needs is None:
+            needs = [False] * self.n_slots
+            for slot, flag in zip(self.leaf_slots, leaf_needs, strict=True):
+                needs[slot] = flag
+            for step in self._steps:
+                if any(needs[s] for s in step.inputs):
+                    for o in step.outputs:
+                        needs[o] = True
+            self._needs_cache[leaf_needs] = needs
+        return needs
+
+    # ------------------------------------------------------------------- running
+    def __call__(self, inputs: list[NDArray], ctx: Any) -> NDArray:
+        leaves = list(inputs) + [p.data(ctx) for p in self.params]
+        values: list[Any] = [None] * self.n_slots
+        for slot, arr in zip(self.leaf_slots, leaves, strict=True):
+            values[slot] = arr._data
+        keep = False
+        needs: list[bool]
+        if autograd.is_recording():
+            leaf_needs = tuple(needs_grad(a) for a in leaves)
+            keep = any(leaf_needs)
+            needs = self._needs(leaf_needs)
+        else:
+            needs = self._needs((False,) * len(leaves))
+        if keep:
+            buffers = self._pool.pop() if self._pool and self.static_alloc else \
+                BufferSet(self.xp)
+            buffers.generation += 1
+        else:
+            buffers = self._inference if self.static_alloc else BufferSet(self.xp)
+        run = Run(self, values, ctx, self.xp, buffers, keep, needs, leaves)
+        for kernel in self.kernels:
+            kernel.forward(run)
+        if self.out_slot in self.leaf_index:  # the block returned one of its inputs
+            return leaves[self.leaf_index[self.out_slot]]
+        out = values[self.out_slot]
+        result = NDArray(out.copy() if self._view_of_buffer else out, ctx)
+        if keep:
+            result._node = _Node(tuple(leaves), self._backward_rule(run, buffers.generation))
+        return result
+
+    def _backward_rule(self, run: Run, generation: int) -> Any:
+        def backward(g: Any) -> tuple[Any, ...]:
+            if run.buffers.generation != generation:
+                raise RuntimeError(
+                    "a hybridized block was called again before the backward of an earlier "
+                    "call that had already been differentiated once; its buffers were reused"
+                )
+            run.grads = {self.out_slot: g}
+            for kernel in reversed(self.kernels):
+                kernel.backward(run)
+            out = []
+            for slot in self.leaf_slots:
+                grad = run.grads.get(slot)
+                if grad is not None and grad is not autograd.WRITTEN:
+                    grad = grad.copy()  # may live in a reused buffer
+                out.append(grad)
+            run.tapes = {}
+            if self.static_alloc and run.buffers not in self._pool:
+                self._pool.append(run.buffers)
+            return tuple(out)
+
+        return backward

@@ -7,9 +7,12 @@ traced call computes exactly what the imperative one does, and writes down one
 :class:`Step` per call: the operator, where each input comes from (a block input, a
 Parameter, or an earlier step's output) and the constant arguments.
 
-A value that reaches an operator, or the block's output, without having come through
-``F`` (``x + y`` on NDArrays, ``x.reshape(...)``, a fresh ``nd.ones``) is not known to the
-trace; the trace is then marked untraceable and the block keeps running imperatively.
+Arrays seen by the trace are temporarily of class :class:`TracedArray`, so operators and
+methods used on them inside ``hybrid_forward`` (``x + y``, ``x.reshape(...)``, ``x.T``) are
+recorded too (as MXNet's Symbol supports them). What a static program cannot replay marks
+the trace untraceable and the block keeps running imperatively: a value that depends on the
+data (``x.asnumpy()``, ``if x.sum() > 0``), an in-place write (``x[:] = 0``, ``x += 1``),
+or an array made outside the trace (``nd.ones(...)`` instead of ``F.ones(...)``).
 
 >>> from engine import nd
 >>> t = Tracer([nd.ones((2, 2))], [])
@@ -90,6 +93,8 @@ class Tracer:
 
     def __exit__(self, *exc: object) -> None:
         _active.tracer = self._previous
+        for arr in self._keep:  # traced arrays become plain NDArrays again
+            object.__setattr__(arr, "__class__", NDArray)
 
     # ------------------------------------------------------------------ slots
     def _new_slot(self, arr: NDArray) -> int:
@@ -97,6 +102,7 @@ class Tracer:
         self.n_slots += 1
         self._slot[id(arr)] = slot
         self._keep.append(arr)
+        object.__setattr__(arr, "__class__", TracedArray)
         return slot
 
     def slot_of(self, arr: NDArray) -> int | None:
@@ -138,7 +144,7 @@ class Tracer:
         multi = isinstance(result, (list, tuple))
         outs = list(result) if multi else [result]
         if not all(isinstance(o, NDArray) for o in outs):
-            self.fail(f"F.{name} returned something other than NDArrays")
+            self.fail(f"{name} returned something other than NDArrays")
             return
         if not multi and id(result) in self._slot:
             return  # the operator returned its input unchanged (Dropout at inference...)
@@ -169,3 +175,78 @@ class TraceF:
 
         traced.__name__ = name
         return traced
+
+
+# Methods whose result depends on the values (Python control flow on data) or that write in
+# place: a static program cannot replay them.
+_DATA_DEPENDENT = {"asnumpy", "asscalar", "item", "tolist", "__bool__", "__float__",
+                   "__int__", "__index__", "__array__", "__setitem__", "__iadd__", "__isub__",
+                   "__imul__", "__itruediv__", "__ipow__", "attach_grad", "backward",
+                   "copyto"}
+# Attributes read as trace-time constants (the program is specialized to them).
+_CONSTANTS = {"shape", "dtype", "ndim", "size", "context", "ctx", "device", "stype", "xp",
+              "handle", "grad", "wait_to_read"}
+
+
+class TracedArray(NDArray):
+    """An NDArray during a trace: its operators and methods are recorded as steps."""
+
+    __slots__ = ()
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        if name in _CONSTANTS or name.startswith("_") and name not in _DATA_DEPENDENT:
+            return value  # private names are the engine's own bookkeeping
+        tracer = current_tracer()
+        if tracer is None:
+            return value
+        if name in _DATA_DEPENDENT:
+            tracer.fail(f"NDArray.{name}() inside hybrid_forward depends on the data")
+            return value
+        if isinstance(value, NDArray):  # a property such as .T
+            tracer.record(name, _property_getter(name), (self,), {}, value)
+            return value
+        if not callable(value):
+            return value
+        method = getattr(NDArray, name)
+
+        def traced_method(*args: Any, **kwargs: Any) -> Any:
+            result = method(self, *args, **kwargs)
+            tracer.record(f"NDArray.{name}", method, (self, *args), kwargs, result)
+            return result
+
+        return traced_method
+
+
+def _property_getter(name: str) -> Any:
+    def get(arr: NDArray) -> Any:
+        return getattr(arr, name)
+
+    return get
+
+
+def _traced_operator(name: str) -> Any:
+    plain = getattr(NDArray, name)
+
+    def operator(self: NDArray, *args: Any) -> Any:
+        result = plain(self, *args)
+        tracer = current_tracer()
+        if tracer is not None:
+            if name in _DATA_DEPENDENT:
+                tracer.fail(f"NDArray.{name} inside hybrid_forward depends on the data or "
+                            "writes in place")
+            elif isinstance(result, NDArray) or isinstance(result, (list, tuple)):
+                tracer.record(f"NDArray.{name}", plain, (self, *args), {}, result)
+        return result
+
+    operator.__name__ = name
+    return operator
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__div__", "__mod__", "__pow__", "__rpow__",
+              "__matmul__", "__neg__", "__pos__", "__abs__", "__getitem__", "__eq__",
+              "__ne__", "__lt__", "__le__", "__gt__", "__ge__", *sorted(_DATA_DEPENDENT)):
+    if _name.startswith("__") and hasattr(NDArray, _name):
+        setattr(TracedArray, _name, _traced_operator(_name))
+TracedArray.__hash__ = NDArray.__hash__  # type: ignore[method-assign]

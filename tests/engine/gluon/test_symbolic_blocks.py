@@ -99,3 +99,20 @@ def test_scalar_input_to_a_block_is_a_value_error_hybridized_or_not():
     net.initialize()
     with pytest.raises(ValueError, match="one NDArray or one Symbol"):
         net(1.0)
+
+
+@pytest.mark.skipif(not all(hasattr(sym, op) for op in ("reshape_like", "square", "mean")),
+                    reason="needs the symbol ops reshape_like/square/mean (symbol engineer's "
+                           "branch, issue 10)")
+def test_gluon_loss_on_symbols_builds_mxnets_graph():
+    run = run_mxnet(
+        "out = gluon.loss.L2Loss()(mx.sym.var('a'), mx.sym.var('b'))\n"
+        "_, outs, _ = out.infer_shape(a=(4, 3), b=(4, 3))\n"
+        "result['arguments'] = out.list_arguments()\n"
+        "result['shape'] = list(outs[0])\n"
+    )
+    out = gluon.loss.L2Loss()(sym.var("a"), sym.var("b"))
+    _, outs, _ = out.infer_shape(a=(4, 3), b=(4, 3))
+    assert isinstance(out, sym.Symbol)
+    assert out.list_arguments() == run.json["arguments"]
+    assert list(outs[0]) == run.json["shape"]

@@ -31,6 +31,7 @@ from typing import Any
 from .. import initializer as _init
 from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
+from .hybrid import CachedGraph, current_tracer
 from .parameter import DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, ParameterFileError, _brief, load_arrays, save_arrays
 
@@ -382,15 +383,17 @@ class HybridBlock(Block):
         super().cast(dtype)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .hybrid import current_tracer
-
         _check_inputs(args, kwargs)
         if self._active and current_tracer() is None and not _is_symbol(args[0] if args else None):
+            # hybridized: hooks run around the cached program, as around MXNet's CachedOp
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
             if self._cached_graph is None:
-                from .hybrid import CachedGraph
-
                 self._cached_graph = CachedGraph(self, self._static_alloc)
-            return self._cached_graph(super().__call__, args, kwargs)
+            out = self._cached_graph(self.forward, args, kwargs)
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
+            return out
         return super().__call__(*args, **kwargs)
 
     def infer_shape(self, *args: Any) -> None:
@@ -421,8 +424,6 @@ class HybridBlock(Block):
         except DeferredInitializationError:
             self._deferred_infer_shape(x, *args)
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
-        from .hybrid import current_tracer
-
         tracer = current_tracer()
         if tracer is None:
             return self.hybrid_forward(nd, x, *args, **params)
@@ -439,10 +440,15 @@ class HybridBlock(Block):
         )
 
 
-def _is_symbol(value: Any) -> bool:
-    from ..symbol import Symbol
+_symbol_type: list[type] = []  # engine.symbol.Symbol, imported on first use
 
-    return isinstance(value, Symbol)
+
+def _is_symbol(value: Any) -> bool:
+    if not _symbol_type:
+        from ..symbol import Symbol
+
+        _symbol_type.append(Symbol)
+    return isinstance(value, _symbol_type[0])
 
 
 def _check_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

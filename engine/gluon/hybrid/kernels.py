@@ -206,7 +206,7 @@ class GenericKernel:
             return
         saved, autograd._state.direct = autograd._state.direct, None
         try:
-            leaves = autograd._run_backward(heads, head_grads, retain_graph=False)
+            leaves = autograd._run_backward(heads, head_grads, retain_graph=True)
         finally:
             autograd._state.direct = saved
         for slot, arr in wrappers.items():

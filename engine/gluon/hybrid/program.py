@@ -92,20 +92,17 @@ class Program:
     def __init__(self, tracer: Tracer, output: Any, static_alloc: bool, xp: Any) -> None:
         if tracer.failure is not None:
             raise Untraceable(tracer.failure)
-        if not isinstance(output, NDArray):
-            raise Untraceable("hybrid_forward returned more than one output (or no NDArray)")
-        out_slot = tracer.slot_of(output)
-        if out_slot is None:
-            raise Untraceable("the output was computed outside F")
+        self.structure, outputs = _flatten_outputs(output)
+        out_slots = [tracer.slot_of(o) for o in outputs]
+        if not outputs or any(s is None for s in out_slots):
+            raise Untraceable("an output was computed outside F")
         self.n_inputs = len(tracer.inputs)
         self.params = list(tracer.params)
-        self.param_slots = [tracer.slot_of(arr) for arr in tracer._keep[self.n_inputs:]
-                            if tracer.slot_of(arr) is not None][: len(self.params)]
         self.leaf_slots = list(range(self.n_inputs)) + self._param_slot_numbers(tracer)
         self.leaf_index = {slot: i for i, slot in enumerate(self.leaf_slots)}
         self.n_slots = tracer.n_slots
-        self.output_slots = frozenset([out_slot])
-        self.out_slot = out_slot
+        self.out_slots: list[int] = out_slots  # type: ignore[assignment]
+        self.output_slots = frozenset(self.out_slots)
         self.uses: dict[int, int] = {}
         for step in tracer.steps:
             for slot in step.inputs:
@@ -162,9 +159,9 @@ class Program:
         weight = step.args[1] if len(step.args) > 1 else step.kwargs.get("weight")
         return isinstance(data, SlotRef) and isinstance(weight, SlotRef)
 
-    def _maybe_views(self) -> bool:
-        """Whether the output may be a view of a reused buffer (a generic step such as a
-        reshape applied to a kernel's buffer), so it must be copied before returning."""
+    def _maybe_views(self) -> set[int]:
+        """Outputs that may be views of a reused buffer (a generic step such as a reshape
+        applied to a kernel's buffer): they are copied before being returned."""
         buffered: set[int] = set()
         for kernel in self.kernels:
             if isinstance(kernel, GenericKernel):
@@ -172,7 +169,7 @@ class Program:
                     buffered.update(kernel.step.outputs)
             elif kernel.out not in self.output_slots:
                 buffered.add(kernel.out)
-        return self.out_slot in buffered
+        return buffered & self.output_slots
 
     def _needs(self, leaf_needs: tuple[bool, ...]) -> list[bool]:
         needs = self._needs_cache.get(leaf_needs)
@@ -188,7 +185,7 @@ class Program:
         return needs
 
     # ------------------------------------------------------------------- running
-    def __call__(self, inputs: list[NDArray], ctx: Any) -> NDArray:
+    def __call__(self, inputs: list[NDArray], ctx: Any) -> Any:
         leaves = list(inputs) + [p.data(ctx) for p in self.params]
         values: list[Any] = [None] * self.n_slots
         for slot, arr in zip(self.leaf_slots, leaves, strict=True):
@@ -210,33 +207,93 @@ class Program:
         run = Run(self, values, ctx, self.xp, buffers, keep, needs, leaves)
         for kernel in self.kernels:
             kernel.forward(run)
-        if self.out_slot in self.leaf_index:  # the block returned one of its inputs
-            return leaves[self.leaf_index[self.out_slot]]
-        out = values[self.out_slot]
-        result = NDArray(out.copy() if self._view_of_buffer else out, ctx)
-        if keep:
-            result._node = _Node(tuple(leaves), self._backward_rule(run, buffers.generation))
-        return result
+        results = []
+        differentiable = []
+        for slot in self.out_slots:
+            if slot in self.leaf_index:  # the block returned one of its inputs
+                results.append(leaves[self.leaf_index[slot]])
+                continue
+            out = values[slot]
+            results.append(NDArray(out.copy() if slot in self._view_of_buffer else out, ctx))
+            if keep and needs[slot]:
+                differentiable.append((slot, results[-1]))
+        if len(differentiable) == 1:
+            slot, result = differentiable[0]
+            result._node = _Node(tuple(leaves), self._backward_rule(run, slot))
+        elif differentiable:
+            # One backward for all outputs: each output's node hands its gradient to a
+            # shared anchor node; autograd sums them there (an _OutputGrads merge), and
+            # the anchor's rule runs the program backward once, as the tape would.
+            anchor = NDArray(differentiable[0][1]._data, ctx)  # data unused
+            anchor._node = _Node(tuple(leaves), self._backward_rule(run, None))
+            for slot, result in differentiable:
+                result._node = _Node((anchor,), _to_anchor(slot))
+        return _unflatten(self.structure, results)
 
-    def _backward_rule(self, run: Run, generation: int) -> Any:
+    def _backward_rule(self, run: Run, slot: int | None) -> Any:
+        """The program's backward as a tape rule: for output ``slot``'s gradient, or (None)
+        for the merged gradients of several outputs."""
+        generation = run.buffers.generation
+
         def backward(g: Any) -> tuple[Any, ...]:
             if run.buffers.generation != generation:
                 raise RuntimeError(
                     "a hybridized block was called again before the backward of an earlier "
                     "call that had already been differentiated once; its buffers were reused"
                 )
-            run.grads = {self.out_slot: g}
+            run.grads = dict(g.by_slot) if slot is None else {slot: g}
             for kernel in reversed(self.kernels):
                 kernel.backward(run)
             out = []
-            for slot in self.leaf_slots:
-                grad = run.grads.get(slot)
+            for leaf in self.leaf_slots:
+                grad = run.grads.get(leaf)
                 if grad is not None and grad is not autograd.WRITTEN:
                     grad = grad.copy()  # may live in a reused buffer
                 out.append(grad)
-            run.tapes = {}
             if self.static_alloc and run.buffers not in self._pool:
                 self._pool.append(run.buffers)
             return tuple(out)
 
         return backward
+
+
+class _OutputGrads:
+    """Gradients of several outputs on their way to the anchor node; ``+`` merges them."""
+
+    __slots__ = ("by_slot",)
+
+    def __init__(self, by_slot: dict[int, Any]) -> None:
+        self.by_slot = by_slot
+
+    def __add__(self, other: _OutputGrads) -> _OutputGrads:
+        merged = dict(self.by_slot)
+        for slot, g in other.by_slot.items():
+            merged[slot] = merged[slot] + g if slot in merged else g
+        return _OutputGrads(merged)
+
+
+def _to_anchor(slot: int) -> Any:
+    return lambda g: (_OutputGrads({slot: g}),)
+
+
+def _flatten_outputs(output: Any) -> tuple[Any, list[NDArray]]:
+    """(structure, arrays) of an NDArray or a nested list/tuple of them."""
+    if isinstance(output, NDArray):
+        return None, [output]
+    if isinstance(output, (list, tuple)):
+        parts = [_flatten_outputs(o) for o in output]
+        if all(p[1] for p in parts):
+            return (type(output), [(p[0], len(p[1])) for p in parts]), \
+                [a for p in parts for a in p[1]]
+    raise Untraceable("hybrid_forward returned something other than NDArrays")
+
+
+def _unflatten(structure: Any, arrays: list[NDArray]) -> Any:
+    if structure is None:
+        return arrays[0]
+    kind, parts = structure
+    out, start = [], 0
+    for sub, count in parts:
+        out.append(_unflatten(sub, arrays[start:start + count]))
+        start += count
+    return kind(out)

@@ -309,3 +309,49 @@ def test_sequential_hybridize_recommends_hybrid_sequential():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mixed.hybridize()
+
+
+class TwoHeads(gluon.HybridBlock):
+    """Several outputs (nested), one of them unused by the loss."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.body = nn.Dense(6, activation="relu", in_units=4)
+            self.left = nn.Dense(2, in_units=6)
+            self.right = nn.Dense(3, in_units=6)
+
+    def hybrid_forward(self, F, x):
+        h = self.body(x)
+        return self.left(h), (self.right(h), F.sigmoid(h))
+
+
+def test_several_outputs_keep_their_structure_and_gradients():
+    nets = []
+    for _ in range(2):
+        engine.random.seed(11)
+        net = TwoHeads(prefix="heads_")
+        net.initialize(engine.init.Normal(0.5))
+        nets.append(net)
+    nets[1].hybridize(static_alloc=True)
+    x = nd.array(np.random.default_rng(4).standard_normal((5, 4)).astype(np.float32))
+    for _ in range(3):
+        for net in nets:
+            with autograd.record():
+                left, (right, _unused) = net(x)
+                total = (left * left).sum() + right.sum()
+            total.backward()
+        assert_params_equal(*nets)
+    out = nets[1](x)
+    assert isinstance(out, tuple) and isinstance(out[1], tuple)
+    assert [o.shape for o in (out[0], *out[1])] == [(5, 2), (5, 3), (5, 6)]
+
+
+def test_forward_hooks_run_on_every_hybridized_call():
+    _, hybrid, x = pair()
+    seen = []
+    hybrid.register_forward_pre_hook(lambda block, args: seen.append("pre"))
+    hybrid.register_forward_hook(lambda block, args, out: seen.append(out.shape))
+    for _ in range(3):
+        hybrid(x)
+    assert seen == ["pre", (5, 4)] * 3

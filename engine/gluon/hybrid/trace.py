@@ -85,6 +85,8 @@ class Tracer:
             self._new_slot(arr)
         self.F = TraceF(nd, self)
         self._previous: Tracer | None = None
+        # > 0 while a recorded operator runs: what it does inside is part of that one step
+        self.depth = 0
 
     def __enter__(self) -> Tracer:
         self._previous = current_tracer()
@@ -136,6 +138,17 @@ class Tracer:
             self.fail("a dict argument to an F operator")
         return value
 
+    def call(self, name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run ``fn`` and record it as one step (calls it makes inside are not recorded)."""
+        self.depth += 1
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            self.depth -= 1
+        if self.depth == 0:
+            self.record(name, fn, args, kwargs, result)
+        return result
+
     def record(self, name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                result: Any) -> None:
         reads: list[int] = []
@@ -169,9 +182,7 @@ class TraceF:
         tracer, full_name = self._tracer, self._path + name
 
         def traced(*args: Any, **kwargs: Any) -> Any:
-            result = target(*args, **kwargs)
-            tracer.record(full_name, target, args, kwargs, result)
-            return result
+            return tracer.call(full_name, target, args, kwargs)
 
         traced.__name__ = name
         return traced
@@ -198,7 +209,7 @@ class TracedArray(NDArray):
         if name in _CONSTANTS or name.startswith("_") and name not in _DATA_DEPENDENT:
             return value  # private names are the engine's own bookkeeping
         tracer = current_tracer()
-        if tracer is None:
+        if tracer is None or tracer.depth:
             return value
         if name in _DATA_DEPENDENT:
             tracer.fail(f"NDArray.{name}() inside hybrid_forward depends on the data")
@@ -211,9 +222,7 @@ class TracedArray(NDArray):
         method = getattr(NDArray, name)
 
         def traced_method(*args: Any, **kwargs: Any) -> Any:
-            result = method(self, *args, **kwargs)
-            tracer.record(f"NDArray.{name}", method, (self, *args), kwargs, result)
-            return result
+            return tracer.call(f"NDArray.{name}", method, (self, *args), kwargs)
 
         return traced_method
 
@@ -229,15 +238,14 @@ def _traced_operator(name: str) -> Any:
     plain = getattr(NDArray, name)
 
     def operator(self: NDArray, *args: Any) -> Any:
-        result = plain(self, *args)
         tracer = current_tracer()
-        if tracer is not None:
-            if name in _DATA_DEPENDENT:
-                tracer.fail(f"NDArray.{name} inside hybrid_forward depends on the data or "
-                            "writes in place")
-            elif isinstance(result, NDArray) or isinstance(result, (list, tuple)):
-                tracer.record(f"NDArray.{name}", plain, (self, *args), {}, result)
-        return result
+        if tracer is None or tracer.depth:
+            return plain(self, *args)
+        if name in _DATA_DEPENDENT:
+            tracer.fail(f"NDArray.{name} inside hybrid_forward depends on the data or "
+                        "writes in place")
+            return plain(self, *args)
+        return tracer.call(f"NDArray.{name}", plain, (self, *args), {})
 
     operator.__name__ = name
     return operator

@@ -84,7 +84,8 @@ class FullyConnectedKernel:
         if self.flatten and x.ndim != 2:
             x = x.reshape(x.shape[0], -1)
         shape = x.shape[:-1] + (w.shape[0],)
-        out = run.output_buffer(self.out, self.key, shape, x.dtype)
+        # the dtype `x @ w.T` would have (float32 input, float64 weights -> float64)
+        out = run.output_buffer(self.out, self.key, shape, run.xp.result_type(x, w))
         run.xp.matmul(x, w.T, out=out)
         if not self.no_bias:
             out += run.values[self.b]

@@ -355,3 +355,13 @@ def test_forward_hooks_run_on_every_hybridized_call():
     for _ in range(3):
         hybrid(x)
     assert seen == ["pre", (5, 4)] * 3
+
+
+def test_float64_parameters_with_float32_inputs_keep_numpys_promotion():
+    imperative, hybrid, x = pair()
+    for net in (imperative, hybrid):
+        net.cast("float64")
+    for _ in range(2):
+        outs = [net(x) for net in (imperative, hybrid)]
+        assert outs[0].dtype == outs[1].dtype == np.float64
+        np.testing.assert_array_equal(outs[0].asnumpy(), outs[1].asnumpy())

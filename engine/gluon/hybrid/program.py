@@ -8,13 +8,14 @@ the Parameters' gradient buffers when autograd offers them.
 
 Buffers (MXNet's ``static_alloc``): intermediate results and backward scratch live in a
 :class:`BufferSet` reused from call to call. A set is lent to a recorded forward until its
-backward has run; a second forward before that backward gets another set, so nothing a
-pending backward needs is overwritten. The block's outputs are always fresh arrays: the
-caller may keep them.
+backward has run (without ``retain_graph``) or its output is gone; a second forward before
+that gets another set, so nothing a pending backward needs is overwritten. The block's
+outputs are always fresh arrays: the caller may keep them.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ... import autograd
@@ -112,7 +113,8 @@ class Program:
         self._view_of_buffer = self._maybe_views()
         self.static_alloc = static_alloc
         self.xp = xp
-        self._pool: list[BufferSet] = []
+        # recorded forwards' sets, each with the array whose tape node may still need it
+        self._lent: list[tuple[BufferSet, weakref.ref[NDArray]]] = []
         self._inference = BufferSet(xp)
         self._needs_cache: dict[tuple[bool, ...], list[bool]] = {}
 
@@ -184,6 +186,21 @@ class Program:
             self._needs_cache[leaf_needs] = needs
         return needs
 
+    # ------------------------------------------------------------------- buffers
+    def _free_set(self) -> BufferSet:
+        """A buffer set no pending backward needs: its tape node is gone, or its backward
+        already ran without ``retain_graph`` (so it cannot run again); else a new set."""
+        for i, (buffers, holder) in enumerate(self._lent):
+            arr = holder()
+            if arr is None or arr._node is None or arr._node.backward is None:
+                del self._lent[i]
+                return buffers
+        return BufferSet(self.xp)
+
+    def _lend(self, buffers: BufferSet, holder: NDArray) -> None:
+        if self.static_alloc:
+            self._lent.append((buffers, weakref.ref(holder)))
+
     # ------------------------------------------------------------------- running
     def __call__(self, inputs: list[NDArray], ctx: Any) -> Any:
         leaves = list(inputs) + [p.data(ctx) for p in self.params]
@@ -199,8 +216,7 @@ class Program:
         else:
             needs = self._needs((False,) * len(leaves))
         if keep:
-            buffers = self._pool.pop() if self._pool and self.static_alloc else \
-                BufferSet(self.xp)
+            buffers = self._free_set() if self.static_alloc else BufferSet(self.xp)
             buffers.generation += 1
         else:
             buffers = self._inference if self.static_alloc else BufferSet(self.xp)
@@ -220,6 +236,7 @@ class Program:
         if len(differentiable) == 1:
             slot, result = differentiable[0]
             result._node = _Node(tuple(leaves), self._backward_rule(run, slot))
+            self._lend(buffers, result)
         elif differentiable:
             # One backward for all outputs: each output's node hands its gradient to a
             # shared anchor node; autograd sums them there (an _OutputGrads merge), and
@@ -228,6 +245,7 @@ class Program:
             anchor._node = _Node(tuple(leaves), self._backward_rule(run, None))
             for slot, result in differentiable:
                 result._node = _Node((anchor,), _to_anchor(slot))
+            self._lend(buffers, anchor)
         return _unflatten(self.structure, results)
 
     def _backward_rule(self, run: Run, slot: int | None) -> Any:
@@ -250,8 +268,6 @@ class Program:
                 if grad is not None and grad is not autograd.WRITTEN:
                     grad = grad.copy()  # may live in a reused buffer
                 out.append(grad)
-            if self.static_alloc and run.buffers not in self._pool:
-                self._pool.append(run.buffers)
             return tuple(out)
 
         return backward

@@ -365,3 +365,21 @@ def test_float64_parameters_with_float32_inputs_keep_numpys_promotion():
         outs = [net(x) for net in (imperative, hybrid)]
         assert outs[0].dtype == outs[1].dtype == np.float64
         np.testing.assert_array_equal(outs[0].asnumpy(), outs[1].asnumpy())
+
+
+def test_a_retained_graph_differentiates_again_after_later_calls():
+    imperative, hybrid, x = pair()
+    grads = []
+    for net in (imperative, hybrid):
+        net(x)
+        with autograd.record():
+            kept = net(x).sum()
+        kept.backward(retain_graph=True)
+        with autograd.record():
+            other = (net(x * 3) ** 2).sum()
+        other.backward()
+        kept.backward()  # the first graph again: its buffers must not have been reused
+        grads.append([p.grad().asnumpy().copy() for p in net.collect_params().values()])
+    for a, b in zip(*grads, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert len(hybrid._cached_graph.programs) == 2

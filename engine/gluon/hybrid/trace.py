@@ -96,7 +96,8 @@ class Tracer:
     def __exit__(self, *exc: object) -> None:
         _active.tracer = self._previous
         for arr in self._keep:  # traced arrays become plain NDArrays again
-            object.__setattr__(arr, "__class__", NDArray)
+            if type(arr) is TracedArray:
+                object.__setattr__(arr, "__class__", NDArray)
 
     # ------------------------------------------------------------------ slots
     def _new_slot(self, arr: NDArray) -> int:
@@ -104,7 +105,8 @@ class Tracer:
         self.n_slots += 1
         self._slot[id(arr)] = slot
         self._keep.append(arr)
-        object.__setattr__(arr, "__class__", TracedArray)
+        if type(arr) is NDArray:  # NDArray subclasses keep their class (and are not traced)
+            object.__setattr__(arr, "__class__", TracedArray)
         return slot
 
     def slot_of(self, arr: NDArray) -> int | None:

@@ -48,14 +48,17 @@ class CachedGraph:
             return self._give_up("an input that is neither an NDArray nor a constant",
                                  call_imperatively, args)
         program = self.programs.get(key)
+        inputs = _arrays(args, [])
         if program is not None:
-            inputs = [a for a in args if isinstance(a, NDArray)]
             return program(inputs, inputs[0]._ctx)
-        return self._trace(key, call_imperatively, args)
+        return self._trace(key, call_imperatively, args, inputs)
 
     def _trace(self, key: tuple[Any, ...], call_imperatively: Any,
-               args: tuple[Any, ...]) -> Any:
-        inputs = [a for a in args if isinstance(a, NDArray)]
+               args: tuple[Any, ...], inputs: list[NDArray]) -> Any:
+        if len({id(a) for a in inputs}) != len(inputs):
+            # the same array passed twice would share one slot: keep it imperative
+            return self._give_up("the same NDArray passed as two inputs", call_imperatively,
+                                 args)
         tracer = Tracer(inputs, [])
         with tracer:
             out = call_imperatively(*args)
@@ -81,15 +84,29 @@ class CachedGraph:
             UserWarning, stacklevel=4)
 
 
-def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """Shapes, dtypes, context and training mode of a call; None if not cacheable."""
-    key: list[Any] = [autograd.is_training()]
-    for arg in args:
-        if isinstance(arg, NDArray):
-            key.append((arg.shape, arg._data.dtype.str, arg._ctx.device_type,
-                        arg._ctx.device_id))
-        elif arg is None or isinstance(arg, (bool, int, float, str)):
-            key.append(("const", type(arg).__name__, arg))
-        else:
-            return None
-    return tuple(key)
+def _signature(args: Any) -> tuple[Any, ...] | None:
+    """Shapes, dtypes, contexts (and nesting) of a call's inputs plus the training mode;
+    None if an input is neither an array, a nested list/tuple of them, nor a constant."""
+    key = _describe(args)
+    return None if key is None else (autograd.is_training(), key)
+
+
+def _describe(arg: Any) -> Any:
+    if isinstance(arg, NDArray):
+        return (arg.shape, arg._data.dtype.str, arg._ctx.device_type, arg._ctx.device_id)
+    if isinstance(arg, (list, tuple)):
+        parts = tuple(_describe(a) for a in arg)
+        return None if any(p is None for p in parts) else (type(arg).__name__, parts)
+    if arg is None or isinstance(arg, (bool, int, float, str)):
+        return ("const", type(arg).__name__, arg)
+    return None
+
+
+def _arrays(arg: Any, found: list[NDArray]) -> list[NDArray]:
+    """The NDArrays in ``arg`` (nested lists/tuples), depth first: the program's inputs."""
+    if isinstance(arg, NDArray):
+        found.append(arg)
+    elif isinstance(arg, (list, tuple)):
+        for a in arg:
+            _arrays(a, found)
+    return found

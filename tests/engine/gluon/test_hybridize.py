@@ -383,3 +383,35 @@ def test_a_retained_graph_differentiates_again_after_later_calls():
     for a, b in zip(*grads, strict=True):
         np.testing.assert_array_equal(a, b)
     assert len(hybrid._cached_graph.programs) == 2
+
+
+class WithStates(gluon.HybridBlock):
+    """Inputs as a nested list (as recurrent layers take their states)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.dense = nn.Dense(3, in_units=3)
+
+    def hybrid_forward(self, F, x, states):
+        h, c = states
+        return self.dense(x) + h * c, [h + 1, c]
+
+
+def test_nested_list_inputs_are_traced_and_replayed():
+    nets = []
+    for _ in range(2):
+        engine.random.seed(2)
+        net = WithStates(prefix="ws_")
+        net.initialize()
+        nets.append(net)
+    nets[1].hybridize()
+    x = nd.ones((2, 3))
+    states = [nd.full((2, 3), 0.5), nd.full((2, 3), 2.0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            outs = [net(x, states) for net in nets]
+            np.testing.assert_array_equal(outs[0][0].asnumpy(), outs[1][0].asnumpy())
+            np.testing.assert_array_equal(outs[0][1][0].asnumpy(), outs[1][1][0].asnumpy())
+    assert len(nets[1]._cached_graph.programs) == 1

@@ -47,18 +47,20 @@ class CachedGraph:
         if key is None:
             return self._give_up("an input that is neither an NDArray nor a constant",
                                  call_imperatively, args)
-        program = self.programs.get(key)
         inputs = _arrays(args, [])
+        if len({id(a) for a in inputs}) != len(inputs):
+            # one array passed as several inputs is one input of the program (its gradient
+            # then sums in the tape's order); which inputs alias is part of the signature
+            first: dict[int, int] = {}
+            key = (*key, tuple(first.setdefault(id(a), i) for i, a in enumerate(inputs)))
+            inputs = [a for i, a in enumerate(inputs) if first[id(a)] == i]
+        program = self.programs.get(key)
         if program is not None:
             return program(inputs, inputs[0]._ctx)
         return self._trace(key, call_imperatively, args, inputs)
 
     def _trace(self, key: tuple[Any, ...], call_imperatively: Any,
                args: tuple[Any, ...], inputs: list[NDArray]) -> Any:
-        if len({id(a) for a in inputs}) != len(inputs):
-            # the same array passed twice would share one slot: keep it imperative
-            return self._give_up("the same NDArray passed as two inputs", call_imperatively,
-                                 args)
         tracer = Tracer(inputs, [])
         with tracer:
             out = call_imperatively(*args)

@@ -159,23 +159,22 @@ class GenericKernel:
     def __init__(self, step: Step) -> None:
         self.step = step
         self.reads_ = step.inputs
-        self._tapes: dict[int, tuple[list[NDArray], Any]] = {}
 
     def reads(self) -> tuple[int, ...]:
         return self.reads_
 
     def forward(self, run: Run) -> None:
         step = self.step
-        wrappers: dict[int, NDArray] = {}
+        # one wrapper per argument (not per slot): an array passed twice gets its two
+        # gradients added one after the other, in argument order, as the tape does
+        wrappers: list[tuple[int, NDArray]] = []
 
         def bind(value: Any) -> Any:
             if isinstance(value, SlotRef):
-                arr = wrappers.get(value.slot)
-                if arr is None:
-                    arr = NDArray(run.values[value.slot], run.ctx)
-                    if run.keep and run.needs[value.slot]:
-                        arr._grad_req = "write"  # a leaf of this step's private tape
-                    wrappers[value.slot] = arr
+                arr = NDArray(run.values[value.slot], run.ctx)
+                if run.keep and run.needs[value.slot]:
+                    arr._grad_req = "write"  # a leaf of this step's private tape
+                wrappers.append((value.slot, arr))
                 return arr
             if isinstance(value, (list, tuple)):
                 return type(value)(bind(v) for v in value)
@@ -183,7 +182,7 @@ class GenericKernel:
 
         args = tuple(bind(a) for a in step.args)
         kwargs = {k: bind(v) for k, v in step.kwargs.items()}
-        track = run.keep and any(run.needs[s] for s in wrappers)
+        track = run.keep and any(run.needs[s] for s, _ in wrappers)
         with autograd._scope(track, None):
             result = step.fn(*args, **kwargs)
         outs = list(result) if step.multi_output else [result]
@@ -210,7 +209,7 @@ class GenericKernel:
             leaves = autograd._run_backward(heads, head_grads, retain_graph=True)
         finally:
             autograd._state.direct = saved
-        for slot, arr in wrappers.items():
+        for slot, arr in wrappers:
             got = leaves.get(id(arr))
             if got is not None and run.needs[slot]:
                 run.add_grad(slot, got[1])

@@ -109,6 +109,7 @@ class Program:
             for slot in step.inputs:
                 self.uses[slot] = self.uses.get(slot, 0) + 1
         self.kernels = self._compile(tracer.steps)
+        self._backward_kernels = self._tape_order()
         self._steps = tracer.steps
         self._view_of_buffer = self._maybe_views()
         self.static_alloc = static_alloc
@@ -150,6 +151,37 @@ class Program:
                 continue
             kernels.append(GenericKernel(step))
         return kernels
+
+    def _tape_order(self) -> list[Any]:
+        """Kernels in the order autograd's tape would run their backward rules.
+
+        Any reverse topological order is correct; this one (the tape's own depth-first
+        post-order from the outputs, reversed) also sums the gradients of an array used
+        several times in the same order as the tape does, so results stay bit-identical.
+        """
+        producer: dict[int, Any] = {}
+        for kernel in self.kernels:
+            outs = kernel.step.outputs if isinstance(kernel, GenericKernel) else (kernel.out,)
+            for slot in outs:
+                producer[slot] = kernel
+        order: list[Any] = []
+        seen: set[int] = set()
+        stack = [(producer[s], False) for s in self.out_slots if s in producer]
+        while stack:
+            kernel, expanded = stack.pop()
+            if expanded:
+                order.append(kernel)
+                continue
+            if id(kernel) in seen:
+                continue
+            seen.add(id(kernel))
+            stack.append((kernel, True))
+            for slot in kernel.reads():
+                parent = producer.get(slot)
+                if parent is not None and id(parent) not in seen:
+                    stack.append((parent, False))
+        order.reverse()
+        return order
 
     @staticmethod
     def _is_plain_fc(step: Step) -> bool:
@@ -260,7 +292,7 @@ class Program:
                     "call that had already been differentiated once; its buffers were reused"
                 )
             run.grads = dict(g.by_slot) if slot is None else {slot: g}
-            for kernel in reversed(self.kernels):
+            for kernel in self._backward_kernels:
                 kernel.backward(run)
             out = []
             for leaf in self.leaf_slots:

@@ -415,3 +415,13 @@ def test_nested_list_inputs_are_traced_and_replayed():
             np.testing.assert_array_equal(outs[0][0].asnumpy(), outs[1][0].asnumpy())
             np.testing.assert_array_equal(outs[0][1][0].asnumpy(), outs[1][1][0].asnumpy())
     assert len(nets[1]._cached_graph.programs) == 1
+    x.attach_grad()
+    grads = []
+    for net in nets:  # one array as two inputs: its gradient sums both uses
+        for _ in range(2):
+            with autograd.record():
+                out, _ = net(x, [x, x])
+                total = out.sum()
+            total.backward()
+        grads.append(x.grad.asnumpy().copy())
+    np.testing.assert_array_equal(*grads)

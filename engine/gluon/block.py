@@ -220,7 +220,8 @@ class Block:
         )
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:
-        """Accepted for compatibility: Rudder always runs imperatively."""
+        """Hybridize the HybridBlocks among the descendants (a plain Block itself keeps
+        running imperatively, as in MXNet); see :meth:`HybridBlock.hybridize`."""
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 

@@ -425,3 +425,13 @@ def test_nested_list_inputs_are_traced_and_replayed():
             total.backward()
         grads.append(x.grad.asnumpy().copy())
     np.testing.assert_array_equal(*grads)
+
+
+@pytest.mark.parametrize("name", ["engine.gluon.hybrid.trace", "engine.gluon.hybrid.cached",
+                                  "engine.gluon.hybrid.hybrid_block"])
+def test_docstring_examples_of_the_hybrid_modules(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -62,8 +62,15 @@ class CachedGraph:
     def _trace(self, key: tuple[Any, ...], call_imperatively: Any,
                args: tuple[Any, ...], inputs: list[NDArray]) -> Any:
         tracer = Tracer(inputs, [])
-        with tracer:
+        try:
+            with tracer:
+                out = call_imperatively(*args)
+        except Exception as err:  # noqa: BLE001 - e.g. `if F is nd:` code that needs nd
+            # Run it as a plain call: a real error in the forward raises again from there;
+            # if that call works, the forward only failed under the trace.
             out = call_imperatively(*args)
+            self._warn(f"the forward raised {type(err).__name__}: {err} while being traced")
+            return out
         try:
             program = Program(tracer, out, self.static_alloc, inputs[0].xp)
         except Untraceable as err:

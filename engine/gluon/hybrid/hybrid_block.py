@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import ndarray as nd
+from ... import nd  # the module users compare with (`F is mx.nd`)
 from ...ndarray.ndarray import NDArray
 from ..block import Block
 from ..parameter import DeferredInitializationError

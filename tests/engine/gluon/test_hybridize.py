@@ -435,3 +435,33 @@ def test_docstring_examples_of_the_hybrid_modules(name):
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+class ChecksForNd(gluon.HybridBlock):
+    """MXNet code that branches on `F is mx.nd` (the trace's F is not engine.nd)."""
+
+    def hybrid_forward(self, F, x):
+        if F is nd:
+            return F.relu(x)
+        raise TypeError("symbolic branch not supported by this block")
+
+
+def test_a_forward_that_fails_only_under_the_trace_falls_back_with_a_warning():
+    block = ChecksForNd()
+    block.hybridize()
+    with pytest.warns(UserWarning, match="TypeError.*while being traced"):
+        out = block(nd.array([-1.0, 2.0]))
+    np.testing.assert_array_equal(out.asnumpy(), [0.0, 2.0])
+    with pytest.raises(ValueError, match="one NDArray"):
+        block(None)
+
+
+def test_a_real_error_in_a_hybridized_forward_still_raises():
+    net = nn.Dense(2, in_units=3)
+    net.initialize()
+    net.hybridize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="features"):
+            net(nd.ones((2, 5)))
+        assert net(nd.ones((2, 3))).shape == (2, 2)

@@ -191,7 +191,9 @@ class Program:
             return False
         data = step.args[0] if step.args else step.kwargs.get("data")
         weight = step.args[1] if len(step.args) > 1 else step.kwargs.get("weight")
-        return isinstance(data, SlotRef) and isinstance(weight, SlotRef)
+        bias = step.args[2] if len(step.args) > 2 else step.kwargs.get("bias")
+        return (isinstance(data, SlotRef) and isinstance(weight, SlotRef)
+                and (bias is None or isinstance(bias, SlotRef)))
 
     def _maybe_views(self) -> set[int]:
         """Outputs that may be views of a reused buffer (a generic step such as a reshape

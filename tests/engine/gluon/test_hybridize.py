@@ -465,3 +465,20 @@ def test_a_real_error_in_a_hybridized_forward_still_raises():
         with pytest.raises(ValueError, match="features"):
             net(nd.ones((2, 5)))
         assert net(nd.ones((2, 3))).shape == (2, 2)
+
+
+def test_frozen_layers_stay_frozen_and_the_rest_trains_identically():
+    imperative, hybrid, x = pair()
+    for net in (imperative, hybrid):
+        net[0].collect_params().setattr("grad_req", "null")
+    frozen = hybrid[0].weight.data().asnumpy().copy()
+    trainers = [gluon.Trainer(n.collect_params(), "sgd", {"learning_rate": 0.1})
+                for n in (imperative, hybrid)]
+    for _ in range(3):
+        for net, trainer in zip((imperative, hybrid), trainers, strict=True):
+            with autograd.record():
+                loss = (net(x) ** 2).sum()
+            loss.backward()
+            trainer.step(5)
+        assert_params_equal(imperative, hybrid)
+    np.testing.assert_array_equal(hybrid[0].weight.data().asnumpy(), frozen)

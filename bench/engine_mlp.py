@@ -1,17 +1,21 @@
 """A 784-256-256-10 MLP (relu, batch 128, float32, CPU), side by side with its anchors.
 
 Two measurements, each on the same data and weights for every contender:
-- ``fwd+bwd``: forward + backward (issue target: engine <= 1.10x hand-written numpy),
-- ``train``: forward + backward + Adam step (targets: <= 1.15x numpy, <= 1.0x MXNet 1.9.1,
-  <= 1.0x PyTorch 2.13).
+- ``fwd+bwd``: forward + backward (issue 11 target: engine <= 1.05x hand-written numpy),
+- ``train``: forward + backward + Adam step (issue 11 targets: <= 0.8x MXNet 1.9.1
+  hybridized, <= 2.5x the time of the step's matrix products alone).
 
-Contenders: the engine (gluon.nn Dense + SoftmaxCrossEntropyLoss under autograd.record, then
-``Trainer.step`` whose parameters live in one contiguous buffer), hand-written numpy doing
-the same math (in-place Adam into preallocated temporaries: a strong floor), MXNet 1.9.1
-(hybridized, static_alloc) and PyTorch 2.13 when `bench/setup` has built them.
+Contenders: the engine hybridized (HybridSequential of Dense, ``hybridize(static_alloc=True,
+static_shape=True)``, SoftmaxCrossEntropyLoss under autograd.record, then ``Trainer.step``),
+the same engine imperative (not hybridized), hand-written numpy doing the same math
+(in-place Adam into preallocated temporaries: a strong floor), ``gemm``: only the step's
+eight matrix products into preallocated outputs (the BLAS floor), MXNet 1.9.1 (hybridized,
+static_alloc) and PyTorch 2.13 when `bench/setup` has built them.
 
-Each figure is the best of interleaved rounds; ``--threads N`` caps every contender's
-BLAS/OpenMP threads alike (see bench/threads.py).
+Each round times the in-process contenders interleaved (best of ``--repeats`` runs each),
+then runs each anchor once; figures are the median over rounds and ratios are taken of
+medians. ``--threads N`` caps every contender's BLAS/OpenMP threads alike
+(see bench/threads.py).
 Usage: python bench/engine_mlp.py [--iters 100] [--repeats 5] [--rounds 3] [--threads 1]
 """
 
@@ -37,7 +41,7 @@ from anchors import anchor_python, run_in_anchor  # noqa: E402
 
 BATCH, SIZES = 128, (784, 256, 256, 10)
 LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8
-TARGETS = {"fwd+bwd": {"numpy": 1.10}, "train": {"numpy": 1.15, "mxnet": 1.0, "torch": 1.0}}
+TARGETS = {"fwd+bwd": {"numpy": 1.05}, "train": {"mxnet": 0.8, "gemm": 2.5}}
 
 
 def make_data(seed: int = 0) -> dict[str, np.ndarray]:
@@ -127,11 +131,33 @@ def numpy_step(d: dict[str, np.ndarray], adam: bool = False):
     return step
 
 
+def gemm_step(d: dict[str, np.ndarray], adam: bool = False):
+    """Only the matrix products of one step (3 forward, 3 weight-gradient, 2 input-gradient),
+    into preallocated outputs: what BLAS alone needs. ``adam`` is ignored (no products)."""
+    x = d["x"]
+    ws = [d[f"w{i}"] for i in range(3)]
+    hs = [np.empty((BATCH, w.shape[0]), np.float32) for w in ws]
+    gws = [np.empty_like(w) for w in ws]
+    gxs = [np.empty((BATCH, w.shape[1]), np.float32) for w in ws[1:]]
+
+    def step():
+        np.matmul(x, ws[0].T, out=hs[0])
+        np.matmul(hs[0], ws[1].T, out=hs[1])
+        np.matmul(hs[1], ws[2].T, out=hs[2])
+        np.matmul(hs[2].T, hs[1], out=gws[2])
+        np.matmul(hs[2], ws[2], out=gxs[1])
+        np.matmul(gxs[1].T, hs[0], out=gws[1])
+        np.matmul(gxs[1], ws[1], out=gxs[0])
+        np.matmul(gxs[0].T, x, out=gws[0])
+
+    return step
+
+
 # ----------------------------------------------------------------------------- engine
-def engine_step(d: dict[str, np.ndarray], adam: bool = False):
+def engine_step(d: dict[str, np.ndarray], adam: bool = False, hybridize: bool = True):
     from engine import autograd, gluon, nd
 
-    net = gluon.nn.Sequential()
+    net = gluon.nn.HybridSequential()
     net.add(gluon.nn.Dense(256, activation="relu", in_units=784),
             gluon.nn.Dense(256, activation="relu", in_units=256),
             gluon.nn.Dense(10, in_units=256))
@@ -139,7 +165,8 @@ def engine_step(d: dict[str, np.ndarray], adam: bool = False):
     for i, layer in enumerate(net):
         layer.weight.set_data(nd.array(d[f"w{i}"]))
         layer.bias.set_data(nd.array(d[f"b{i}"]))
-    net.hybridize()
+    if hybridize:
+        net.hybridize(static_alloc=True, static_shape=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": LR}) if adam else None
     x, y = nd.array(d["x"]), nd.array(d["y"])
@@ -252,7 +279,8 @@ def run_anchor(name: str, data, adam: bool, iters: int, repeats: int) -> float |
 
 
 def measure(data, adam: bool, args) -> dict[str, list[float]]:
-    steps = {"numpy": numpy_step(data, adam), "engine": engine_step(data, adam)}
+    steps = {"numpy": numpy_step(data, adam), "engine": engine_step(data, adam),
+             "imperative": engine_step(data, adam, hybridize=False), "gemm": gemm_step(data)}
     times: dict[str, list[float]] = {name: [] for name in [*steps, "mxnet", "torch"]}
     for _ in range(args.rounds):
         for name, secs in time_interleaved(steps, args.iters, args.repeats).items():
@@ -265,22 +293,23 @@ def measure(data, adam: bool, args) -> dict[str, list[float]]:
 
 
 def report(title: str, times: dict[str, list[float]], targets: dict[str, float]) -> None:
-    labels = {"numpy": "hand-written numpy", "engine": "rudder engine",
-              "mxnet": f"mxnet {VERSIONS.get('mxnet', '')}",
+    labels = {"numpy": "hand-written numpy", "engine": "rudder engine hybridized",
+              "imperative": "rudder engine imperative", "gemm": "gemm only (BLAS floor)",
+              "mxnet": f"mxnet {VERSIONS.get('mxnet', '')} hybridized",
               "torch": f"pytorch {VERSIONS.get('torch', '')}"}
     print(f"{title}:")
-    best = {name: min(ts) for name, ts in times.items()}
-    for name, secs in best.items():
+    median = {name: float(np.median(ts)) for name, ts in times.items()}
+    for name, secs in median.items():
         spread = ", ".join(f"{t * 1e3:.2f}" for t in times[name])
-        print(f"  {labels[name]:<26} {secs * 1e3:8.3f} ms/iter   (rounds: {spread})")
+        print(f"  {labels[name]:<32} {secs * 1e3:8.3f} ms/iter median   (rounds: {spread})")
     for name in ("mxnet", "torch"):
-        if name not in best:
-            print(f"  {name:<26} not built (run bench/setup) — skipped")
-    for name in ("numpy", "mxnet", "torch"):
-        if name in best:
+        if name not in median:
+            print(f"  {name:<32} not built (run bench/setup) — skipped")
+    for name in ("numpy", "imperative", "gemm", "mxnet", "torch"):
+        if name in median:
             target = f"(target <= {targets[name]:.2f})" if name in targets else ""
-            ratio = best["engine"] / best[name]
-            print(f"  engine / {name:<7} = {ratio:6.3f}   {target}")
+            ratio = median["engine"] / median[name]
+            print(f"  engine / {name:<10} = {ratio:6.3f}   {target}")
 
 
 def main() -> None:
@@ -295,7 +324,7 @@ def main() -> None:
     data = make_data()
     check_same_math(data)
     print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, {THREADS} thread(s) each, "
-          f"{os.cpu_count()} cores, best of {args.rounds} rounds")
+          f"{os.cpu_count()} cores, median of {args.rounds} rounds")
     for mode, adam in (("fwd+bwd", False), ("train", True)):
         if args.only in (None, mode):
             title = "forward+backward" if not adam else "forward+backward+Adam step"

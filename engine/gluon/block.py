@@ -29,9 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import initializer as _init
-from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
-from .parameter import DeferredInitializationError, Parameter
+from .parameter import Parameter
 from .parameter_dict import ParameterDict, ParameterFileError, _brief, load_arrays, save_arrays
 
 
@@ -221,7 +220,8 @@ class Block:
         )
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:
-        """Accepted for compatibility: Rudder always runs imperatively."""
+        """Hybridize the HybridBlocks among the descendants (a plain Block itself keeps
+        running imperatively, as in MXNet); see :meth:`HybridBlock.hybridize`."""
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
@@ -351,52 +351,5 @@ def _size(param: Parameter) -> int:
     return size
 
 
-class HybridBlock(Block):
-    """A Block written with ``hybrid_forward(F, x, *args, **params)``.
-
-    ``F`` is ``engine.nd``; the Block's own parameters arrive as keyword NDArrays on the
-    input's context. ``hybridize()`` is accepted (Rudder runs imperatively). Parameters with
-    unknown (0) dims are completed at the first call by ``infer_shape(x, *args)``, which
-    layers override.
-    """
-
-    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
-        super().__init__(prefix, params)
-        self._active = False
-
-    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
-        self._active = active
-        super().hybridize(active, **kwargs)
-
-    def infer_shape(self, *args: Any) -> None:
-        """Fill in this Block's unknown parameter dims from the inputs.
-
-        Layers override it; the default runs ``hybrid_forward`` once with an ``F`` whose
-        FullyConnected/Convolution/BatchNorm/LayerNorm/Embedding/prelu complete the shapes
-        of the parameters they receive (see :mod:`engine.gluon.shape_probe`).
-        """
-        from .shape_probe import probe_shapes
-
-        probe_shapes(self, *args)
-
-    def _deferred_infer_shape(self, *args: Any) -> None:
-        self.infer_shape(*args)
-        for param in self._reg_params.values():
-            param._finish_deferred_init()
-
-    def forward(self, x: Any, *args: Any) -> Any:
-        ctx = x.context if isinstance(x, NDArray) else None
-        try:
-            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
-        except DeferredInitializationError:
-            self._deferred_infer_shape(x, *args)
-            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
-        return self.hybrid_forward(nd, x, *args, **params)
-
-    def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N803
-        raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")
-
-    def export(self, path: str, epoch: int = 0, **kwargs: Any) -> None:  # pragma: no cover
-        raise NotImplementedError(
-            "Rudder has no symbolic graph to export; use save_parameters and rebuild the Block"
-        )
+# HybridBlock lives with the hybridize machinery; re-exported here, where MXNet has it.
+from .hybrid.hybrid_block import HybridBlock, _is_symbol  # noqa: E402, F401

@@ -16,10 +16,11 @@ from numbers import Number
 from typing import Any
 
 from .. import ndarray as nd
+from .. import symbol
 from ..ndarray.ndarray import NDArray
 from ..ndarray.nn_ops import softmax_cross_entropy_sparse
 from ..registry import Registry
-from .block import HybridBlock
+from .block import HybridBlock, _is_symbol
 
 LOSSES = Registry("loss")
 
@@ -40,6 +41,8 @@ def _apply_weighting(loss: NDArray, weight: Any = None, sample_weight: Any = Non
 
 
 def _reshape_like(x: Any, y: NDArray) -> Any:
+    if _is_symbol(y):
+        return symbol.reshape_like(x, y)
     if not isinstance(x, NDArray):
         x = nd.array(x, ctx=y.context, dtype=y.dtype)
     if x.shape == y.shape:
@@ -61,12 +64,16 @@ class Loss(HybridBlock):
         return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
 
     def _mean(self, loss: NDArray) -> NDArray:
+        if _is_symbol(loss):
+            return symbol.mean(loss, axis=self._batch_axis, exclude=True)
         if loss.ndim <= 1:
             return loss
         return loss.mean(axis=self._batch_axis, exclude=True)
 
     def forward(self, pred: Any, label: Any, *args: Any, **kwargs: Any) -> Any:
-        return self.hybrid_forward(nd, pred, label, *args, **kwargs)
+        # on Symbols (Module training a Gluon loss) F is engine.symbol, as in MXNet
+        return self.hybrid_forward(symbol if _is_symbol(pred) else nd, pred, label, *args,
+                                   **kwargs)
 
 
 @LOSSES.register(name="L2Loss", aliases=("l2",))

@@ -85,6 +85,7 @@ class Parameter:
         self._ctx_list: list[Context] | None = None
         self._deferred_init: tuple[Any, ...] = ()
         self._trainer: Any = None
+        self._var: Any = None  # the Symbol var() made once, as MXNet keeps it
 
     def __repr__(self) -> str:
         return f"Parameter {self.name} (shape={self.shape}, dtype={numpy.dtype(self.dtype).name})"
@@ -397,8 +398,19 @@ class Parameter:
                 g._data = g._data.astype(self._dtype)
         self._init_grad()
 
-    def var(self) -> Any:  # pragma: no cover - symbolic API
-        raise NotImplementedError("Rudder runs Gluon imperatively; Parameter.var() is not needed")
+    def var(self) -> Any:
+        """This parameter as a Symbol variable (name, shape, dtype, lr/wd multipliers, init),
+        as a HybridBlock called on Symbols passes it to ``hybrid_forward``.
+
+        >>> Parameter("fc_weight", shape=(2, 3)).var().name
+        'fc_weight'
+        """
+        if self._var is None:
+            from .. import symbol
+
+            self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init)
+        return self._var
 
 
 def _to_ctx_raw(data: Any, ctx: Context) -> Any:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,14 @@ class Sequential(_SequentialMixin, Block):
             if isinstance(x, (tuple, list)):
                 x, args = x[0], tuple(x[1:])
         return (x, *args) if args else x
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Hybridize the children; warns, as MXNet does, when HybridSequential would do."""
+        if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
+            warnings.warn(
+                f"All children of this Sequential layer '{self.prefix}' are HybridBlocks. "
+                "Consider using HybridSequential for the best performance.", stacklevel=2)
+        super().hybridize(active, **kwargs)
 
 
 @register

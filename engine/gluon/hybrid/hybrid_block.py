@@ -1,0 +1,136 @@
+"""``HybridBlock``: a Block written as ``hybrid_forward(F, x, ...)``, runnable on NDArrays
+(``F`` = ``engine.nd``), on Symbols (``F`` = ``engine.symbol``) and, after ``hybridize()``,
+as a traced static program (see :mod:`engine.gluon.hybrid`).
+
+>>> import engine as mx
+>>> class Scale(mx.gluon.HybridBlock):
+...     def hybrid_forward(self, F, x):
+...         return F.relu(x) * 2
+>>> block = Scale(); block.hybridize()
+>>> block(mx.nd.array([-1.0, 3.0])).asnumpy().tolist()
+[0.0, 6.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import nd  # the module users compare with (`F is mx.nd`)
+from ...ndarray.ndarray import NDArray
+from ..block import Block
+from ..parameter import DeferredInitializationError
+from ..parameter_dict import ParameterDict
+from .cached import CachedGraph
+from .trace import current_tracer
+
+
+class HybridBlock(Block):
+    """A Block written with ``hybrid_forward(F, x, *args, **params)``.
+
+    Called on NDArrays, ``F`` is ``engine.nd`` and the Block's own parameters arrive as
+    keyword NDArrays on the input's context; called on Symbols, ``F`` is ``engine.symbol``,
+    the parameters arrive as ``Parameter.var()`` and the result is a Symbol (for
+    ``Module``). After ``hybridize()``, calls replay a traced static program (see
+    :mod:`engine.gluon.hybrid`). Parameters with unknown (0) dims are completed at the
+    first call by ``infer_shape(x, *args)``, which layers override.
+    """
+
+    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
+        super().__init__(prefix, params)
+        self._active = False
+        self._cached_graph: Any = None
+        self._static_alloc = False
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Trace the forward into a static program at the next call (``active=False`` undoes
+        it). ``static_alloc=True`` reuses the program's buffers from call to call;
+        ``static_shape`` and MXNet's other flags are accepted."""
+        self._active = active
+        self._static_alloc = bool(kwargs.get("static_alloc", False))
+        self._cached_graph = None
+        super().hybridize(active, **kwargs)
+
+    def cast(self, dtype: Any) -> None:
+        self._cached_graph = None  # programs hold buffers of the old dtype
+        super().cast(dtype)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _check_inputs(args, kwargs)
+        if self._active and current_tracer() is None and not _is_symbol(args[0] if args else None):
+            # hybridized: hooks run around the cached program, as around MXNet's CachedOp
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
+            if self._cached_graph is None:
+                self._cached_graph = CachedGraph(self, self._static_alloc)
+            out = self._cached_graph(self.forward, args, kwargs)
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
+            return out
+        return super().__call__(*args, **kwargs)
+
+    def infer_shape(self, *args: Any) -> None:
+        """Fill in this Block's unknown parameter dims from the inputs.
+
+        Layers override it; the default runs ``hybrid_forward`` once with an ``F`` whose
+        FullyConnected/Convolution/BatchNorm/LayerNorm/Embedding/prelu complete the shapes
+        of the parameters they receive (see :mod:`engine.gluon.shape_probe`).
+        """
+        from ..shape_probe import probe_shapes
+
+        probe_shapes(self, *args)
+
+    def _deferred_infer_shape(self, *args: Any) -> None:
+        self.infer_shape(*args)
+        for param in self._reg_params.values():
+            param._finish_deferred_init()
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        if _is_symbol(x):
+            from ... import symbol
+
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            return self.hybrid_forward(symbol, x, *args, **params)
+        ctx = x.context if isinstance(x, NDArray) else None
+        try:
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        except DeferredInitializationError:
+            self._deferred_infer_shape(x, *args)
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        tracer = current_tracer()
+        if tracer is None:
+            return self.hybrid_forward(nd, x, *args, **params)
+        for key, arr in params.items():
+            tracer.param_slot(self._reg_params[key], arr)
+        return self.hybrid_forward(tracer.F, x, *args, **params)
+
+    def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N803
+        raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")
+
+    def export(self, path: str, epoch: int = 0, **kwargs: Any) -> None:  # pragma: no cover
+        raise NotImplementedError(
+            "Rudder has no symbolic graph to export; use save_parameters and rebuild the Block"
+        )
+
+
+_symbol_type: list[type] = []  # engine.symbol.Symbol, imported on first use
+
+
+def _is_symbol(value: Any) -> bool:
+    if not _symbol_type:
+        from ...symbol import Symbol
+
+        _symbol_type.append(Symbol)
+    return isinstance(value, _symbol_type[0])
+
+
+def _check_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """MXNet's rule: a HybridBlock needs at least one NDArray or Symbol among its inputs."""
+
+    def arrays(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return any(arrays(v) for v in value)
+        return isinstance(value, NDArray) or _is_symbol(value)
+
+    if not any(arrays(v) for v in (*args, *kwargs.values())):
+        raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
+                         "input. Please check the type of the args.")

@@ -1,0 +1,349 @@
+"""A traced forward compiled into a static program, replayed without the Python tape.
+
+The program is a list of kernels over numbered value slots (block inputs, Parameters,
+intermediate results). A replay under ``autograd.record()`` appears on the caller's tape as
+ONE node (as MXNet's CachedOp does) whose inputs are the block inputs and the Parameter
+arrays; its backward walks the kernels in reverse, writing weight gradients straight into
+the Parameters' gradient buffers when autograd offers them.
+
+Buffers (MXNet's ``static_alloc``): intermediate results and backward scratch live in a
+:class:`BufferSet` reused from call to call. A set is lent to a recorded forward until its
+backward has run (without ``retain_graph``) or its output is gone; a second forward before
+that gets another set, so nothing a pending backward needs is overwritten. The block's
+outputs are always fresh arrays: the caller may keep them.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ... import autograd
+from ...ndarray.ndarray import NDArray, _Node, needs_grad
+from .kernels import (
+    ActivationKernel,
+    FullyConnectedKernel,
+    GenericKernel,
+    activation_of,
+)
+from .trace import SlotRef, Step, Tracer, Untraceable
+
+_FC_KWARGS = {"data", "weight", "bias", "no_bias", "num_hidden", "flatten"}
+
+
+class BufferSet:
+    """Arrays a program reuses across calls, allocated on first use."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        self.generation = 0
+        self._arrays: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, key: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) -> Any:
+        arr = self._arrays.get(key)
+        if arr is None or arr.shape != shape or arr.dtype != dtype:
+            arr = self.xp.empty(shape, dtype)
+            self._arrays[key] = arr
+        return arr
+
+
+class Run:
+    """The state of one replay: values by slot, gradients, and what needs a gradient."""
+
+    __slots__ = ("program", "values", "ctx", "xp", "buffers", "keep", "needs", "grads",
+                 "tapes", "leaves")
+
+    def __init__(self, program: Program, values: list[Any], ctx: Any, xp: Any,
+                 buffers: BufferSet, keep: bool, needs: list[bool],
+                 leaves: list[NDArray]) -> None:
+        self.program = program
+        self.values = values
+        self.ctx = ctx
+        self.xp = xp
+        self.buffers = buffers
+        self.keep = keep
+        self.needs = needs
+        self.grads: dict[int, Any] = {}
+        self.tapes: dict[int, Any] = {}
+        self.leaves = leaves
+
+    def output_buffer(self, slot: int, key: tuple[Any, ...], shape: tuple[int, ...],
+                      dtype: Any) -> Any:
+        """Where a kernel writes ``slot``: a reused buffer, or a fresh array for an output."""
+        if slot in self.program.output_slots:
+            return self.xp.empty(shape, dtype)
+        return self.buffers.get(key + ("out",), shape, dtype)
+
+    def direct_buffer(self, slot: int) -> Any:
+        """The Parameter's own gradient buffer, when the whole gradient may be written there."""
+        if self.program.uses.get(slot, 0) != 1 or slot not in self.program.leaf_index:
+            return None
+        return autograd.direct_grad_buffer(self.leaves[self.program.leaf_index[slot]])
+
+    def add_grad(self, slot: int, g: Any) -> None:
+        if slot in self.grads:
+            self.grads[slot] = self.grads[slot] + g
+        else:
+            self.grads[slot] = g
+
+
+class Program:
+    """One traced forward (fixed input shapes, dtypes and training mode), compiled."""
+
+    def __init__(self, tracer: Tracer, output: Any, static_alloc: bool, xp: Any) -> None:
+        if tracer.failure is not None:
+            raise Untraceable(tracer.failure)
+        self.structure, outputs = _flatten_outputs(output)
+        out_slots = [tracer.slot_of(o) for o in outputs]
+        if not outputs or any(s is None for s in out_slots):
+            raise Untraceable("an output was computed outside F")
+        self.n_inputs = len(tracer.inputs)
+        self.params = list(tracer.params)
+        self.leaf_slots = list(range(self.n_inputs)) + self._param_slot_numbers(tracer)
+        self.leaf_index = {slot: i for i, slot in enumerate(self.leaf_slots)}
+        self.n_slots = tracer.n_slots
+        self.out_slots: list[int] = out_slots  # type: ignore[assignment]
+        self.output_slots = frozenset(self.out_slots)
+        self.uses: dict[int, int] = {}
+        for step in tracer.steps:
+            for slot in step.inputs:
+                self.uses[slot] = self.uses.get(slot, 0) + 1
+        self.kernels = self._compile(tracer.steps)
+        self._backward_kernels = self._tape_order()
+        self._steps = tracer.steps
+        self._view_of_buffer = self._maybe_views()
+        self.static_alloc = static_alloc
+        self.xp = xp
+        # recorded forwards' sets, each with the array whose tape node may still need it
+        self._lent: list[tuple[BufferSet, weakref.ref[NDArray]]] = []
+        self._inference = BufferSet(xp)
+        self._needs_cache: dict[tuple[bool, ...], list[bool]] = {}
+
+    @staticmethod
+    def _param_slot_numbers(tracer: Tracer) -> list[int]:
+        # parameters were registered in tracer.params order, each with one new slot
+        slots = sorted(s for s in tracer._slot.values() if s >= len(tracer.inputs))
+        step_outputs = {o for step in tracer.steps for o in step.outputs}
+        return [s for s in slots if s not in step_outputs]
+
+    # ----------------------------------------------------------------- compiling
+    def _compile(self, steps: list[Step]) -> list[Any]:
+        kernels: list[Any] = []
+        skip = -1
+        for i, step in enumerate(steps):
+            if i == skip:
+                continue
+            if self._is_plain_fc(step):
+                nxt = steps[i + 1] if i + 1 < len(steps) else None
+                out = step.outputs[0]
+                act = activation_of(nxt) if nxt is not None else None
+                if (nxt is not None and act is not None and self.uses.get(out) == 1
+                        and out not in self.output_slots
+                        and isinstance(nxt.args[0], SlotRef) and nxt.args[0].slot == out):
+                    kernels.append(FullyConnectedKernel(i, step, act, nxt.outputs[0]))
+                    skip = i + 1
+                else:
+                    kernels.append(FullyConnectedKernel(i, step, None, out))
+                continue
+            act = activation_of(step)
+            if act is not None and isinstance(step.args[0], SlotRef):
+                kernels.append(ActivationKernel(i, step, act))
+                continue
+            kernels.append(GenericKernel(step))
+        return kernels
+
+    def _tape_order(self) -> list[Any]:
+        """Kernels in the order autograd's tape would run their backward rules.
+
+        Any reverse topological order is correct; this one (the tape's own depth-first
+        post-order from the outputs, reversed) also sums the gradients of an array used
+        several times in the same order as the tape does, so results stay bit-identical.
+        """
+        producer: dict[int, Any] = {}
+        for kernel in self.kernels:
+            outs = kernel.step.outputs if isinstance(kernel, GenericKernel) else (kernel.out,)
+            for slot in outs:
+                producer[slot] = kernel
+        order: list[Any] = []
+        seen: set[int] = set()
+        stack = [(producer[s], False) for s in self.out_slots if s in producer]
+        while stack:
+            kernel, expanded = stack.pop()
+            if expanded:
+                order.append(kernel)
+                continue
+            if id(kernel) in seen:
+                continue
+            seen.add(id(kernel))
+            stack.append((kernel, True))
+            for slot in kernel.reads():
+                parent = producer.get(slot)
+                if parent is not None and id(parent) not in seen:
+                    stack.append((parent, False))
+        order.reverse()
+        return order
+
+    @staticmethod
+    def _is_plain_fc(step: Step) -> bool:
+        if step.name != "FullyConnected" or step.multi_output:
+            return False
+        if set(step.kwargs) - _FC_KWARGS or len(step.args) > 3:
+            return False
+        data = step.args[0] if step.args else step.kwargs.get("data")
+        weight = step.args[1] if len(step.args) > 1 else step.kwargs.get("weight")
+        bias = step.args[2] if len(step.args) > 2 else step.kwargs.get("bias")
+        return (isinstance(data, SlotRef) and isinstance(weight, SlotRef)
+                and (bias is None or isinstance(bias, SlotRef)))
+
+    def _maybe_views(self) -> set[int]:
+        """Outputs that may be views of a reused buffer (a generic step such as a reshape
+        applied to a kernel's buffer): they are copied before being returned."""
+        buffered: set[int] = set()
+        for kernel in self.kernels:
+            if isinstance(kernel, GenericKernel):
+                if any(s in buffered for s in kernel.reads()):
+                    buffered.update(kernel.step.outputs)
+            elif kernel.out not in self.output_slots:
+                buffered.add(kernel.out)
+        return buffered & self.output_slots
+
+    def _needs(self, leaf_needs: tuple[bool, ...]) -> list[bool]:
+        needs = self._needs_cache.get(leaf_needs)
+        if needs is None:
+            needs = [False] * self.n_slots
+            for slot, flag in zip(self.leaf_slots, leaf_needs, strict=True):
+                needs[slot] = flag
+            for step in self._steps:
+                if any(needs[s] for s in step.inputs):
+                    for o in step.outputs:
+                        needs[o] = True
+            self._needs_cache[leaf_needs] = needs
+        return needs
+
+    # ------------------------------------------------------------------- buffers
+    def _free_set(self) -> BufferSet:
+        """A buffer set no pending backward needs: its tape node is gone, or its backward
+        already ran without ``retain_graph`` (so it cannot run again); else a new set."""
+        for i, (buffers, holder) in enumerate(self._lent):
+            arr = holder()
+            if arr is None or arr._node is None or arr._node.backward is None:
+                del self._lent[i]
+                return buffers
+        return BufferSet(self.xp)
+
+    def _lend(self, buffers: BufferSet, holder: NDArray) -> None:
+        if self.static_alloc:
+            self._lent.append((buffers, weakref.ref(holder)))
+
+    # ------------------------------------------------------------------- running
+    def __call__(self, inputs: list[NDArray], ctx: Any) -> Any:
+        leaves = list(inputs) + [p.data(ctx) for p in self.params]
+        values: list[Any] = [None] * self.n_slots
+        for slot, arr in zip(self.leaf_slots, leaves, strict=True):
+            values[slot] = arr._data
+        keep = False
+        needs: list[bool]
+        if autograd.is_recording():
+            leaf_needs = tuple(needs_grad(a) for a in leaves)
+            keep = any(leaf_needs)
+            needs = self._needs(leaf_needs)
+        else:
+            needs = self._needs((False,) * len(leaves))
+        if keep:
+            buffers = self._free_set() if self.static_alloc else BufferSet(self.xp)
+            buffers.generation += 1
+        else:
+            buffers = self._inference if self.static_alloc else BufferSet(self.xp)
+        run = Run(self, values, ctx, self.xp, buffers, keep, needs, leaves)
+        for kernel in self.kernels:
+            kernel.forward(run)
+        results = []
+        differentiable = []
+        for slot in self.out_slots:
+            if slot in self.leaf_index:  # the block returned one of its inputs
+                results.append(leaves[self.leaf_index[slot]])
+                continue
+            out = values[slot]
+            results.append(NDArray(out.copy() if slot in self._view_of_buffer else out, ctx))
+            if keep and needs[slot]:
+                differentiable.append((slot, results[-1]))
+        if len(differentiable) == 1:
+            slot, result = differentiable[0]
+            result._node = _Node(tuple(leaves), self._backward_rule(run, slot))
+            self._lend(buffers, result)
+        elif differentiable:
+            # One backward for all outputs: each output's node hands its gradient to a
+            # shared anchor node; autograd sums them there (an _OutputGrads merge), and
+            # the anchor's rule runs the program backward once, as the tape would.
+            anchor = NDArray(differentiable[0][1]._data, ctx)  # data unused
+            anchor._node = _Node(tuple(leaves), self._backward_rule(run, None))
+            for slot, result in differentiable:
+                result._node = _Node((anchor,), _to_anchor(slot))
+            self._lend(buffers, anchor)
+        return _unflatten(self.structure, results)
+
+    def _backward_rule(self, run: Run, slot: int | None) -> Any:
+        """The program's backward as a tape rule: for output ``slot``'s gradient, or (None)
+        for the merged gradients of several outputs."""
+        generation = run.buffers.generation
+
+        def backward(g: Any) -> tuple[Any, ...]:
+            if run.buffers.generation != generation:
+                raise RuntimeError(
+                    "a hybridized block was called again before the backward of an earlier "
+                    "call that had already been differentiated once; its buffers were reused"
+                )
+            run.grads = dict(g.by_slot) if slot is None else {slot: g}
+            for kernel in self._backward_kernels:
+                kernel.backward(run)
+            out = []
+            for leaf in self.leaf_slots:
+                grad = run.grads.get(leaf)
+                if grad is not None and grad is not autograd.WRITTEN:
+                    grad = grad.copy()  # may live in a reused buffer
+                out.append(grad)
+            return tuple(out)
+
+        return backward
+
+
+class _OutputGrads:
+    """Gradients of several outputs on their way to the anchor node; ``+`` merges them."""
+
+    __slots__ = ("by_slot",)
+
+    def __init__(self, by_slot: dict[int, Any]) -> None:
+        self.by_slot = by_slot
+
+    def __add__(self, other: _OutputGrads) -> _OutputGrads:
+        merged = dict(self.by_slot)
+        for slot, g in other.by_slot.items():
+            merged[slot] = merged[slot] + g if slot in merged else g
+        return _OutputGrads(merged)
+
+
+def _to_anchor(slot: int) -> Any:
+    return lambda g: (_OutputGrads({slot: g}),)
+
+
+def _flatten_outputs(output: Any) -> tuple[Any, list[NDArray]]:
+    """(structure, arrays) of an NDArray or a nested list/tuple of them."""
+    if isinstance(output, NDArray):
+        return None, [output]
+    if isinstance(output, (list, tuple)):
+        parts = [_flatten_outputs(o) for o in output]
+        if all(p[1] for p in parts):
+            return (type(output), [(p[0], len(p[1])) for p in parts]), \
+                [a for p in parts for a in p[1]]
+    raise Untraceable("hybrid_forward returned something other than NDArrays")
+
+
+def _unflatten(structure: Any, arrays: list[NDArray]) -> Any:
+    if structure is None:
+        return arrays[0]
+    kind, parts = structure
+    out, start = [], 0
+    for sub, count in parts:
+        out.append(_unflatten(sub, arrays[start:start + count]))
+        start += count
+    return kind(out)

@@ -1,6 +1,6 @@
 """N-d convolution (MXNet's ``Convolution``): 1-D, 2-D and 3-D, channels-first or -last.
 
-The data is read through a channels-last window view (see :mod:`.im2col`) and copied once
+The data is read through a channels-last window view (see :mod:`.conv_windows`) and copied once
 into an im2col matrix (rows = N·out pixels, columns = kernel positions × channels), so each
 layer is one large GEMM ``cols @ weight.T`` per group whose (rows, filters) result already
 *is* the channels-last output: it is returned as a transposed view, never copied back to
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import im2col
+from . import conv_windows
 from .ndarray import NDArray, apply_op, needs_grad
 from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
 
@@ -84,12 +84,12 @@ def _conv_geometry(x: Any, w: Any, kernel: Any, stride: Any, dilate: Any, pad: A
     if nd not in (1, 2, 3) or w.ndim != x.ndim:
         raise ValueError(f"Convolution expects 3-, 4- or 5-D data and a weight of the same "
                          f"rank, got shapes {x.shape} and {w.shape}")
-    last = im2col.check_layout(layout, nd, "Convolution")
-    kernel = im2col.spatial_tuple(kernel if kernel not in (None, ()) else
+    last = conv_windows.check_layout(layout, nd, "Convolution")
+    kernel = conv_windows.spatial_tuple(kernel if kernel not in (None, ()) else
                                   (w.shape[1:-1] if last else w.shape[2:]), nd, "kernel")
-    stride = im2col.spatial_tuple(stride, nd, "stride", 1)
-    dilate = im2col.spatial_tuple(dilate, nd, "dilate", 1)
-    pad = im2col.spatial_tuple(pad, nd, "pad", 0)
+    stride = conv_windows.spatial_tuple(stride, nd, "stride", 1)
+    dilate = conv_windows.spatial_tuple(dilate, nd, "dilate", 1)
+    pad = conv_windows.spatial_tuple(pad, nd, "pad", 0)
     c = x.shape[-1] if last else x.shape[1]
     f = w.shape[0]
     w_kernel, cg = (w.shape[1:-1], w.shape[-1]) if last else (w.shape[2:], w.shape[1])
@@ -103,8 +103,8 @@ def _conv_geometry(x: Any, w: Any, kernel: Any, stride: Any, dilate: Any, pad: A
     if num_filter is not None and f != int(num_filter):
         raise ValueError(f"Convolution: weight has {f} filters, num_filter={num_filter}")
     sizes = x.shape[1:-1] if last else x.shape[2:]
-    out = tuple(im2col.conv_out_size(*args) for args in zip(sizes, kernel, stride, pad, dilate,
-                                                             strict=True))
+    out = tuple(conv_windows.conv_out_size(*args)
+                for args in zip(sizes, kernel, stride, pad, dilate, strict=True))
     if min(out) <= 0:
         padded = tuple(s + 2 * p for s, p in zip(sizes, pad, strict=True))
         raise ValueError(f"Convolution: kernel {kernel} (dilate {dilate}) is larger than the "
@@ -128,11 +128,11 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     groups = int(num_group)
     last, kernel, stride, dilate, pad, sizes, out_sizes = _conv_geometry(
         x, w, kernel, stride, dilate, pad, num_filter, groups, layout)
-    xl = im2col.to_channels_last(x, last)
-    xpad = im2col.pad_channels_last(xp, xl, pad, pad)
-    win = im2col.windows(xp, xpad, out_sizes, kernel, stride, dilate)
+    xl = conv_windows.to_channels_last(x, last)
+    xpad = conv_windows.pad_channels_last(xp, xl, pad, pad)
+    win = conv_windows.windows(xp, xpad, out_sizes, kernel, stride, dilate)
     n, c, f = x.shape[0], xl.shape[-1], w.shape[0]
-    rows, kk = n * im2col.count(out_sizes), im2col.count(kernel)
+    rows, kk = n * conv_windows.count(out_sizes), conv_windows.count(kernel)
     # im2col: the one copy of the input, (rows, KK, C) with channels contiguous
     cols = group_matrix(xp, xp.ascontiguousarray(win).reshape(rows, kk, c), groups)
     wmat = weight_to_rows(w, last).reshape(groups, f // groups, -1)
@@ -147,21 +147,21 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     need_gx = needs_grad(data)  # a network's input data needs no gradient: skip col2im
 
     def backward(g: Any) -> tuple[Any, ...]:
-        gmat = group_matrix(xp, im2col.to_channels_last(g, last).reshape(rows, 1, f), groups)
+        gmat = group_matrix(xp, conv_windows.to_channels_last(g, last).reshape(rows, 1, f), groups)
         gw = grouped_matmul(xp, gmat.transpose(0, 2, 1), cols)  # (G, F/G, KK·Cg)
         gw = rows_to_weight(gw.reshape(f, -1), w.shape, last)
         gx = None
         if need_gx:
             gcols = kernel_major_product(xp, gmat, wmat, kk)  # (KK, rows, C)
             gpad = xp.zeros(xpad.shape, dtype=x.dtype)
-            im2col.col2im_add(gpad, gcols.reshape(kk, n, *out_sizes, c), out_sizes, kernel,
+            conv_windows.col2im_add(gpad, gcols.reshape(kk, n, *out_sizes, c), out_sizes, kernel,
                               stride, dilate)
-            gx = im2col.from_channels_last(gpad[im2col.interior(pad, sizes)], last)
+            gx = conv_windows.from_channels_last(gpad[conv_windows.interior(pad, sizes)], last)
         if use_bias:
             return gx, gw, gmat.sum(axis=1).reshape(f)
         return gx, gw
 
-    return apply_op(im2col.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
+    return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import im2col
+from . import conv_windows
 from .conv_ops import group_matrix, grouped_matmul, kernel_major_product, ungroup_matrix
 from .ndarray import NDArray, apply_op, needs_grad
 
@@ -28,7 +28,7 @@ def _pads(sizes: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ..
     """(pad, adj); a ``target_shape`` replaces both, as MXNet infers them from it."""
     if target_shape in (None, ()) or not any(int(t) for t in target_shape):
         return pad, adj
-    target = im2col.spatial_tuple(target_shape, len(sizes), "target_shape")
+    target = conv_windows.spatial_tuple(target_shape, len(sizes), "target_shape")
     pads, adjs = [], []
     for n, k, s, d, t in zip(sizes, kernel, stride, dilate, target, strict=True):
         full = s * (n - 1) + d * (k - 1) + 1
@@ -57,17 +57,17 @@ def deconvolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     if nd not in (1, 2, 3) or w.ndim != x.ndim:
         raise ValueError(f"Deconvolution expects 3-, 4- or 5-D data and a weight of the same "
                          f"rank, got shapes {x.shape} and {w.shape}")
-    last = im2col.check_layout(layout, nd, "Deconvolution")
+    last = conv_windows.check_layout(layout, nd, "Deconvolution")
     w_kernel, fg = (w.shape[1:-1], w.shape[-1]) if last else (w.shape[2:], w.shape[1])
-    kernel = im2col.spatial_tuple(kernel if kernel not in (None, ()) else w_kernel, nd,
+    kernel = conv_windows.spatial_tuple(kernel if kernel not in (None, ()) else w_kernel, nd,
                                   "kernel")
-    stride = im2col.spatial_tuple(stride, nd, "stride", 1)
-    dilate = im2col.spatial_tuple(dilate, nd, "dilate", 1)
+    stride = conv_windows.spatial_tuple(stride, nd, "stride", 1)
+    dilate = conv_windows.spatial_tuple(dilate, nd, "dilate", 1)
     groups = int(num_group)
-    xl = im2col.to_channels_last(x, last)
+    xl = conv_windows.to_channels_last(x, last)
     n, c, sizes = x.shape[0], xl.shape[-1], tuple(xl.shape[1:-1])
-    pad, adj = _pads(sizes, kernel, stride, dilate, im2col.spatial_tuple(pad, nd, "pad", 0),
-                     im2col.spatial_tuple(adj, nd, "adj", 0), target_shape)
+    pad, adj = _pads(sizes, kernel, stride, dilate, conv_windows.spatial_tuple(pad, nd, "pad", 0),
+                     conv_windows.spatial_tuple(adj, nd, "adj", 0), target_shape)
     f = fg * groups
     if tuple(w_kernel) != kernel or w.shape[0] != c or groups < 1 or c % groups:
         raise ValueError(f"Deconvolution: weight {w.shape} does not fit data with {c} channels,"
@@ -82,15 +82,15 @@ def deconvolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     # the canvas holds every cell a window writes, and the output (adj may reach past it)
     canvas = tuple(max(s * (i - 1) + d * (k - 1) + 1, p + o) for i, k, s, d, p, o in
                    zip(sizes, kernel, stride, dilate, pad, out_sizes, strict=True))
-    rows, kk = n * im2col.count(sizes), im2col.count(kernel)
+    rows, kk = n * conv_windows.count(sizes), conv_windows.count(kernel)
     xmat = group_matrix(xp, xl.reshape(rows, 1, c), groups)  # (G, rows, C/G)
     # weight as (G, C/G, KK·F/G) in (kernel, filter) order, matching channels-last columns
     wl = w if last else w.transpose(0, *range(2, w.ndim), 1)
     wmat = wl.reshape(groups, c // groups, kk * fg)
     cols = kernel_major_product(xp, xmat, wmat, kk)  # (KK, rows, F)
     full = xp.zeros((n, *canvas, f), dtype=x.dtype)
-    im2col.col2im_add(full, cols.reshape(kk, n, *sizes, f), sizes, kernel, stride, dilate)
-    out_l = full[im2col.interior(pad, out_sizes)]
+    conv_windows.col2im_add(full, cols.reshape(kk, n, *sizes, f), sizes, kernel, stride, dilate)
+    out_l = full[conv_windows.interior(pad, out_sizes)]
     use_bias = bias is not None and not no_bias
     if use_bias:
         out_l = out_l + bias._data.astype(x.dtype, copy=False)  # type: ignore[union-attr]
@@ -98,11 +98,11 @@ def deconvolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     need_gx = needs_grad(data)
 
     def backward(g: Any) -> tuple[Any, ...]:
-        g_l = im2col.to_channels_last(g, last)
-        gfull = im2col.pad_channels_last(
+        g_l = conv_windows.to_channels_last(g, last)
+        gfull = conv_windows.pad_channels_last(
             xp, g_l, pad, tuple(cv - p - o for cv, p, o in zip(canvas, pad, out_sizes,
                                                                strict=True)))
-        win = im2col.windows(xp, gfull, sizes, kernel, stride, dilate)
+        win = conv_windows.windows(xp, gfull, sizes, kernel, stride, dilate)
         gcols = group_matrix(xp, xp.ascontiguousarray(win).reshape(rows, kk, f), groups)
         gw = grouped_matmul(xp, xmat.transpose(0, 2, 1), gcols)  # (G, C/G, KK·F/G)
         gw = gw.reshape(c, *kernel, fg)
@@ -112,12 +112,12 @@ def deconvolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
         if need_gx:
             gx_mat = grouped_matmul(xp, gcols, wmat.transpose(0, 2, 1))  # (G, rows, C/G)
             gx_l = ungroup_matrix(xp, gx_mat, 1).reshape(n, *sizes, c)
-            gx = im2col.from_channels_last(gx_l, last)
+            gx = conv_windows.from_channels_last(gx_l, last)
         if use_bias:
             return gx, gw, g_l.sum(axis=tuple(range(nd + 1)))
         return gx, gw
 
-    return apply_op(im2col.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
+    return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy
 
-from . import im2col
+from . import conv_windows
 from .ndarray import NDArray, apply_op
 
 
@@ -63,19 +63,19 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
     nd = x.ndim - 2
     if nd not in (1, 2, 3):
         raise ValueError(f"Pooling expects 3-, 4- or 5-D data, got shape {x.shape}")
-    last = im2col.check_layout(layout, nd, "Pooling")
+    last = conv_windows.check_layout(layout, nd, "Pooling")
     if pool_type not in ("max", "avg", "sum"):
         raise ValueError(f"Pooling: pool_type {pool_type!r} is not supported; expected "
                          f"'max', 'avg' or 'sum'")
     if pooling_convention not in ("valid", "full", "same"):
         raise ValueError(f"Pooling: pooling_convention must be 'valid', 'full' or 'same', "
                          f"got {pooling_convention!r}")
-    xl = im2col.to_channels_last(x, last)
+    xl = conv_windows.to_channels_last(x, last)
     if global_pool:
         return _global_pool(data, xl, pool_type, last)
-    kernel = im2col.spatial_tuple(kernel, nd, "kernel")
-    stride = im2col.spatial_tuple(stride, nd, "stride", 1)
-    pad = im2col.spatial_tuple(pad, nd, "pad", 0)
+    kernel = conv_windows.spatial_tuple(kernel, nd, "kernel")
+    stride = conv_windows.spatial_tuple(stride, nd, "stride", 1)
+    pad = conv_windows.spatial_tuple(pad, nd, "pad", 0)
     sizes = xl.shape[1:-1]
     out_sizes = tuple(_pool_out(*a, pooling_convention) for a in zip(sizes, kernel, stride, pad,
                                                                       strict=True))
@@ -86,11 +86,11 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
     extra = tuple(max(0, (o - 1) * s + k - n - 2 * p)
                   for o, s, k, n, p in zip(out_sizes, stride, kernel, sizes, pad, strict=True))
     after = tuple(p + e for p, e in zip(pad, extra, strict=True))
-    offsets = im2col.kernel_offsets(kernel)
+    offsets = conv_windows.kernel_offsets(kernel)
     ones = (1,) * nd
 
     def part(src: Any, offset: tuple[int, ...]) -> Any:
-        return src[im2col.offset_slices(offset, out_sizes, stride, ones)]
+        return src[conv_windows.offset_slices(offset, out_sizes, stride, ones)]
 
     padded = tuple(n + p + a for n, p, a in zip(sizes, pad, after, strict=True))
     # windows that tile the padded input exactly (the usual 2x2/2) each write their own cells
@@ -104,13 +104,13 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
         gpad = xp.empty(shape, dtype=x.dtype) if tiles else xp.zeros(shape, dtype=x.dtype)
         for k, offset in enumerate(offsets):
             write(k, part(gpad, offset))
-        return im2col.from_channels_last(gpad[im2col.interior(pad, sizes)], last)
+        return conv_windows.from_channels_last(gpad[conv_windows.interior(pad, sizes)], last)
 
     if pool_type == "max":
         # the dtype's lowest value, not -inf: a window wholly in the padding (ceil mode) gives
         # that finite value, as MXNet's kernels do
         kind = numpy.finfo if numpy.dtype(x.dtype).kind == "f" else numpy.iinfo
-        xpad = im2col.pad_channels_last(xp, xl, pad, after, value=kind(x.dtype).min)
+        xpad = conv_windows.pad_channels_last(xp, xl, pad, after, value=kind(x.dtype).min)
         out = xp.copy(part(xpad, offsets[0]))
         for offset in offsets[1:]:
             xp.maximum(out, part(xpad, offset), out=out)
@@ -120,7 +120,7 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
             # equal to the max (MXNet's backward picks the first). Branch-free boolean passes;
             # a stored index array written with masked stores cost 3-5 ms per kernel position
             # on a 64x32x32x32 input, more than the whole pooling.
-            g_l = im2col.to_channels_last(g, last)
+            g_l = conv_windows.to_channels_last(g, last)
             free = xp.ones(out.shape, dtype=bool)  # outputs whose max is not yet claimed
             hit = xp.empty(out.shape, dtype=bool)
 
@@ -136,9 +136,9 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
 
             return (scatter(write_first_max),)
 
-        return apply_op(im2col.from_channels_last(out, last), (data,), max_backward)
+        return apply_op(conv_windows.from_channels_last(out, last), (data,), max_backward)
 
-    xpad = im2col.pad_channels_last(xp, xl, pad, after)
+    xpad = conv_windows.pad_channels_last(xp, xl, pad, after)
     out = xp.copy(part(xpad, offsets[0]))
     for offset in offsets[1:]:
         out += part(xpad, offset)
@@ -152,7 +152,7 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
         out /= divisor
 
     def sum_backward(g: Any) -> tuple[Any]:
-        g_l = im2col.to_channels_last(g, last)
+        g_l = conv_windows.to_channels_last(g, last)
         share = g_l if divisor is None else g_l / divisor
 
         def write_share(k: int, dst: Any) -> None:
@@ -163,7 +163,7 @@ def pooling(data: NDArray, kernel: Any = (), pool_type: str = "max", global_pool
 
         return (scatter(write_share),)
 
-    return apply_op(im2col.from_channels_last(out, last), (data,), sum_backward)
+    return apply_op(conv_windows.from_channels_last(out, last), (data,), sum_backward)
 
 
 def _global_pool(data: NDArray, xl: Any, pool_type: str, last: bool) -> NDArray:
@@ -178,10 +178,10 @@ def _global_pool(data: NDArray, xl: Any, pool_type: str, last: bool) -> NDArray:
             n, c = xl.shape[0], xl.shape[-1]
             flat = xl.reshape(n, -1, c)
             first = flat.argmax(axis=1)[:, None, :] == xp.arange(flat.shape[1])[None, :, None]
-            gl = (first * im2col.to_channels_last(g, last).reshape(n, 1, c)).astype(xl.dtype)
-            return (im2col.from_channels_last(gl.reshape(xl.shape), last),)
+            gl = (first * conv_windows.to_channels_last(g, last).reshape(n, 1, c)).astype(xl.dtype)
+            return (conv_windows.from_channels_last(gl.reshape(xl.shape), last),)
 
-        return apply_op(im2col.from_channels_last(out, last), (data,), max_backward)
+        return apply_op(conv_windows.from_channels_last(out, last), (data,), max_backward)
     out = xl.sum(axis=axes, keepdims=True)
     scale = 1.0
     if pool_type == "avg":
@@ -190,10 +190,10 @@ def _global_pool(data: NDArray, xl: Any, pool_type: str, last: bool) -> NDArray:
 
     def backward(g: Any) -> tuple[Any]:
         gl = xp.empty_like(xl)  # the input's memory layout, so the next backward reads it fast
-        gl[...] = im2col.to_channels_last(g, last) * scale
-        return (im2col.from_channels_last(gl, last),)
+        gl[...] = conv_windows.to_channels_last(g, last) * scale
+        return (conv_windows.from_channels_last(gl, last),)
 
-    return apply_op(im2col.from_channels_last(out, last), (data,), backward)
+    return apply_op(conv_windows.from_channels_last(out, last), (data,), backward)
 
 
 Pooling = pooling

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from engine import autograd, nd
-from engine.ndarray import im2col
+from engine.ndarray import conv_windows
 from tests.engine.gradcheck import CONTEXTS, check_grad
 
 rng = np.random.default_rng(0)
@@ -203,8 +203,8 @@ def test_gradcheck_catches_a_wrong_backward_rule():
 
 def test_conv_ops_do_not_copy_for_the_window_view():
     x = np.arange(2 * 3 * 5 * 5, dtype=np.float64).reshape(2, 3, 5, 5)
-    xl = im2col.to_channels_last(x, False)  # (N, H, W, C) view of the NCHW array
-    view = im2col.windows(np, xl, (2, 2), (3, 3), (2, 2), (1, 1))
+    xl = conv_windows.to_channels_last(x, False)  # (N, H, W, C) view of the NCHW array
+    view = conv_windows.windows(np, xl, (2, 2), (3, 3), (2, 2), (1, 1))
     assert np.shares_memory(view, x)
     np.testing.assert_array_equal(view[1, 1, 0, :, :, 2], x[1, 2, 2:5, 0:3])
 

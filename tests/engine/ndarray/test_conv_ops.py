@@ -256,7 +256,7 @@ def test_shape_errors_name_the_problem():
         nd.Pooling(x, kernel=(2, 2), layout="NCW")
 
 
-@pytest.mark.parametrize("module", ["engine.ndarray.im2col", "engine.ndarray.pool_ops",
+@pytest.mark.parametrize("module", ["engine.ndarray.conv_windows", "engine.ndarray.pool_ops",
                                     "engine.ndarray.deconv_ops", "engine.ndarray.allocator",
                                     "engine.gluon.nn.pool_layers"])
 def test_docstring_examples(module):

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -118,3 +119,32 @@ def test_a_resumed_job_loads_its_trainer_states_after_other_networks_were_built(
     assert again == names
     saved.seek(0)
     resumed.load_states(saved)  # raised ValueError (shape mismatch) before
+
+
+def test_the_worker_trains_through_the_hybridized_program_bit_identical_to_imperative() -> None:
+    spec = parse_spec({**MINIMAL, "model": [
+        {"type": "Dense", "units": 16, "activation": "relu"},
+        {"type": "Dropout", "rate": 0.1},
+        {"type": "Dense", "units": 10},
+    ]})
+    x = engine.nd.random.uniform(shape=(8, 64))
+    y = engine.nd.array([i % 10 for i in range(8)])
+    loss_fn = engine.gluon.loss.SoftmaxCrossEntropyLoss()
+    weights = []
+    for hybrid in (True, False):
+        engine.random.seed(7)
+        net = build.build_network(spec.model)
+        if not hybrid:
+            net.hybridize(False)
+        net.initialize(engine.init.Xavier())
+        trainer = build.build_trainer(spec, net)
+        for _ in range(3):
+            with engine.autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(8)
+        traced = net._cached_graph is not None and len(net._cached_graph.programs) > 0
+        assert traced == hybrid
+        weights.append([p.data().asnumpy() for p in net.collect_params().values()])
+    for hybridized, imperative in zip(*weights, strict=True):
+        np.testing.assert_array_equal(hybridized, imperative)

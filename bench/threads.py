@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+# the last one is the engine's own optimizer threads (engine/optimizer/parallel.py)
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+               "RUDDER_OPTIMIZER_THREADS")
 
 
 def cap_threads(default: int = 1) -> int:

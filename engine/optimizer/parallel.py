@@ -4,7 +4,8 @@ numpy ufuncs release the GIL, so an elementwise rule over a large flat buffer sp
 independent chunks that threads update at the same time. The results are bit-identical to
 one call over the whole buffer (each element sees the same operations and scalars).
 Only used on numpy buffers of at least ``MIN_ELEMENTS`` with scalar coefficients; set
-``RUDDER_OPTIMIZER_THREADS=1`` to turn it off.
+``RUDDER_OPTIMIZER_THREADS=1`` to turn it off. Without it, a cap the process set for its
+numeric libraries (``OMP_NUM_THREADS``) caps these threads too, so "1 thread" means one.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def thread_count() -> int:
-    """Threads to use: RUDDER_OPTIMIZER_THREADS, else the CPUs this process may run on (≤ 8)."""
-    configured = os.environ.get("RUDDER_OPTIMIZER_THREADS")
-    if configured:
-        return max(1, int(configured))
+    """Threads to use: RUDDER_OPTIMIZER_THREADS, else OMP_NUM_THREADS, else the CPUs this
+    process may run on (≤ 8)."""
+    for variable in ("RUDDER_OPTIMIZER_THREADS", "OMP_NUM_THREADS"):
+        configured = os.environ.get(variable, "").strip()
+        if configured.isdigit():
+            return max(1, int(configured))
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux

@@ -4,12 +4,17 @@
 >>> mx.npx.set_np()
 >>> mx.npx.relu(mx.nd.array([-1.0, 2.0])).asnumpy().tolist()
 [0.0, 2.0]
+>>> mx.npx.reset_np()
+
+``set_np``/``reset_np`` and the ``is_np_*`` queries are ``engine.util``'s: under ``set_np()``
+operators keep 0-d results, as MXNet's numpy arrays do.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import util as _util
 from .ndarray import nn_ops, ops
 from .ndarray.conv_ops import convolution, pooling
 from .ndarray.ndarray import NDArray
@@ -38,25 +43,11 @@ def sigmoid(data: NDArray) -> NDArray:
     return ops.unary("sigmoid", data)
 
 
-def set_np(shape: bool = True, array: bool = True, dtype: bool = False) -> None:
-    """Accepted for compatibility: Rudder has one array type for nd and np."""
-
-
-def reset_np() -> None:
-    """Accepted for compatibility (see :func:`set_np`)."""
-
-
-def is_np_array() -> bool:
-    return False
-
-
-def is_np_shape() -> bool:
-    return False
-
-
-def use_np(func: Any) -> Any:
-    """Decorator accepted for compatibility; returns ``func`` unchanged."""
-    return func
+set_np = _util.set_np
+reset_np = _util.reset_np
+is_np_array = _util.is_np_array
+is_np_shape = _util.is_np_shape
+use_np = _util.use_np
 
 
 def seed(seed_state: int, ctx: Any = "all") -> None:

@@ -1,8 +1,10 @@
 """``mx.util``: the numpy-shape switches MXNet 1.9 code toggles (``mx.np_shape``,
 ``set_np_shape``, ``is_np_array``, ``use_np``).
 
-The engine always uses numpy shape semantics for its own arrays; these switches record what
-the caller asked for so code that queries them gets its own answer back.
+As in MXNet 1.9, the legacy ``mx.nd`` operators never return 0-d arrays (a full reduction
+has shape ``(1,)``); ``np_shape`` makes integer indexing keep 0-d results, and ``set_np``
+(``npx.set_np``: code written for ``mx.np`` arrays) keeps every 0-d result. ``mx.np``'s own
+functions return 0-d results whatever these say (see ``engine.ndarray.ndarray.legacy_shape``).
 
 >>> import engine as mx
 >>> with mx.np_shape(True):

@@ -13,7 +13,9 @@ views into a larger buffer (the Trainer's contiguous parameter storage) stay vie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -21,6 +23,7 @@ import numpy
 
 from .. import autograd as _ag
 from .. import backend
+from .. import util as _util
 from ..context import Context, current_context
 
 # A backward rule maps the output's raw gradient to one raw gradient (or None) per input.
@@ -287,14 +290,62 @@ def needs_grad(arr: NDArray) -> bool:
     return arr._node is not None or arr._grad_req != "null"
 
 
+class _ShapeRules(threading.local):
+    """Which front end is deciding result shapes on this thread.
+
+    ``numpy_front_end`` is set by ``engine.np`` (MXNet's ``mx.np``), whose operators return
+    real 0-d arrays; the legacy ``mx.nd`` operators never do (see :func:`apply_op`).
+    """
+
+    numpy_front_end = False
+
+
+shape_rules = _ShapeRules()
+
+
+@contextmanager
+def numpy_shapes() -> Iterator[None]:
+    """A scope in which operators keep 0-d results (the ``mx.np`` front end's rule)."""
+    previous, shape_rules.numpy_front_end = shape_rules.numpy_front_end, True
+    try:
+        yield
+    finally:
+        shape_rules.numpy_front_end = previous
+
+
+def legacy_shape(out: Any, inputs: Sequence[NDArray] = (), keep_0d: bool = False) -> bool:
+    """Whether the raw result ``out`` must be reshaped from 0-d to ``(1,)``.
+
+    MXNet 1.9's legacy ``mx.nd`` operators have no 0-d results: full reductions, ``dot`` of
+    two vectors, ``squeeze`` of an all-ones shape and integer indexing down to a single
+    element return shape ``(1,)`` (indexing keeps 0-d under ``mx.np_shape()``, which the
+    caller passes as ``keep_0d``). A 0-d input can only come from ``mx.np``, ``nd.array`` of
+    a scalar or numpy-shape code, so its results stay 0-d.
+
+    >>> from engine import nd
+    >>> nd.sum(nd.ones((2, 3))).shape, nd.array([1, 2])[0].shape
+    ((1,), (1,))
+    """
+    if keep_0d or getattr(out, "ndim", 1) != 0 or shape_rules.numpy_front_end:
+        return False
+    if _util.is_np_array():  # npx.set_np(): code written for mx.np arrays
+        return False
+    return all(arr._data.ndim for arr in inputs)
+
+
 def apply_op(
-    out: Any, inputs: tuple[NDArray, ...], backward: BackwardRule, ctx: Context | None = None
+    out: Any, inputs: tuple[NDArray, ...], backward: BackwardRule, ctx: Context | None = None,
+    keep_0d: bool = False,
 ) -> NDArray:
     """Wrap a raw result and, when recording, remember how to differentiate it.
 
     ``backward(g)`` receives the raw gradient of the output and returns one raw gradient
-    (or None) per input, each of that input's shape.
+    (or None) per input, each of that input's shape. A 0-d result follows
+    :func:`legacy_shape` (``keep_0d`` opts out, as indexing does under ``mx.np_shape()``).
     """
+    if legacy_shape(out, inputs, keep_0d):
+        out = out.reshape((1,))
+        backward = _reshaped_rule(backward)
     result = NDArray(out, ctx if ctx is not None else inputs[0]._ctx)
     if _ag._state.recording:
         for arr in inputs:
@@ -302,6 +353,11 @@ def apply_op(
                 result._node = _Node(inputs, backward)
                 break
     return result
+
+
+def _reshaped_rule(backward: BackwardRule) -> BackwardRule:
+    # the rule was written for the 0-d result; hand it the (1,) gradient back as 0-d
+    return lambda g: backward(g.reshape(()))
 
 
 def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy
 
 from ..base import MXNetShapeError
-from .ndarray import NDArray, apply_op, as_raw, needs_grad, unbroadcast
+from .ndarray import NDArray, apply_op, as_raw, legacy_shape, needs_grad, unbroadcast
 from .shape_ops import (
     broadcast_to,
     expand_dims,
@@ -218,7 +218,7 @@ def where(cond: Any, x: NDArray, y: NDArray) -> NDArray:
 
 def _axes(axis: Any, ndim: int, exclude: bool = False) -> tuple[int, ...] | None:
     if axis is None or axis == ():
-        return None if not exclude else ()
+        return None  # every axis, with or without exclude (as MXNet's reduce ops)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(a % ndim for a in axes)
     if exclude:
@@ -311,17 +311,21 @@ def norm(x: NDArray, ord: int = 2, axis: Any = None, keepdims: bool = False) -> 
 
 
 def argmax(x: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
-    out = x._data.argmax(axis=axis)
+    out = x.xp.asarray(x._data.argmax(axis=axis))
     if keepdims and axis is not None:
         out = x.xp.expand_dims(out, axis)
-    return NDArray(x.xp.asarray(out).astype(x._data.dtype), x._ctx)
+    if legacy_shape(out, (x,)):
+        out = out.reshape((1,))
+    return NDArray(out.astype(x._data.dtype), x._ctx)
 
 
 def argmin(x: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
-    out = x._data.argmin(axis=axis)
+    out = x.xp.asarray(x._data.argmin(axis=axis))
     if keepdims and axis is not None:
         out = x.xp.expand_dims(out, axis)
-    return NDArray(x.xp.asarray(out).astype(x._data.dtype), x._ctx)
+    if legacy_shape(out, (x,)):
+        out = out.reshape((1,))
+    return NDArray(out.astype(x._data.dtype), x._ctx)
 
 
 def dot(

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy
 
+from ..util import is_np_shape
 from .ndarray import NDArray, apply_op, as_raw, unbroadcast
 
 
@@ -89,7 +90,8 @@ def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
         out = x._data.reshape(target)
     except ValueError as err:
         raise ValueError(f"cannot reshape array of shape {src} into {tuple(shape)}") from err
-    result = apply_op(out, (x,), lambda g: (g.reshape(src),))
+    # an explicit reshape to () is MXNet's one legacy way to ask for a 0-d array
+    result = apply_op(out, (x,), lambda g: (g.reshape(src),), keep_0d=not target)
     if result._node is not None:
         result._node.op = ("reshape",)
     return result
@@ -252,7 +254,8 @@ def getitem(x: NDArray, key: Any) -> NDArray:
             xp.add.at(full, key, g)
         return (full,)
 
-    return apply_op(out, (x,), backward)
+    # legacy indexing down to one element gives shape (1,); numpy shape semantics give 0-d
+    return apply_op(out, (x,), backward, keep_0d=is_np_shape())
 
 
 def take(x: NDArray, indices: Any, axis: int = 0, mode: str = "clip") -> NDArray:

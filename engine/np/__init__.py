@@ -8,12 +8,15 @@ True
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as _numpy
 
 from .. import ndarray as _nd
 from ..ndarray import NDArray as ndarray  # noqa: N813 - numpy's lowercase type name
+from ..ndarray.ndarray import numpy_shapes as _numpy_shapes
 from . import random
 
 float16, float32, float64 = _numpy.float16, _numpy.float32, _numpy.float64
@@ -21,6 +24,18 @@ int8, int32, int64 = _numpy.int8, _numpy.int32, _numpy.int64
 uint8, bool_ = _numpy.uint8, _numpy.bool_
 pi, e, inf, nan = _numpy.pi, _numpy.e, _numpy.inf, _numpy.nan
 newaxis = None
+
+
+def _zero_dim(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``func`` under mx.np's shape rule: full reductions and vector dots are 0-d, where
+    the legacy ``mx.nd`` operators it calls would return shape ``(1,)``."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _numpy_shapes():
+            return func(*args, **kwargs)
+
+    return wrapper
 
 
 def array(object: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:  # noqa: A002
@@ -70,39 +85,48 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, ctx: Any = 
 zeros_like, ones_like, full_like = _nd.zeros_like, _nd.ones_like, _nd.full_like
 
 
+@_zero_dim
 def sum(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:  # noqa: A001
     return _nd.sum(a, axis, keepdims)
 
 
+@_zero_dim
 def mean(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:
     return _nd.mean(a, axis, keepdims)
 
 
+@_zero_dim
 def max(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:  # noqa: A001
     return _nd.max(a, axis, keepdims)
 
 
+@_zero_dim
 def min(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:  # noqa: A001
     return _nd.min(a, axis, keepdims)
 
 
+@_zero_dim
 def prod(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:
     return _nd.prod(a, axis, keepdims)
 
 
+@_zero_dim
 def argmax(a: ndarray, axis: int | None = None) -> ndarray:
     out = _nd.argmax(a, axis)
     return out.astype(_numpy.int64)
 
 
+@_zero_dim
 def argmin(a: ndarray, axis: int | None = None) -> ndarray:
     return _nd.argmin(a, axis).astype(_numpy.int64)
 
 
+@_zero_dim
 def dot(a: ndarray, b: ndarray) -> ndarray:
     return _nd.dot(a, b)
 
 
+@_zero_dim
 def matmul(a: ndarray, b: ndarray) -> ndarray:
     if a.ndim <= 2 and b.ndim <= 2:
         return _nd.dot(a, b)
@@ -129,14 +153,17 @@ def expand_dims(a: ndarray, axis: int) -> ndarray:
     return a.expand_dims(axis)
 
 
+@_zero_dim
 def squeeze(a: ndarray, axis: Any = None) -> ndarray:
     return a.squeeze(axis)
 
 
+@_zero_dim
 def clip(a: ndarray, a_min: Any, a_max: Any) -> ndarray:
     return _nd.clip(a, a_min, a_max)
 
 
+@_zero_dim
 def where(condition: Any, x: Any, y: Any) -> ndarray:
     return _nd.where(condition, x, y)
 

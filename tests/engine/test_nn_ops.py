@@ -213,11 +213,13 @@ def test_npx_names():
     import engine as mx
 
     mx.npx.set_np()
-    x = nd.array([[-1.0, 2.0], [0.5, 0.0]])
-    np.testing.assert_array_equal(mx.npx.relu(x).asnumpy(), [[0, 2], [0.5, 0]])
-    np.testing.assert_allclose(mx.npx.softmax(x).asnumpy().sum(-1), [1, 1], rtol=1e-6)
-    np.testing.assert_allclose(mx.npx.sigmoid(nd.zeros(1)).asnumpy(), [0.5])
-    assert mx.npx.one_hot(nd.array([1, 0]), 3).shape == (2, 3)
-    np.testing.assert_array_equal(mx.npx.pick(x, nd.array([1, 0])).asnumpy(), [2, 0.5])
-    assert mx.npx.activation(x, act_type="tanh").shape == (2, 2)
-    mx.npx.reset_np()
+    try:  # set_np switches the shape rule process-wide: always switch it back
+        x = nd.array([[-1.0, 2.0], [0.5, 0.0]])
+        np.testing.assert_array_equal(mx.npx.relu(x).asnumpy(), [[0, 2], [0.5, 0]])
+        np.testing.assert_allclose(mx.npx.softmax(x).asnumpy().sum(-1), [1, 1], rtol=1e-6)
+        np.testing.assert_allclose(mx.npx.sigmoid(nd.zeros(1)).asnumpy(), [0.5])
+        assert mx.npx.one_hot(nd.array([1, 0]), 3).shape == (2, 3)
+        np.testing.assert_array_equal(mx.npx.pick(x, nd.array([1, 0])).asnumpy(), [2, 0.5])
+        assert mx.npx.activation(x, act_type="tanh").shape == (2, 2)
+    finally:
+        mx.npx.reset_np()

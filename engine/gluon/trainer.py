@@ -32,8 +32,8 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
-from ..optimizer import checkpoint as trainer_states
 from ..optimizer.flat import FlatGroup
+from . import trainer_states
 from .parameter import Parameter
 
 STALE_GRAD_MESSAGE = (
@@ -319,13 +319,26 @@ class Trainer:
         self._prepare()
         trainer_states.load(self, fname)
 
-    def _state_updaters(self) -> list[Any]:
+    @property
+    def parameters(self) -> list[Parameter]:
+        """The Parameters this trainer updates, in index order (a shared one listed once)."""
+        return list(self._params)
+
+    def state_holders(self) -> list[tuple[Any, Any]]:
+        """``(updater, context)`` per copy of the optimizer states: one per device, or the
+        kvstore's single updater when updates run on the kvstore (Rudder's addition, used
+        by :meth:`save_states`/:meth:`load_states`; ``updater.states`` maps index → state).
+        """
+        from ..context import cpu
+
         if self._kvstore is not None and self._update_on_kvstore:
-            updater = getattr(self._kvstore, "_updater", None)
+            updater = getattr(self._kvstore, "updater", None)
             if updater is None:
                 raise ValueError(f"cannot save states of kvstore {self._kvstore.type!r}")
-            return [updater]
-        return self._updaters
+            ctx = self._kvstore.stored_context()
+            return [(updater, ctx if ctx is not None else self._contexts[0])]
+        return [(updater, self._contexts[c] if self._contexts else cpu())
+                for c, updater in enumerate(self._updaters)]
 
 
 def _check_batch(batch_size: Any) -> float:

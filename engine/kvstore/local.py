@@ -154,6 +154,17 @@ class KVStore(KVStoreBase):
         self._optimizer = optimizer
         self._set_updater(get_updater(optimizer))
 
+    @property
+    def updater(self) -> Any:
+        """The updater applied to pushed values (None until an optimizer is set)."""
+        return self._updater
+
+    def stored_context(self) -> Any:
+        """The context the stored values (and so the updater's states) live on, or None
+        while nothing is stored."""
+        first = next(iter(self._store.values()), None)
+        return None if first is None else first.context
+
     def _set_updater(self, updater: Any) -> None:
         self._updater = updater
 

@@ -1,7 +1,7 @@
 """Plain-data (JSON) state of an optimizer: hyperparameters, counts, schedule, live lr.
 
 The per-parameter arrays are saved separately (see :mod:`engine.optimizer.updater` and
-:mod:`engine.optimizer.checkpoint`); nothing here is ever pickled.
+:mod:`engine.gluon.trainer_states`); nothing here is ever pickled.
 """
 
 from __future__ import annotations

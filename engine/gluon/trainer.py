@@ -174,7 +174,7 @@ class Trainer:
     @property
     def _step_trainable(self) -> list[tuple[int, Parameter]]:
         """The trainable list of the step in progress (grad_req is read once per step)."""
-        cached = self.__dict__.get("_trainable_now")
+        cached = self._trainable_now
         return cached if cached is not None else self._trainable()
 
     # ------------------------------------------------------------ flat buffers

@@ -54,8 +54,7 @@ class FlatGroup:
         self.indices = [index for index, _, _ in entries]
         shapes = [data.shape for _, data, _ in entries]
         sizes = [int(numpy.prod(s, dtype=numpy.int64)) for s in shapes]
-        self.segments = Segments(sizes)
-        self.segments.indices = self.indices  # type: ignore[attr-defined]
+        self.segments = Segments(sizes, self.indices)
         self.shapes = dict(zip(self.indices, shapes, strict=True))
         self.bounds = dict(zip(self.indices, self.segments.bounds, strict=True))
         first = entries[0][1]

@@ -191,34 +191,6 @@ class KVStore(KVStoreBase):
         self.barrier()
 
 
-class TestStore(KVStoreBase):
-    """A pure sum-and-broadcast store without optimizer support (MXNet 2.x ``teststore``)."""
-
-    __test__ = False  # not a pytest class
-
-    @property
-    def type(self) -> str:
-        return "teststore"
-
-    def is_capable(self, capability: str) -> bool:
-        return False
-
-    def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
-        for o in _as_list(out):
-            value.copyto(o)
-
-    def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
-        values = _as_list(value)
-        total = values[0]._data.copy()
-        for v in values[1:]:
-            total = _add(total, v.as_in_context(values[0].context)._data)
-        for o in _as_list(value if out is None else out):
-            NDArray(total, values[0].context).copyto(o)
-
-
-KVStoreBase.register(TestStore)
-
-
 def _add(total: Any, raw: Any) -> Any:
     total += raw
     return total

@@ -1,4 +1,4 @@
-"""SGD and its relatives: SGD (momentum), NAG, Signum, SGLD, DCASGD, LARS, Test.
+"""SGD and its relatives: SGD (momentum), NAG, Signum, SGLD, DCASGD, LARS.
 
 SGD is the general rule; NAG, LARS and DCASGD are configurations of it (a different
 gradient, a per-parameter lr, a look-ahead). Notation in the docstrings: r = rescale_grad,
@@ -257,20 +257,6 @@ class LARS(Optimizer):
 
     def _segment_names(self, seg: Any) -> list[str]:
         return [self._param_name(i) for i in seg.indices]
-
-
-@register
-class Test(Optimizer):
-    """The test optimizer of MXNet: ``w ← w + r·g``; the state keeps a copy of ``w``."""
-
-    _elementwise = True
-
-    def create_state(self, index: int, weight: NDArray) -> Any:
-        return _zeros_like(weight)
-
-    def _rule(self, w, g, state, lr, wd, t, seg):
-        w += g * self.rescale_grad
-        state[...] = w
 
 
 def _xp(raw: Any) -> Any:

@@ -20,6 +20,8 @@ from typing import Any
 from ..registry import Registry
 
 _REGISTRY = Registry("kvstore")
+# the one decorator spelling of the engine's registries (KVStoreBase.register is MXNet's)
+register = _REGISTRY.register
 LOCAL_TYPES = ("local", "device", "nccl", "local_allreduce_cpu", "local_allreduce_device",
                "local_update_cpu")
 

@@ -28,6 +28,7 @@ from .conv_layers import (
     Conv3D,
     Conv3DTranspose,
 )
+from .norm_layers import BatchNormReLU, GroupNorm, InstanceNorm, ReflectionPad2D
 from .pool_layers import (
     AvgPool1D,
     AvgPool2D,
@@ -42,7 +43,6 @@ from .pool_layers import (
     MaxPool2D,
     MaxPool3D,
 )
-from .norm_layers import BatchNormReLU, GroupNorm, InstanceNorm, ReflectionPad2D
 from .registry import LAYERS, create, names, register
 
 __all__ = [

@@ -194,7 +194,7 @@ class Initializer:
 
 def _fill(arr: NDArray, values: numpy.ndarray) -> None:
     """Write host-generated values into ``arr`` in place (any backend, arr's dtype)."""
-    arr._data[...] = arr.xp.asarray(values.reshape(arr.shape)).astype(arr._data.dtype)
+    arr.raw[...] = arr.xp.asarray(values.reshape(arr.shape)).astype(arr.raw.dtype)
 
 
 def _host_rng() -> Any:

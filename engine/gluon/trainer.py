@@ -194,7 +194,7 @@ class Trainer:
             by_dtype: dict[Any, list] = {}
             for i, p in entries:
                 data, grad = p._data[c], p._grad[c]
-                by_dtype.setdefault(data._data.dtype.str, []).append((i, data, grad))
+                by_dtype.setdefault(data.raw.dtype.str, []).append((i, data, grad))
             for dtype_entries in by_dtype.values():
                 groups.append((c, FlatGroup(ctx, dtype_entries)))
         for c, group in groups:

@@ -94,7 +94,7 @@ class KVStore(KVStoreBase):
             if self._updater is not None:
                 self._updater(k, merged, stored)
             else:
-                stored._data[...] = merged._data
+                stored.raw[...] = merged.raw
 
     def _merge(self, key: Any, values: list[NDArray], stored: NDArray) -> NDArray:
         ctx = stored.context
@@ -103,7 +103,7 @@ class KVStore(KVStoreBase):
             if v.shape != stored.shape:
                 raise ValueError(f"pushed shape {v.shape} does not match key {key!r}'s "
                                  f"shape {stored.shape}")
-            raw = v.as_in_context(ctx)._data if v.context != ctx else v._data
+            raw = v.as_in_context(ctx).raw if v.context != ctx else v.raw
             if self._compression is not None:
                 raw = self._compression.compress(key, device, raw)
             total = raw.copy() if total is None else _add(total, raw)
@@ -142,9 +142,9 @@ class KVStore(KVStoreBase):
             for o, rows in zip(outs, ids_list, strict=True):
                 raw_rows = rows.asnumpy() if isinstance(rows, NDArray) else rows
                 idx = numpy.asarray(raw_rows, dtype=numpy.int64).ravel()
-                full = stored.copyto(o.context)._data
-                o._data[...] = 0
-                o._data[idx] = full[idx]
+                full = stored.copyto(o.context).raw
+                o.raw[...] = 0
+                o.raw[idx] = full[idx]
 
     # ------------------------------------------------------------------- optimizer
     def set_optimizer(self, optimizer: Any) -> None:

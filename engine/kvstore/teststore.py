@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..ndarray import NDArray
-from .base import KVStoreBase
+from .base import KVStoreBase, register
 from .local import _add, _as_list
 
 
-@KVStoreBase.register
+@register
 class TestStore(KVStoreBase):
     """A pure sum-and-broadcast store without optimizer support (MXNet 2.x ``teststore``)."""
 
@@ -38,8 +38,8 @@ class TestStore(KVStoreBase):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         values = _as_list(value)
-        total = values[0]._data.copy()
+        total = values[0].raw.copy()
         for v in values[1:]:
-            total = _add(total, v.as_in_context(values[0].context)._data)
+            total = _add(total, v.as_in_context(values[0].context).raw)
         for o in _as_list(value if out is None else out):
             NDArray(total, values[0].context).copyto(o)

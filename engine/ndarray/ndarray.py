@@ -56,6 +56,20 @@ class NDArray:
 
     # ----------------------------------------------------------------- properties
     @property
+    def raw(self) -> Any:
+        """The backing numpy/cupy array, shared (no copy); autograd does not see raw writes.
+
+        >>> a = NDArray(numpy.zeros(2)); a.raw[0] = 5; a.asnumpy().tolist()
+        [5.0, 0.0]
+        """
+        return self._data
+
+    @raw.setter
+    def raw(self, value: Any) -> None:
+        # Rebinding (not copying) lets the Trainer make parameters views of one flat buffer.
+        self._data = value
+
+    @property
     def xp(self) -> ModuleType:
         return backend.array_module(self._data)
 

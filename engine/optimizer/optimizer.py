@@ -76,7 +76,7 @@ def check_learning_rate(lr: Any, allow_zero: bool = True) -> float:
 def raw_state(state: Any) -> Any:
     """The raw-array structure behind an NDArray state (tuples kept, None kept)."""
     if isinstance(state, NDArray):
-        return state._data
+        return state.raw
     if isinstance(state, (tuple, list)):
         return tuple(raw_state(s) for s in state)
     return state
@@ -176,7 +176,7 @@ class Optimizer(StateDictMixin):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         t = self._index_update_count[index]
-        self._rule(weight._data, grad._data, raw_state(state), lr, wd, t, WholeArray(index))
+        self._rule(weight.raw, grad.raw, raw_state(state), lr, wd, t, WholeArray(index))
 
     def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """``update``, running on the fp32 master copy for fp16 weights when enabled."""
@@ -187,7 +187,7 @@ class Optimizer(StateDictMixin):
         if self.multi_precision and weight.dtype == numpy.float16:
             master, inner = self._mp_parts(state)
             self.update(index, master, grad.astype(numpy.float32), inner)
-            weight._data[...] = master._data.astype(numpy.float16)
+            weight.raw[...] = master.raw.astype(numpy.float16)
         else:
             self.update(index, weight, grad, state)
 

@@ -52,8 +52,8 @@ def copy_state_into(target: Any, source: Any) -> Any:
     if isinstance(target, NDArray) and isinstance(source, NDArray):
         if target.shape != source.shape:
             raise ValueError(f"optimizer state shape {source.shape} does not match {target.shape}")
-        target._data[...] = source.as_in_context(target.context)._data.astype(
-            target._data.dtype, copy=False)
+        target.raw[...] = source.as_in_context(target.context).raw.astype(
+            target.raw.dtype, copy=False)
         return target
     if isinstance(target, tuple) and isinstance(source, tuple) and len(target) == len(source):
         return tuple(copy_state_into(t, s) for t, s in zip(target, source, strict=True))

@@ -332,7 +332,7 @@ class Trainer:
         from ..context import cpu
 
         if self._kvstore is not None and self._update_on_kvstore:
-            updater = getattr(self._kvstore, "updater", None)
+            updater = self._kvstore.updater
             if updater is None:
                 raise ValueError(f"cannot save states of kvstore {self._kvstore.type!r}")
             ctx = self._kvstore.stored_context()

@@ -71,6 +71,15 @@ class KVStoreBase(abc.ABC):
     def load_optimizer_states(self, fname: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} has no optimizer states")
 
+    @property
+    def updater(self) -> Any:
+        """The updater run on pushed values (None: this store updates nothing)."""
+        return None
+
+    def stored_context(self) -> Any:
+        """The context of the stored values and the updater's states (None: none kept)."""
+        return None
+
     @staticmethod
     def register(klass: type) -> type:
         """Register a store class under its lower-cased name."""

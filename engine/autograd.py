@@ -172,9 +172,9 @@ def _direct_targets(order: list[NDArray]) -> dict[int, Any]:
                 uses[id(parent)] = uses.get(id(parent), 0) + 1
                 variables[id(parent)] = parent
     return {
-        key: variables[key]._grad._data  # type: ignore[union-attr]
+        key: variables[key]._grad.raw  # type: ignore[union-attr]
         for key, n in uses.items()
-        if n == 1 and variables[key]._grad._data.dtype == variables[key]._data.dtype  # type: ignore[union-attr]
+        if n == 1 and variables[key]._grad.raw.dtype == variables[key].raw.dtype  # type: ignore[union-attr]
     }
 
 
@@ -189,7 +189,7 @@ def _run_backward(
                 "cannot differentiate an array that was not computed under autograd.record() "
                 "from arrays that need a gradient (call attach_grad() on the inputs first)"
             )
-        raw = head.xp.ones_like(head._data) if hg is None else _raw(hg)
+        raw = head.xp.ones_like(head.raw) if hg is None else _raw(hg)
         grads[id(head)] = grads[id(head)] + raw if id(head) in grads else raw
     leaves: dict[int, tuple[NDArray, Any]] = {}
     for head in heads:
@@ -244,7 +244,7 @@ def _propagate(
 
 
 def _raw(x: Any) -> Any:
-    return x._data if hasattr(x, "_data") else x
+    return x.raw if hasattr(x, "_data") else x
 
 
 def backward(
@@ -293,7 +293,7 @@ def grad(
     out = []
     for var in var_list:
         got = leaves.get(id(var))
-        data = var.xp.zeros_like(var._data) if got is None else got[1]
+        data = var.xp.zeros_like(var.raw) if got is None else got[1]
         out.append(NDArray(data, var.context))
     return out
 
@@ -313,7 +313,7 @@ def _grad_recorded(heads: list[NDArray], variables: list[NDArray], head_grads: l
     grads: dict[int, NDArray] = {}
     leaves: dict[int, NDArray] = {}
     for head, hg in zip(heads, head_grads, strict=True):
-        g = NDArray(head.xp.ones_like(head._data), head.context) if hg is None else hg
+        g = NDArray(head.xp.ones_like(head.raw), head.context) if hg is None else hg
         target = leaves if head._node is None else grads
         target[id(head)] = target[id(head)] + g if id(head) in target else g
     with _scope(True, train_mode):
@@ -329,7 +329,7 @@ def _grad_recorded(heads: list[NDArray], variables: list[NDArray], head_grads: l
                 target = leaves if parent._node is None else grads
                 key = id(parent)
                 target[key] = target[key] + pg if key in target else pg
-    zeros = [NDArray(v.xp.zeros_like(v._data), v.context) for v in variables]
+    zeros = [NDArray(v.xp.zeros_like(v.raw), v.context) for v in variables]
     return [leaves.get(id(v), zero) for v, zero in zip(variables, zeros, strict=True)]
 
 
@@ -381,7 +381,7 @@ class Function:
         single = isinstance(outputs, NDArray)
         out_list = (outputs,) if single else tuple(outputs)
         # fresh arrays: the outputs may alias inputs, which must keep their own history
-        out_list = tuple(NDArray(o._data, o.context) for o in out_list)
+        out_list = tuple(NDArray(o.raw, o.context) for o in out_list)
         self._inputs, self._outputs = tuple(inputs), out_list
         if _state.recording and any(
                 x._node is not None or x._grad_req != "null" for x in inputs):
@@ -395,7 +395,7 @@ class Function:
 
         grads = []
         for i, out in enumerate(self._outputs):
-            grads.append(g if i == index else NDArray(out.xp.zeros_like(out._data), out.context))
+            grads.append(g if i == index else NDArray(out.xp.zeros_like(out.raw), out.context))
         return grads
 
     def _raw_rule(self, index: int) -> Any:

@@ -33,6 +33,8 @@ from .ndarray.ndarray import NDArray
 from .registry import Registry
 
 _REGISTRY = Registry("initializer")
+# the one decorator: ``@register`` or ``@register(aliases=(...))``
+register = _REGISTRY.register
 
 
 class InitDesc(str):
@@ -192,7 +194,7 @@ class Initializer:
 
 def _fill(arr: NDArray, values: numpy.ndarray) -> None:
     """Write host-generated values into ``arr`` in place (any backend, arr's dtype)."""
-    arr._data[...] = arr.xp.asarray(values.reshape(arr.shape)).astype(arr._data.dtype)
+    arr.raw[...] = arr.xp.asarray(values.reshape(arr.shape)).astype(arr.raw.dtype)
 
 
 def _host_rng() -> Any:
@@ -239,7 +241,7 @@ def _same_kwargs(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------------- simple fills
-@_REGISTRY.alias("zeros", "zero")
+@register(aliases=("zeros",))
 class Zero(Initializer):
     """Fills with 0."""
 
@@ -250,7 +252,7 @@ class Zero(Initializer):
         arr[:] = 0
 
 
-@_REGISTRY.alias("ones", "one")
+@register(aliases=("ones",))
 class One(Initializer):
     """Fills with 1."""
 
@@ -261,7 +263,7 @@ class One(Initializer):
         arr[:] = 1
 
 
-@_REGISTRY.register
+@register
 class Constant(Initializer):
     """Fills with ``value`` (a scalar, or an array broadcastable to the parameter)."""
 
@@ -284,7 +286,7 @@ class Constant(Initializer):
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
 
-@_REGISTRY.register
+@register
 class Uniform(Initializer):
     """U(-scale, scale)."""
 
@@ -296,7 +298,7 @@ class Uniform(Initializer):
         _fill(arr, _host_rng().uniform(-self.scale, self.scale, size=arr.shape))
 
 
-@_REGISTRY.register
+@register
 class Normal(Initializer):
     """N(0, sigma²)."""
 
@@ -308,7 +310,7 @@ class Normal(Initializer):
         _fill(arr, _host_rng().normal(0.0, self.sigma, size=arr.shape))
 
 
-@_REGISTRY.register
+@register
 class Orthogonal(Initializer):
     """A (scaled) orthogonal matrix from the SVD of a random (nout, nin) matrix.
 
@@ -337,7 +339,7 @@ class Orthogonal(Initializer):
         _fill(arr, self.scale * res)
 
 
-@_REGISTRY.register
+@register
 class Xavier(Initializer):
     """Glorot: ``U(±√(magnitude/factor))`` or ``N(0, √(magnitude/factor))`` where factor is
     fan_in, fan_out or their mean (fan = channels × receptive-field size)."""
@@ -371,7 +373,7 @@ class Xavier(Initializer):
         _fill(arr, values)
 
 
-@_REGISTRY.register
+@register
 class MSRAPrelu(Xavier):
     """He/Kaiming init for PReLU nets: gaussian Xavier with magnitude ``2/(1+slope²)``."""
 
@@ -380,7 +382,7 @@ class MSRAPrelu(Xavier):
         self._kwargs = {"factor_type": factor_type, "slope": slope}
 
 
-@_REGISTRY.register
+@register
 class Bilinear(Initializer):
     """Bilinear-upsampling kernels (for deconvolution): ``(1-|x/f-c|)(1-|y/f-c|)``."""
 
@@ -399,7 +401,7 @@ class Bilinear(Initializer):
         _fill(arr, numpy.broadcast_to(numpy.outer(ky, kx), shape).copy())
 
 
-@_REGISTRY.register
+@register
 class LSTMBias(Initializer):
     """Zero bias except the forget gate rows ``[H, 2H)``, set to ``forget_bias``."""
 
@@ -413,7 +415,7 @@ class LSTMBias(Initializer):
         arr[hidden : 2 * hidden] = self.forget_bias
 
 
-@_REGISTRY.register
+@register
 class Load(Initializer):
     """Initialize from saved arrays (a dict or an ``nd.save`` file), by name.
 
@@ -461,7 +463,7 @@ class Load(Initializer):
     _init_weight = __call__
 
 
-@_REGISTRY.register
+@register
 class Mixed(Initializer):
     """The first initializer whose regex pattern ``re.match``-es the parameter name.
 
@@ -494,7 +496,7 @@ _RNN_GATES = {"rnn_relu": [""], "rnn_tanh": [""], "lstm": ["_i", "_f", "_c", "_o
               "gru": ["_r", "_z", "_o"]}
 
 
-@_REGISTRY.register
+@register
 class FusedRNN(Initializer):
     """Initialize a fused (cuDNN-layout) RNN parameter vector piece by piece.
 
@@ -570,6 +572,5 @@ class FusedRNN(Initializer):
         _fill(arr, flat)
 
 
-register = Initializer.register
-alias = _REGISTRY.alias
+alias = _REGISTRY.alias  # MXNet's mx.initializer.alias, kept for user code
 

@@ -223,7 +223,7 @@ class NDArrayIter(DataIter):
     def _take(self, source: list[tuple[str, NDArray]], rows: numpy.ndarray) -> list[NDArray]:
         out = []
         for _, arr in source:
-            out.append(NDArray(arr._data[arr.xp.asarray(rows)], arr.context))
+            out.append(NDArray(arr.raw[arr.xp.asarray(rows)], arr.context))
         return out
 
     def _batchify(self, source: list[tuple[str, NDArray]], which: int) -> list[NDArray]:
@@ -256,7 +256,7 @@ class NDArrayIter(DataIter):
 
 
 def _concat(a: NDArray, b: NDArray) -> NDArray:
-    return NDArray(a.xp.concatenate([a._data, b._data], axis=0), a.context)
+    return NDArray(a.xp.concatenate([a.raw, b.raw], axis=0), a.context)
 
 
 __all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]

@@ -16,8 +16,6 @@ and renamed, so a crash never leaves a half-written checkpoint under the real na
 from __future__ import annotations
 
 import logging
-import os
-import zipfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +23,7 @@ import numpy
 
 from .context import Context, cpu
 from .ndarray import NDArray, array
+from .serialization import SerializationError, load_npz, save_npz
 
 _KIND_KEY = "__rudder_kind__"  # the marker engine.nd.save/load use for dict archives
 
@@ -37,32 +36,13 @@ def params_filename(prefix: str, epoch: int) -> str:
     return f"{prefix}-{epoch:04d}.params"
 
 
-def write_npz_atomic(fname: str, arrays: Mapping[str, numpy.ndarray]) -> None:
-    """Write an ``.npz`` under exactly ``fname`` (numpy would append ``.npz``), atomically."""
-    tmp = f"{fname}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as handle:
-            numpy.savez(handle, **arrays)
-        os.replace(tmp, fname)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def read_npz(fname: str) -> dict[str, numpy.ndarray]:
     """Every array of an ``.npz`` file; anything unreadable raises :class:`CheckpointError`."""
     try:
-        with numpy.load(fname, allow_pickle=False) as packed:
-            if not hasattr(packed, "files"):
-                raise CheckpointError(f"{fname} is a single array, not a checkpoint archive")
-            return {name: packed[name] for name in packed.files}
-    except FileNotFoundError:
-        raise
-    except CheckpointError:
-        raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
-        raise CheckpointError(f"cannot read checkpoint {fname!r}: corrupt or not an npz "
-                              f"archive ({exc})") from exc
+        arrays, _ = load_npz(fname)
+    except SerializationError as exc:
+        raise CheckpointError(f"cannot read checkpoint {fname!r}: {exc}") from exc
+    return arrays
 
 
 def save_params(fname: str, arg_params: Mapping[str, NDArray],
@@ -71,7 +51,7 @@ def save_params(fname: str, arg_params: Mapping[str, NDArray],
     arrays = {f"arg:{k}": _host(v) for k, v in arg_params.items()}
     arrays.update({f"aux:{k}": _host(v) for k, v in aux_params.items()})
     arrays[_KIND_KEY] = numpy.array("dict")
-    write_npz_atomic(fname, arrays)
+    save_npz(fname, arrays, atomic=True)
 
 
 def load_params_file(

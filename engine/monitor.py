@@ -11,8 +11,8 @@ output and argument whose name matches ``pattern``; the default statistic is MXN
 >>> mon = mx.mon.Monitor(1)
 >>> mon.install(ex)
 >>> ex.arg_dict['x'][:] = 1
->>> mon.tic(); _ = ex.forward(); [name for _, name, _ in mon.toc()]
-['_mulscalar0_output', 'x']
+>>> mon.tic(); _ = ex.forward(); [name for _, name, _ in mon.toc()]  # doctest: +ELLIPSIS
+['_mulscalar..._output', 'x']
 """
 
 from __future__ import annotations

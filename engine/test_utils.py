@@ -137,7 +137,7 @@ def assert_almost_equal_ignore_nan(a: Any, b: Any, rtol: float | None = None,
 
 def same_array(array1: NDArray, array2: NDArray) -> bool:
     """True when both NDArrays share their memory (a write to one shows in the other)."""
-    return bool(numpy.shares_memory(array1._data, array2._data))
+    return bool(numpy.shares_memory(array1.raw, array2.raw))
 
 
 def random_sample(population: Any, k: int) -> list[Any]:

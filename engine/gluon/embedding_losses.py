@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ndarray as nd
-from .loss import LOSSES, KLDivLoss, Loss, _apply_weighting, _reshape_like
+from .loss import KLDivLoss, Loss, _apply_weighting, _reshape_like, register
 
 
-@LOSSES.register(name="CosineEmbeddingLoss", aliases=("cosine_embedding",))
+@register(aliases=("cosine_embedding",))
 class CosineEmbeddingLoss(Loss):
     """``1 - cos(x1, x2)`` for label 1, ``max(0, cos(x1, x2) - margin)`` for label -1;
     one value per sample, shape (N, 1), as MXNet returns it."""
@@ -43,7 +43,7 @@ class CosineEmbeddingLoss(Loss):
         return dot / F.maximum(x_norm * y_norm, 1e-12)
 
 
-@LOSSES.register(name="TripletLoss", aliases=("triplet",))
+@register(aliases=("triplet",))
 class TripletLoss(Loss):
     """``max(0, ‖positive - pred‖² - ‖negative - pred‖² + margin)`` per sample (the squared
     distances summed over every non-batch axis); no ``sample_weight``, as in MXNet."""
@@ -61,7 +61,7 @@ class TripletLoss(Loss):
         return _apply_weighting(F.relu(loss + self._margin), self._weight, None)
 
 
-@LOSSES.register(name="SDMLLoss", aliases=("sdml",))
+@register(aliases=("sdml",))
 class SDMLLoss(Loss):
     """Smoothed deep metric learning loss: row i of ``x1`` should be nearest to row i of
     ``x2`` among the batch; KL divergence between softmax(-squared distances) and labels

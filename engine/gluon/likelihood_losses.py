@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .loss import LOSSES, Loss, _apply_weighting, _reshape_like
+from .loss import Loss, _apply_weighting, _reshape_like, register
 
 
-@LOSSES.register(name="CTCLoss", aliases=("ctc",))
+@register(aliases=("ctc",))
 class CTCLoss(Loss):
     """Connectionist temporal classification loss per sample. ``pred`` holds unnormalized
     scores in ``layout`` NTC or TNC whose last class is the blank; ``label`` (``label_layout``
@@ -44,7 +44,7 @@ class CTCLoss(Loss):
         return _apply_weighting(loss, self._weight, sample_weight)
 
 
-@LOSSES.register(name="PoissonNLLLoss", aliases=("poisson_nll",))
+@register(aliases=("poisson_nll",))
 class PoissonNLLLoss(Loss):
     """Negative log-likelihood of ``target`` under Poisson(rate): ``exp(pred) - target·pred``
     with ``from_logits`` (pred is the log-rate), else ``pred - target·log(pred + epsilon)``;

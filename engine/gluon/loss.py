@@ -23,6 +23,7 @@ from ..registry import Registry
 from .block import HybridBlock, _is_symbol
 
 LOSSES = Registry("loss")
+register = LOSSES.register  # the one decorator: ``@register`` or ``@register(aliases=(...))``
 
 
 def create(name: Any, **kwargs: Any) -> Loss:
@@ -76,7 +77,7 @@ class Loss(HybridBlock):
                                    **kwargs)
 
 
-@LOSSES.register(name="L2Loss", aliases=("l2",))
+@register(aliases=("l2",))
 class L2Loss(Loss):
     """``weight/2 · (pred - label)²`` (weight defaults to 1)."""
 
@@ -89,7 +90,7 @@ class L2Loss(Loss):
         return self._mean(_apply_weighting(loss, self._weight / 2, sample_weight))
 
 
-@LOSSES.register(name="L1Loss", aliases=("l1",))
+@register(aliases=("l1",))
 class L1Loss(Loss):
     """``|pred - label|``."""
 
@@ -101,8 +102,7 @@ class L1Loss(Loss):
         return self._mean(_apply_weighting(F.abs(label - pred), self._weight, sample_weight))
 
 
-@LOSSES.register(name="SoftmaxCrossEntropyLoss",
-                 aliases=("softmax_cross_entropy", "softmaxceloss", "softmax_ce"))
+@register(aliases=("softmax_cross_entropy", "softmaxceloss", "softmax_ce"))
 class SoftmaxCrossEntropyLoss(Loss):
     """Cross entropy of ``softmax(pred)`` (or log-probabilities with ``from_logits=True``)
     against class indices (``sparse_label``) or distributions along ``axis``."""
@@ -135,8 +135,7 @@ class SoftmaxCrossEntropyLoss(Loss):
 SoftmaxCELoss = SoftmaxCrossEntropyLoss
 
 
-@LOSSES.register(name="SigmoidBinaryCrossEntropyLoss",
-                 aliases=("sigmoid_binary_cross_entropy", "sigmoidbceloss", "sigmoid_bce"))
+@register(aliases=("sigmoid_binary_cross_entropy", "sigmoidbceloss", "sigmoid_bce"))
 class SigmoidBinaryCrossEntropyLoss(Loss):
     """Binary cross entropy on logits (or probabilities with ``from_sigmoid=True``);
     ``pos_weight`` (a forward argument, as in MXNet) weighs the positive term."""
@@ -169,7 +168,7 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
 
 
-@LOSSES.register(name="HuberLoss", aliases=("huber",))
+@register(aliases=("huber",))
 class HuberLoss(Loss):
     """``|d| - rho/2`` where ``|d| > rho``, else ``d²/(2·rho)``."""
 
@@ -186,7 +185,7 @@ class HuberLoss(Loss):
         return self._mean(_apply_weighting(loss, self._weight, sample_weight))
 
 
-@LOSSES.register(name="KLDivLoss", aliases=("kl_div", "kldiv"))
+@register(aliases=("kl_div", "kldiv"))
 class KLDivLoss(Loss):
     """``Σ label · (log(label) - pred)`` over the non-batch axes, with ``pred``
     log-probabilities (``from_logits=True``) or raw scores that get a log-softmax."""
@@ -210,7 +209,7 @@ class KLDivLoss(Loss):
         return loss.sum(axis=self._batch_axis, exclude=True)
 
 
-@LOSSES.register(name="HingeLoss", aliases=("hinge",))
+@register(aliases=("hinge",))
 class HingeLoss(Loss):
     """``max(0, margin - pred·label)`` for labels in {-1, 1}."""
 
@@ -225,7 +224,7 @@ class HingeLoss(Loss):
         return self._mean(_apply_weighting(loss, self._weight, sample_weight))
 
 
-@LOSSES.register(name="SquaredHingeLoss", aliases=("squared_hinge",))
+@register(aliases=("squared_hinge",))
 class SquaredHingeLoss(HingeLoss):
     """``max(0, margin - pred·label)²``."""
 
@@ -235,7 +234,7 @@ class SquaredHingeLoss(HingeLoss):
         return self._mean(_apply_weighting(loss, self._weight, sample_weight))
 
 
-@LOSSES.register(name="LogisticLoss", aliases=("logistic",))
+@register(aliases=("logistic",))
 class LogisticLoss(Loss):
     """``log(1 + exp(-pred·label))`` for labels in {-1, 1} (``label_format='signed'``)
     or {0, 1} (``'binary'``)."""

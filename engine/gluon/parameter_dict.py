@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import zipfile
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ import numpy
 
 from .. import initializer as _init
 from ..ndarray.ndarray import NDArray
+from ..serialization import SerializationError, load_npz, save_npz
 from .parameter import Constant, Parameter
 
 
@@ -39,35 +39,20 @@ def _brief(names: Any, limit: int = 6) -> str:
 
 def save_arrays(file: Any, arrays: dict[str, numpy.ndarray]) -> None:
     """Write named arrays as an npz archive to a path (exactly that name) or binary file."""
-    for name, arr in arrays.items():
-        if arr.dtype == object:
-            raise ValueError(f"refusing to save object array {name!r} (it would need pickle)")
-    if isinstance(file, (str, os.PathLike)):
-        with open(file, "wb") as f:  # numpy.savez(path) would append '.npz' to the name
-            numpy.savez(f, **arrays)
-    else:
-        numpy.savez(file, **arrays)
+    save_npz(file, arrays)
 
 
 def load_arrays(file: Any) -> dict[str, numpy.ndarray]:
     """Read an npz archive of named arrays; pickled or corrupt files are refused."""
     where = f"file '{file}'" if isinstance(file, (str, os.PathLike)) else "the given file"
-    if isinstance(file, (str, os.PathLike)):
-        with open(file, "rb") as handle:  # closed even when the archive is corrupt
-            return load_arrays(handle)
     try:
-        archive = numpy.load(file, allow_pickle=False)
-        if not isinstance(archive, numpy.lib.npyio.NpzFile):
-            raise ParameterFileError(f"{where} is a single array, not a parameter archive")
-        with archive:
-            return {k: archive[k] for k in archive.files if k != "__rudder_kind__"}
-    except ParameterFileError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as err:
+        arrays, _ = load_npz(file)
+    except SerializationError as err:
         raise ParameterFileError(
-            f"cannot load parameters from {where}: not an npz parameter archive, or it holds "
-            f"pickled objects, which Rudder never loads ({err})"
+            f"cannot load parameters from {where}: not an npz parameter archive ({err})"
         ) from err
+    arrays.pop("__rudder_kind__", None)
+    return arrays
 
 
 class ParameterDict:

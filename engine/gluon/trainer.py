@@ -32,8 +32,8 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
-from ..optimizer import checkpoint as trainer_states
 from ..optimizer.flat import FlatGroup
+from . import trainer_states
 from .parameter import Parameter
 
 STALE_GRAD_MESSAGE = (
@@ -174,7 +174,7 @@ class Trainer:
     @property
     def _step_trainable(self) -> list[tuple[int, Parameter]]:
         """The trainable list of the step in progress (grad_req is read once per step)."""
-        cached = self.__dict__.get("_trainable_now")
+        cached = self._trainable_now
         return cached if cached is not None else self._trainable()
 
     # ------------------------------------------------------------ flat buffers
@@ -194,7 +194,7 @@ class Trainer:
             by_dtype: dict[Any, list] = {}
             for i, p in entries:
                 data, grad = p._data[c], p._grad[c]
-                by_dtype.setdefault(data._data.dtype.str, []).append((i, data, grad))
+                by_dtype.setdefault(data.raw.dtype.str, []).append((i, data, grad))
             for dtype_entries in by_dtype.values():
                 groups.append((c, FlatGroup(ctx, dtype_entries)))
         for c, group in groups:
@@ -319,13 +319,26 @@ class Trainer:
         self._prepare()
         trainer_states.load(self, fname)
 
-    def _state_updaters(self) -> list[Any]:
+    @property
+    def parameters(self) -> list[Parameter]:
+        """The Parameters this trainer updates, in index order (a shared one listed once)."""
+        return list(self._params)
+
+    def state_holders(self) -> list[tuple[Any, Any]]:
+        """``(updater, context)`` per copy of the optimizer states: one per device, or the
+        kvstore's single updater when updates run on the kvstore (Rudder's addition, used
+        by :meth:`save_states`/:meth:`load_states`; ``updater.states`` maps index → state).
+        """
+        from ..context import cpu
+
         if self._kvstore is not None and self._update_on_kvstore:
-            updater = getattr(self._kvstore, "_updater", None)
+            updater = self._kvstore.updater
             if updater is None:
                 raise ValueError(f"cannot save states of kvstore {self._kvstore.type!r}")
-            return [updater]
-        return self._updaters
+            ctx = self._kvstore.stored_context()
+            return [(updater, ctx if ctx is not None else self._contexts[0])]
+        return [(updater, self._contexts[c] if self._contexts else cpu())
+                for c, updater in enumerate(self._updaters)]
 
 
 def _check_batch(batch_size: Any) -> float:

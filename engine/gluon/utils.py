@@ -69,7 +69,7 @@ def clip_global_norm(arrays: Sequence[NDArray], max_norm: float,
         raise ValueError("clip_global_norm needs at least one array")
     total_sq = 0.0
     for arr in arrays:
-        raw = arr._data
+        raw = arr.raw
         total_sq += float((raw.astype(numpy.float64) ** 2).sum())
     total = math.sqrt(total_sq)
     if check_isfinite and not math.isfinite(total):
@@ -79,7 +79,7 @@ def clip_global_norm(arrays: Sequence[NDArray], max_norm: float,
     if scale < 1.0:
         with numpy.errstate(invalid="ignore"):  # inf * 0 is the documented undefined result
             for arr in arrays:
-                arr._data *= arr._data.dtype.type(scale)
+                arr.raw *= arr.raw.dtype.type(scale)
     if check_isfinite:
         return total
     from .. import nd

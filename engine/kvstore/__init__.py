@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .base import KVStoreBase, create
 from .compression import TwoBitCompression
-from .local import KVStore, TestStore
+from .local import KVStore
+from .teststore import TestStore as _TestStore  # registers 'teststore' (not exported, as in MXNet)
 
-__all__ = ["KVStore", "KVStoreBase", "TestStore", "TwoBitCompression", "create"]
+__all__ = ["KVStore", "KVStoreBase", "TwoBitCompression", "create"]

@@ -20,6 +20,8 @@ from typing import Any
 from ..registry import Registry
 
 _REGISTRY = Registry("kvstore")
+# the one decorator spelling of the engine's registries (KVStoreBase.register is MXNet's)
+register = _REGISTRY.register
 LOCAL_TYPES = ("local", "device", "nccl", "local_allreduce_cpu", "local_allreduce_device",
                "local_update_cpu")
 
@@ -68,6 +70,15 @@ class KVStoreBase(abc.ABC):
 
     def load_optimizer_states(self, fname: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} has no optimizer states")
+
+    @property
+    def updater(self) -> Any:
+        """The updater run on pushed values (None: this store updates nothing)."""
+        return None
+
+    def stored_context(self) -> Any:
+        """The context of the stored values and the updater's states (None: none kept)."""
+        return None
 
     @staticmethod
     def register(klass: type) -> type:

@@ -94,7 +94,7 @@ class KVStore(KVStoreBase):
             if self._updater is not None:
                 self._updater(k, merged, stored)
             else:
-                stored._data[...] = merged._data
+                stored.raw[...] = merged.raw
 
     def _merge(self, key: Any, values: list[NDArray], stored: NDArray) -> NDArray:
         ctx = stored.context
@@ -103,7 +103,7 @@ class KVStore(KVStoreBase):
             if v.shape != stored.shape:
                 raise ValueError(f"pushed shape {v.shape} does not match key {key!r}'s "
                                  f"shape {stored.shape}")
-            raw = v.as_in_context(ctx)._data if v.context != ctx else v._data
+            raw = v.as_in_context(ctx).raw if v.context != ctx else v.raw
             if self._compression is not None:
                 raw = self._compression.compress(key, device, raw)
             total = raw.copy() if total is None else _add(total, raw)
@@ -142,9 +142,9 @@ class KVStore(KVStoreBase):
             for o, rows in zip(outs, ids_list, strict=True):
                 raw_rows = rows.asnumpy() if isinstance(rows, NDArray) else rows
                 idx = numpy.asarray(raw_rows, dtype=numpy.int64).ravel()
-                full = stored.copyto(o.context)._data
-                o._data[...] = 0
-                o._data[idx] = full[idx]
+                full = stored.copyto(o.context).raw
+                o.raw[...] = 0
+                o.raw[idx] = full[idx]
 
     # ------------------------------------------------------------------- optimizer
     def set_optimizer(self, optimizer: Any) -> None:
@@ -153,6 +153,17 @@ class KVStore(KVStoreBase):
 
         self._optimizer = optimizer
         self._set_updater(get_updater(optimizer))
+
+    @property
+    def updater(self) -> Any:
+        """The updater applied to pushed values (None until an optimizer is set)."""
+        return self._updater
+
+    def stored_context(self) -> Any:
+        """The context the stored values (and so the updater's states) live on, or None
+        while nothing is stored."""
+        first = next(iter(self._store.values()), None)
+        return None if first is None else first.context
 
     def _set_updater(self, updater: Any) -> None:
         self._updater = updater
@@ -178,34 +189,6 @@ class KVStore(KVStoreBase):
 
     def _barrier(self) -> None:
         self.barrier()
-
-
-class TestStore(KVStoreBase):
-    """A pure sum-and-broadcast store without optimizer support (MXNet 2.x ``teststore``)."""
-
-    __test__ = False  # not a pytest class
-
-    @property
-    def type(self) -> str:
-        return "teststore"
-
-    def is_capable(self, capability: str) -> bool:
-        return False
-
-    def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
-        for o in _as_list(out):
-            value.copyto(o)
-
-    def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
-        values = _as_list(value)
-        total = values[0]._data.copy()
-        for v in values[1:]:
-            total = _add(total, v.as_in_context(values[0].context)._data)
-        for o in _as_list(value if out is None else out):
-            NDArray(total, values[0].context).copyto(o)
-
-
-KVStoreBase.register(TestStore)
 
 
 def _add(total: Any, raw: Any) -> Any:

@@ -241,7 +241,7 @@ def create(metric: Any, *args: Any, **kwargs: Any) -> EvalMetric:
 # ----------------------------------------------------------- composite and custom
 
 
-@alias("composite")
+@register(aliases=("composite",))
 class CompositeEvalMetric(EvalMetric):
     """Several metrics updated together; ``get()`` returns lists of names and values.
 

@@ -20,10 +20,10 @@ import numpy
 
 from ..backend import array_module, to_numpy
 from .arrays import check_label_shapes, host, same_device
-from .base import EvalMetric, alias, register
+from .base import EvalMetric, register
 
 
-@alias("acc")
+@register(aliases=("acc",))
 class Accuracy(EvalMetric):
     """Fraction of predictions equal to the label; class scores are argmax-ed over ``axis``.
 
@@ -58,7 +58,7 @@ class Accuracy(EvalMetric):
             self._add((prd == lab).sum(), prd.size)
 
 
-@alias("top_k_accuracy", "top_k_acc")
+@register(aliases=("top_k_accuracy", "top_k_acc"))
 class TopKAccuracy(EvalMetric):
     """Fraction of samples whose label is among the ``top_k`` highest scores.
 

@@ -18,7 +18,7 @@ import numpy
 
 from ..backend import array_module
 from .arrays import check_label_shapes, raw, same_device
-from .base import EvalMetric, alias, register
+from .base import EvalMetric, register
 
 
 def _picked(lab: Any, prd: Any) -> Any:
@@ -58,7 +58,7 @@ class _LogLikelihood(EvalMetric):
                 self._add(-xp.log(prob + self.eps).sum(), prd.shape[0])
 
 
-@alias("ce", "cross-entropy")
+@register(aliases=("ce", "cross-entropy"))
 class CrossEntropy(_LogLikelihood):
     """Mean of ``-log(p[label] + eps)`` over samples; predictions are probabilities.
 
@@ -82,7 +82,7 @@ class CrossEntropy(_LogLikelihood):
         super().__init__(eps, name, output_names, label_names, from_logits)
 
 
-@alias("nll_loss", "nll-loss")
+@register(aliases=("nll_loss", "nll-loss"))
 class NegativeLogLikelihood(_LogLikelihood):
     """Mean negative log-likelihood of the labels (same numbers as CrossEntropy)."""
 

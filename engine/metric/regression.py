@@ -18,7 +18,7 @@ import numpy
 
 from ..backend import array_module, to_numpy
 from .arrays import check_label_shapes, same_device
-from .base import EvalMetric, alias, register
+from .base import EvalMetric, register
 
 
 class _PerBatchError(EvalMetric):
@@ -132,7 +132,7 @@ class _Moments:
         return float(self.co / denom) if denom else float("nan")
 
 
-@alias("pearsonr")
+@register(aliases=("pearsonr",))
 class PearsonCorrelation(EvalMetric):
     """Pearson correlation of flattened predictions and labels.
 

@@ -103,9 +103,9 @@ class ExecutorGroup:
         for name in tables[0]:
             total = tables[0][name].copyto(cpu())
             for table in tables[1:]:
-                total._data += table[name].copyto(cpu())._data
+                total.raw += table[name].copyto(cpu()).raw
             if len(tables) > 1:
-                total._data /= len(tables)
+                total.raw /= len(tables)
             out[name] = total
         return out
 
@@ -222,5 +222,5 @@ def copy_into(name: str, target: NDArray, value: Any) -> None:
     if source.shape != target.shape:
         raise ValueError(f"parameter {name!r} has shape {source.shape} but the module "
                          f"expects {target.shape}")
-    target._data[...] = source.as_in_context(target.context)._data.astype(
-        target._data.dtype, copy=False)
+    target.raw[...] = source.as_in_context(target.context).raw.astype(
+        target.raw.dtype, copy=False)

@@ -137,6 +137,8 @@ def waitall() -> None:
 
 def save(fname: Any, data: NDArray | Sequence[NDArray] | dict[str, NDArray]) -> None:
     """Save arrays to an ``.npz`` file (a dict keeps its names; a list is saved in order)."""
+    from ..serialization import save_npz
+
     if isinstance(data, NDArray):
         data = [data]
     if isinstance(data, dict):
@@ -145,19 +147,15 @@ def save(fname: Any, data: NDArray | Sequence[NDArray] | dict[str, NDArray]) -> 
     else:
         arrays = {f"{i:06d}": v.asnumpy() for i, v in enumerate(data)}
         arrays["__rudder_kind__"] = numpy.array("list")
-    if isinstance(fname, (str, bytes)) or hasattr(fname, "__fspath__"):
-        # through a handle, so numpy keeps the name as given (no '.npz' appended)
-        with open(fname, "wb") as f:
-            numpy.savez(f, **arrays)
-    else:
-        numpy.savez(fname, **arrays)
+    save_npz(fname, arrays)
 
 
 def load(fname: Any, ctx: Context | str | None = None) -> list[NDArray] | dict[str, NDArray]:
     """Load what :func:`save` wrote (never unpickles: ``allow_pickle=False``)."""
-    with numpy.load(fname, allow_pickle=False) as f:
-        kind = str(f["__rudder_kind__"]) if "__rudder_kind__" in f.files else "dict"
-        names = [n for n in f.files if n != "__rudder_kind__"]
-        if kind == "list":
-            return [array(f[n], ctx=ctx, dtype=f[n].dtype) for n in sorted(names)]
-        return {n: array(f[n], ctx=ctx, dtype=f[n].dtype) for n in names}
+    from ..serialization import load_npz
+
+    packed, _ = load_npz(fname)
+    kind = str(packed.pop("__rudder_kind__", "dict"))
+    if kind == "list":
+        return [array(packed[n], ctx=ctx, dtype=packed[n].dtype) for n in sorted(packed)]
+    return {n: array(v, ctx=ctx, dtype=v.dtype) for n, v in packed.items()}

@@ -19,7 +19,8 @@ from .adam import FTML, LAMB, Adam, Adamax, AdamW, Nadam
 from .adaptive import AdaDelta, AdaGrad, Ftrl, RMSProp
 from .lbsgd import LBSGD
 from .optimizer import Optimizer, check_learning_rate, create, register, registered
-from .sgd import DCASGD, LARS, NAG, SGD, SGLD, Signum, Test
+from .sgd import DCASGD, LARS, NAG, SGD, SGLD, Signum
+from .testing import Test
 from .updater import Updater, get_updater
 
 ccSGD = SGD  # noqa: N816 - MXNet's alias

@@ -1,6 +1,6 @@
 """Contiguous storage for a Trainer: every parameter of one dtype on one context, end to end.
 
-Each parameter's data and gradient NDArray keep their identity but their ``._data`` becomes
+Each parameter's data and gradient NDArray keep their identity but their ``.raw`` becomes
 a view into one flat weight buffer and one flat gradient buffer (backward and ``w[:] = v``
 write in place, so the views stay valid). The optimizer's states are flat buffers too, and
 the per-index states the Updater holds are views into them, so one step is a handful of
@@ -25,7 +25,7 @@ def _slice_state(state: Any, start: int, stop: int, shape: tuple[int, ...]) -> A
     if state is None:
         return None
     if isinstance(state, NDArray):
-        return NDArray(state._data[start:stop].reshape(shape), state.context)
+        return NDArray(state.raw[start:stop].reshape(shape), state.context)
     return tuple(_slice_state(s, start, stop, shape) for s in state)
 
 
@@ -54,24 +54,23 @@ class FlatGroup:
         self.indices = [index for index, _, _ in entries]
         shapes = [data.shape for _, data, _ in entries]
         sizes = [int(numpy.prod(s, dtype=numpy.int64)) for s in shapes]
-        self.segments = Segments(sizes)
-        self.segments.indices = self.indices  # type: ignore[attr-defined]
+        self.segments = Segments(sizes, self.indices)
         self.shapes = dict(zip(self.indices, shapes, strict=True))
         self.bounds = dict(zip(self.indices, self.segments.bounds, strict=True))
         first = entries[0][1]
         xp = first.xp
         total = int(sum(sizes))
         with _on_device(xp, ctx):
-            self.weight = xp.empty(total, dtype=first._data.dtype)
-            self.grad = xp.empty(total, dtype=first._data.dtype)
+            self.weight = xp.empty(total, dtype=first.raw.dtype)
+            self.grad = xp.empty(total, dtype=first.raw.dtype)
         self.arrays: list[tuple[NDArray, NDArray, Any, Any]] = []
         for (_, data, grad), (start, stop), shape in zip(
                 entries, self.segments.bounds, shapes, strict=True):
-            self.weight[start:stop] = data._data.reshape(-1)
-            self.grad[start:stop] = grad._data.reshape(-1)
+            self.weight[start:stop] = data.raw.reshape(-1)
+            self.grad[start:stop] = grad.raw.reshape(-1)
             w_view = self.weight[start:stop].reshape(shape)
             g_view = self.grad[start:stop].reshape(shape)
-            data._data, grad._data = w_view, g_view
+            data.raw, grad.raw = w_view, g_view
             self.arrays.append((data, grad, w_view, g_view))
         self.state: Any = None
         self.state_views: dict[int, Any] = {}
@@ -81,8 +80,8 @@ class FlatGroup:
         for index, (data, grad, w_view, g_view) in zip(self.indices, self.arrays, strict=True):
             param = params[index]
             if not param._data or not param._grad or param._data[c] is not data or \
-                    param._grad[c] is not grad or data._data is not w_view or \
-                    grad._data is not g_view:
+                    param._grad[c] is not grad or data.raw is not w_view or \
+                    grad.raw is not g_view:
                 return False
         return True
 

@@ -77,17 +77,17 @@ class LBSGD(Optimizer):
         lr, wd = self._get_lr(index), self._get_wd(index)
         self._update_count(index)
         mom, cum = state
-        cum._data += grad._data
+        cum.raw += grad.raw
         key = str(index)
         self.num_cums[key] = self.num_cums.get(key, 0) + 1
         if self.num_cums[key] % self.batch_scale != 0:
             return
-        mean_grad = cum._data / self.batch_scale
+        mean_grad = cum.raw / self.batch_scale
         if self.warmup_strategy == "lars":
-            lr *= self._get_lars(weight._data, mean_grad * self.rescale_grad, wd)
+            lr *= self._get_lars(weight.raw, mean_grad * self.rescale_grad, wd)
         else:
             lr *= self._get_lbmult(self.num_cums[key])
-        _sgd_apply(weight._data, self._scaled(mean_grad), None if mom is None else mom._data,
+        _sgd_apply(weight.raw, self._scaled(mean_grad), None if mom is None else mom.raw,
                    lr, wd, self.momentum, WHOLE)
-        cum._data[...] = 0
+        cum.raw[...] = 0
 

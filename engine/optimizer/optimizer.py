@@ -27,7 +27,7 @@ import numpy
 from ..ndarray import NDArray
 from ..registry import Registry
 from . import parallel
-from .segments import WHOLE, scalar_or_vector
+from .segments import WHOLE, WholeArray, scalar_or_vector
 from .state import StateDictMixin
 
 _REGISTRY = Registry("optimizer")
@@ -76,7 +76,7 @@ def check_learning_rate(lr: Any, allow_zero: bool = True) -> float:
 def raw_state(state: Any) -> Any:
     """The raw-array structure behind an NDArray state (tuples kept, None kept)."""
     if isinstance(state, NDArray):
-        return state._data
+        return state.raw
     if isinstance(state, (tuple, list)):
         return tuple(raw_state(s) for s in state)
     return state
@@ -98,6 +98,9 @@ class Optimizer(StateDictMixin):
     # True when the rule treats every element independently given scalar lr/wd/t, so the
     # Trainer may split a big flat buffer across threads (see engine.optimizer.parallel).
     _elementwise = False
+    # False when the rule cannot run on many parameters packed in one flat buffer (its
+    # state is not weight-shaped, or it needs each parameter on its own).
+    _fusable = True
     register = staticmethod(register)
     create_optimizer = staticmethod(create)
     opt_registry = _REGISTRY
@@ -130,6 +133,8 @@ class Optimizer(StateDictMixin):
         self.num_update = begin_num_update
         self._all_index_update_counts: dict[int, dict[int, int]] = {0: {}}
         self._index_update_count = self._all_index_update_counts[0]
+        # temporaries of the rules, per (dtype, array type, device, thread); see _scratch
+        self._scratch_buffers: dict[tuple[Any, ...], list[Any]] = {}
         self.clip_gradient = clip_gradient
         self.multi_precision = multi_precision
         self.aggregate_num = 0
@@ -171,7 +176,7 @@ class Optimizer(StateDictMixin):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         t = self._index_update_count[index]
-        self._rule(weight._data, grad._data, raw_state(state), lr, wd, t, WHOLE)
+        self._rule(weight.raw, grad.raw, raw_state(state), lr, wd, t, WholeArray(index))
 
     def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """``update``, running on the fp32 master copy for fp16 weights when enabled."""
@@ -182,7 +187,7 @@ class Optimizer(StateDictMixin):
         if self.multi_precision and weight.dtype == numpy.float16:
             master, inner = self._mp_parts(state)
             self.update(index, master, grad.astype(numpy.float32), inner)
-            weight._data[...] = master._data.astype(numpy.float16)
+            weight.raw[...] = master.raw.astype(numpy.float16)
         else:
             self.update(index, weight, grad, state)
 
@@ -206,7 +211,7 @@ class Optimizer(StateDictMixin):
         """True when the update is the class's raw rule (no user override of update/state)."""
         cls = type(self)
         owner = next((k for k in cls.__mro__ if "_rule" in vars(k)), Optimizer)
-        if owner is Optimizer or not getattr(owner, "_fusable", True):
+        if owner is Optimizer or not owner._fusable:
             return False
         return all(getattr(cls, name) is getattr(owner, name) for name in (
             "update", "update_multi_precision", "create_state", "create_state_multi_precision"))
@@ -236,7 +241,7 @@ class Optimizer(StateDictMixin):
     # ----------------------------------------------------------- shared rule helpers
     def _scratch(self, like: Any, count: int = 2) -> list[Any]:
         """Reusable temporaries shaped like ``like`` (no per-step allocation of big arrays)."""
-        cache = self.__dict__.setdefault("_scratch_buffers", {})
+        cache = self._scratch_buffers
         key = (like.dtype.str, type(like), str(getattr(like, "device", "")),
                threading.get_ident())  # chunks updated in parallel need their own scratch
         buffers = cache.get(key)

@@ -10,6 +10,7 @@ per-element array in the weights' dtype. ``sum`` reduces an elementwise array pe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy
@@ -23,8 +24,19 @@ def scalar_or_vector(values: list[float]) -> Any:
     return numpy.asarray(values, dtype=numpy.float64)
 
 
+@dataclass(frozen=True, slots=True)
 class WholeArray:
-    """One parameter: coefficients are scalars and reductions cover the whole array."""
+    """One parameter: coefficients are scalars and reductions cover the whole array.
+
+    ``index`` is the parameter's optimizer index; -1 when the rule runs outside any
+    optimizer's parameter list (the ``nd.*_update`` operators).
+    """
+
+    index: int = -1
+
+    @property
+    def indices(self) -> tuple[int, ...]:
+        return (self.index,)
 
     def expand(self, coef: Any, like: Any = None) -> Any:
         return float(coef)
@@ -37,12 +49,18 @@ WHOLE = WholeArray()
 
 
 class Segments:
-    """Parameters of given sizes laid end to end in one flat buffer."""
+    """Parameters ``indices`` of sizes ``sizes`` laid end to end in one flat buffer."""
 
-    def __init__(self, sizes: list[int]) -> None:
+    __slots__ = ("indices", "sizes", "bounds")
+
+    def __init__(self, sizes: list[int], indices: list[int]) -> None:
+        if len(sizes) != len(indices):
+            raise ValueError(f"{len(sizes)} sizes for {len(indices)} parameter indices")
+        self.indices: tuple[int, ...] = tuple(indices)
         self.sizes = numpy.asarray(sizes, dtype=numpy.int64)
         ends = numpy.cumsum(self.sizes)
-        self.bounds = list(zip((ends - self.sizes).tolist(), ends.tolist(), strict=True))
+        self.bounds: list[tuple[int, int]] = list(
+            zip((ends - self.sizes).tolist(), ends.tolist(), strict=True))
 
     def expand(self, coef: Any, like: Any) -> Any:
         if numpy.ndim(coef) == 0:

@@ -1,4 +1,4 @@
-"""SGD and its relatives: SGD (momentum), NAG, Signum, SGLD, DCASGD, LARS, Test.
+"""SGD and its relatives: SGD (momentum), NAG, Signum, SGLD, DCASGD, LARS.
 
 SGD is the general rule; NAG, LARS and DCASGD are configurations of it (a different
 gradient, a per-parameter lr, a look-ahead). Notation in the docstrings: r = rescale_grad,
@@ -224,6 +224,7 @@ class LARS(Optimizer):
         self.eps = eps
         self.momentum_correction = momentum_correction
         self.last_lr: float | None = None
+        self.prev_step_lr: float | None = None  # the schedule's lr of the previous step
         self.last_lr_step = -1
 
     def create_state(self, index: int, weight: NDArray) -> Any:
@@ -250,35 +251,12 @@ class LARS(Optimizer):
             if self.last_lr_step != self.num_update:
                 self.prev_step_lr, self.last_lr = self.last_lr, base
                 self.last_lr_step = self.num_update
-            prev = getattr(self, "prev_step_lr", None)
-            if prev:
-                momentum = self.momentum * base / prev
+            if self.prev_step_lr:
+                momentum = self.momentum * base / self.prev_step_lr
         _sgd_apply(w, G, mom, lr * ratio, wd, momentum, seg)
 
     def _segment_names(self, seg: Any) -> list[str]:
-        indices = getattr(seg, "indices", None)
-        if indices is None:
-            indices = [getattr(self, "_current_index", -1)]
-        return [self._param_name(i) for i in indices]
-
-    def update(self, index, weight, grad, state):
-        if not isinstance(index, (list, tuple)):
-            self._current_index = index
-        super().update(index, weight, grad, state)
-
-
-@register
-class Test(Optimizer):
-    """The test optimizer of MXNet: ``w ← w + r·g``; the state keeps a copy of ``w``."""
-
-    _elementwise = True
-
-    def create_state(self, index: int, weight: NDArray) -> Any:
-        return _zeros_like(weight)
-
-    def _rule(self, w, g, state, lr, wd, t, seg):
-        w += g * self.rescale_grad
-        state[...] = w
+        return [self._param_name(i) for i in seg.indices]
 
 
 def _xp(raw: Any) -> Any:

@@ -1,7 +1,7 @@
 """Plain-data (JSON) state of an optimizer: hyperparameters, counts, schedule, live lr.
 
 The per-parameter arrays are saved separately (see :mod:`engine.optimizer.updater` and
-:mod:`engine.optimizer.checkpoint`); nothing here is ever pickled.
+:mod:`engine.gluon.trainer_states`); nothing here is ever pickled.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class StateDictMixin:
     _NOT_HYPER = frozenset({
         "lr_scheduler", "param_dict", "idx2name", "sym_info", "num_update",
         "_all_index_update_counts", "_index_update_count", "_lr_scale", "_lr_override",
-        "lr_mult", "wd_mult",
+        "lr_mult", "wd_mult", "_scratch_buffers",
     })
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -65,7 +65,8 @@ class StateDictMixin:
         """Restore :meth:`state_dict` output (call ``check_state_dict`` first)."""
         self.check_state_dict(state)
         for key, value in state["hyper"].items():
-            setattr(self, key, value)
+            if key in vars(self):  # only declared attributes (older files may hold more)
+                setattr(self, key, value)
         self.num_update = int(state["num_update"])
         self._all_index_update_counts = {
             int(dev): {int(i): int(n) for i, n in c.items()} for dev, c in state["counts"].items()

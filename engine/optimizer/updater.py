@@ -12,16 +12,13 @@ into a JSON entry of the same archive.
 
 from __future__ import annotations
 
-import io
-import json
 from typing import Any
 
 import numpy
 
 from ..ndarray import NDArray
+from ..serialization import SerializationError, load_npz, npz_bytes
 from .optimizer import Optimizer
-
-META_KEY = "__meta__"
 
 
 def pack_state(state: Any, prefix: str, arrays: dict[str, numpy.ndarray]) -> Any:
@@ -55,8 +52,8 @@ def copy_state_into(target: Any, source: Any) -> Any:
     if isinstance(target, NDArray) and isinstance(source, NDArray):
         if target.shape != source.shape:
             raise ValueError(f"optimizer state shape {source.shape} does not match {target.shape}")
-        target._data[...] = source.as_in_context(target.context)._data.astype(
-            target._data.dtype, copy=False)
+        target.raw[...] = source.as_in_context(target.context).raw.astype(
+            target.raw.dtype, copy=False)
         return target
     if isinstance(target, tuple) and isinstance(source, tuple) and len(target) == len(source):
         return tuple(copy_state_into(t, s) for t, s in zip(target, source, strict=True))
@@ -105,19 +102,16 @@ class Updater:
         meta: dict[str, Any] = {"states": structure}
         if dump_optimizer:
             meta["optimizer"] = self.optimizer.state_dict()
-        arrays[META_KEY] = numpy.frombuffer(json.dumps(meta).encode(), dtype=numpy.uint8)
-        buffer = io.BytesIO()
-        numpy.savez(buffer, **arrays)
-        return buffer.getvalue()
+        return npz_bytes(arrays, meta)
 
     def set_states(self, states: bytes) -> None:
         """Load what :meth:`get_states` returned; states move to each weight's context lazily."""
         try:
-            with numpy.load(io.BytesIO(states), allow_pickle=False) as archive:
-                arrays = {k: archive[k] for k in archive.files}
-            meta = json.loads(arrays.pop(META_KEY).tobytes().decode())
-        except Exception as err:  # noqa: BLE001 - any decoding failure means a bad blob
+            arrays, meta = load_npz(states)
+        except SerializationError as err:
             raise ValueError(f"not an optimizer state blob: {err}") from err
+        if not isinstance(meta, dict) or not isinstance(meta.get("states"), dict):
+            raise ValueError("not an optimizer state blob: no state table")
         if "optimizer" in meta:
             self.optimizer.check_state_dict(meta["optimizer"])
         from ..context import cpu

@@ -71,7 +71,7 @@ def _sequence(xp: Any, log_probs: Any, labels: Any, blank: int) -> tuple[float, 
 def ctc_loss(data: NDArray, label: Any, data_lengths: Any = None, label_lengths: Any = None,
              use_data_lengths: bool = False, use_label_lengths: bool = False,
              blank_label: str = "first") -> NDArray:
-    x = data._data
+    x = data.raw
     xp = data.xp
     x64 = x.astype(numpy.float64)
     shifted = x64 - x64.max(axis=2, keepdims=True)

@@ -65,7 +65,7 @@ class Executor:
                 array = self.arg_dict[name]
                 array.attach_grad(reqs[name])
                 if name in self.grad_dict:
-                    array._grad = self.grad_dict[name]._data
+                    array._grad = self.grad_dict[name].raw
                 self.grad_dict[name] = array.grad
         self.outputs: list[NDArray] = []
         self._monitor: Any = None

@@ -33,8 +33,8 @@ def fill_element_0index(lhs: NDArray, mhs: NDArray, rhs: Any) -> NDArray:
     """``lhs`` with ``lhs[i, rhs[i]] = mhs[i]``."""
     xp = lhs.xp
     rows, cols = xp.arange(lhs.shape[0]), _index(rhs)
-    out = lhs._data.copy()
-    out[rows, cols] = mhs._data
+    out = lhs.raw.copy()
+    out[rows, cols] = mhs.raw
 
     def backward(g: Any) -> tuple[Any, Any]:
         g_lhs = g.copy()
@@ -54,7 +54,7 @@ def scatter_nd(data: NDArray, indices: Any, shape: Any) -> NDArray:
     idx = _index(indices)
     key = tuple(idx[i] for i in range(idx.shape[0]))
     out = xp.zeros(tuple(shape), dtype=data.dtype)
-    out[key] = data._data
+    out[key] = data.raw
     return apply_op(out, (data,), lambda g: (g[key],))
 
 
@@ -81,9 +81,9 @@ def unravel_index(data: Any, shape: Any) -> NDArray:
 def histogram(data: NDArray, bins: Any = 10, range: Any = None) -> list[NDArray]:  # noqa: A002
     """Counts (int64) and bin edges, as MXNet's ``histogram``."""
     xp = data.xp
-    raw = data._data.ravel()
+    raw = data.raw.ravel()
     if isinstance(bins, NDArray):
-        counts, edges = xp.histogram(raw, bins=bins._data)
+        counts, edges = xp.histogram(raw, bins=bins.raw)
     else:
         counts, edges = xp.histogram(raw, bins=int(bins), range=range)
     return [NDArray(counts.astype(numpy.int64), data._ctx),
@@ -181,7 +181,7 @@ def _generalized_negative_binomial(rng: Any, size: Any, mu: Any, alpha: Any) -> 
 def _multinomial(data: NDArray, shape: Any = (), get_prob: bool = False,
                  dtype: Any = "int32") -> Any:
     xp = data.xp
-    probs = data._data
+    probs = data.raw
     extra = (shape,) if isinstance(shape, int) else tuple(shape)
     count = int(numpy.prod(extra)) if extra else 1
     rng = engine_random.generator(xp)
@@ -249,9 +249,9 @@ def _log_gamma(x: NDArray) -> NDArray:
 def _pdf_uniform(sample: NDArray, low: NDArray, high: NDArray, is_log: bool = False) -> NDArray:
     xp = sample.xp
     extra = sample.ndim - low.ndim
-    lo = low._data.reshape(low.shape + (1,) * extra)
-    hi = high._data.reshape(high.shape + (1,) * extra)
-    x = sample._data
+    lo = low.raw.reshape(low.shape + (1,) * extra)
+    hi = high.raw.reshape(high.shape + (1,) * extra)
+    x = sample.raw
     density = ((x >= lo) & (x <= hi)) / (hi - lo)
     with numpy.errstate(divide="ignore"):
         out = xp.log(density) if is_log else density

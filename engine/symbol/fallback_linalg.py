@@ -70,7 +70,7 @@ def trmm(A: NDArray, B: NDArray, transpose: bool = False, rightside: bool = Fals
 
 def inverse(A: NDArray) -> NDArray:  # noqa: N803
     xp = A.xp
-    out = xp.linalg.inv(A._data)
+    out = xp.linalg.inv(A.raw)
 
     def backward(g: Any) -> tuple[Any]:
         inv_t = xp.swapaxes(out, -1, -2)
@@ -103,13 +103,13 @@ def _no_grad(name: str) -> Any:
 
 
 def potrf(A: NDArray) -> NDArray:  # noqa: N803
-    return apply_op(A.xp.linalg.cholesky(A._data), (A,), _no_grad("linalg_potrf"))
+    return apply_op(A.xp.linalg.cholesky(A.raw), (A,), _no_grad("linalg_potrf"))
 
 
 def gelqf(A: NDArray) -> list[NDArray]:  # noqa: N803
     """``A = L Q`` with orthonormal rows in ``Q``: outputs ``(Q, L)``."""
     xp = A.xp
-    q, r = xp.linalg.qr(xp.swapaxes(A._data, -1, -2))  # LAPACK's Householder signs
+    q, r = xp.linalg.qr(xp.swapaxes(A.raw, -1, -2))  # LAPACK's Householder signs
     q_t = xp.swapaxes(q, -1, -2)
     l_mat = xp.swapaxes(r, -1, -2)
     return [apply_op(q_t, (A,), _no_grad("linalg_gelqf")),
@@ -118,26 +118,26 @@ def gelqf(A: NDArray) -> list[NDArray]:  # noqa: N803
 
 def det(A: NDArray) -> NDArray:  # noqa: N803
     xp = A.xp
-    out = xp.linalg.det(A._data)
+    out = xp.linalg.det(A.raw)
     return apply_op(out, (A,), lambda g: (
-        (g * out)[..., None, None] * xp.swapaxes(xp.linalg.inv(A._data), -1, -2),))
+        (g * out)[..., None, None] * xp.swapaxes(xp.linalg.inv(A.raw), -1, -2),))
 
 
 def slogdet(A: NDArray) -> list[NDArray]:  # noqa: N803
     xp = A.xp
-    sign, logdet = xp.linalg.slogdet(A._data)
+    sign, logdet = xp.linalg.slogdet(A.raw)
     log_out = apply_op(logdet, (A,), lambda g: (
-        g[..., None, None] * xp.swapaxes(xp.linalg.inv(A._data), -1, -2),))
+        g[..., None, None] * xp.swapaxes(xp.linalg.inv(A.raw), -1, -2),))
     return [NDArray(sign, A._ctx), log_out]
 
 
 def sumlogdiag(A: NDArray) -> NDArray:  # noqa: N803
     xp = A.xp
-    diag = xp.diagonal(A._data, axis1=-2, axis2=-1)
+    diag = xp.diagonal(A.raw, axis1=-2, axis2=-1)
     out = xp.log(diag).sum(axis=-1)
 
     def backward(g: Any) -> tuple[Any]:
-        full = xp.zeros_like(A._data)
+        full = xp.zeros_like(A.raw)
         idx = xp.arange(diag.shape[-1])
         full[..., idx, idx] = g[..., None] / diag
         return (full,)
@@ -157,7 +157,7 @@ def makediag(A: NDArray, offset: int = 0) -> NDArray:  # noqa: N803
     idx = numpy.arange(A.shape[-1])
     rows, cols = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
     out = xp.zeros(A.shape[:-1] + (n, n), dtype=A.dtype)
-    out[..., rows, cols] = A._data
+    out[..., rows, cols] = A.raw
     return apply_op(out, (A,), lambda g: (g[..., rows, cols],))
 
 
@@ -173,10 +173,10 @@ def _tri_index(n: int, offset: int, lower: bool) -> tuple[Any, Any]:
 def extracttrian(A: NDArray, offset: int = 0, lower: bool = True) -> NDArray:  # noqa: N803
     xp = A.xp
     rows, cols = _tri_index(A.shape[-1], offset, lower if offset == 0 else offset < 0)
-    out = A._data[..., rows, cols]
+    out = A.raw[..., rows, cols]
 
     def backward(g: Any) -> tuple[Any]:
-        full = xp.zeros_like(A._data)
+        full = xp.zeros_like(A.raw)
         full[..., rows, cols] = g
         return (full,)
 
@@ -189,7 +189,7 @@ def maketrian(A: NDArray, offset: int = 0, lower: bool = True) -> NDArray:  # no
     size = int((numpy.sqrt(8 * count + 1) - 1) / 2) + abs(offset)
     rows, cols = _tri_index(size, offset, lower if offset == 0 else offset < 0)
     out = xp.zeros(A.shape[:-1] + (size, size), dtype=A.dtype)
-    out[..., rows, cols] = A._data
+    out[..., rows, cols] = A.raw
     return apply_op(out, (A,), lambda g: (g[..., rows, cols],))
 
 

@@ -119,7 +119,7 @@ def _unary(name: str) -> Callable[..., NDArray]:
     forward, derivative = _UNARY[name]
 
     def op(data: NDArray) -> NDArray:
-        x = data._data
+        x = data.raw
         with numpy.errstate(all="ignore"):  # inf/nan outside the domain, as MXNet gives
             out = forward(x).astype(x.dtype, copy=False)
         if derivative is None:
@@ -137,7 +137,7 @@ def _unary(name: str) -> Callable[..., NDArray]:
 
 
 def hard_sigmoid(data: NDArray, alpha: float = 0.2, beta: float = 0.5) -> NDArray:
-    x = data._data
+    x = data.raw
     xp = data.xp
     out = xp.clip(alpha * x + beta, 0, 1).astype(x.dtype, copy=False)
     inside = (alpha * x + beta > 0) & (alpha * x + beta < 1)
@@ -155,7 +155,7 @@ def make_loss(data: NDArray, grad_scale: float = 1.0, valid_thresh: float = 0.0,
               normalization: str = "null") -> NDArray:
     """Identity forward; backward ``grad_scale`` (normalized by the batch or the count of
     values above ``valid_thresh``), whatever the head gradient, as MXNet's ``MakeLoss``."""
-    x = data._data
+    x = data.raw
     xp = data.xp
 
     def backward(g: Raw) -> tuple[Raw]:
@@ -192,7 +192,7 @@ def _binary(name: str) -> Callable[..., NDArray]:
     forward, gradients = _BINARY[name]
 
     def op(lhs: NDArray, rhs: Any) -> NDArray:
-        a = lhs._data
+        a = lhs.raw
         b = as_raw(rhs, lhs)
         with numpy.errstate(all="ignore"):
             out = forward(a, b).astype(a.dtype, copy=False)
@@ -213,7 +213,7 @@ def _binary(name: str) -> Callable[..., NDArray]:
 def _nan_reduce(kind: str) -> Callable[..., NDArray]:
     def op(data: NDArray, axis: Any = None, keepdims: bool = False,
            exclude: bool = False) -> NDArray:
-        x = data._data
+        x = data.raw
         xp = data.xp
         axes = _axes(axis, x.ndim, exclude)
         if kind == "sum":
@@ -259,7 +259,7 @@ def moments(data: NDArray, axes: Any = None, keepdims: bool = False) -> list[NDA
 
 def argmax_channel(data: NDArray) -> NDArray:
     """Indices of the maximum over the channel axis (axis 1), as floats."""
-    x = data._data
+    x = data.raw
     out = x.argmax(axis=1).astype(x.dtype)
     return NDArray(out, data._ctx)
 
@@ -273,7 +273,7 @@ def add_n(*args: NDArray) -> NDArray:
 
 
 def smooth_l1(data: NDArray, scalar: float = 1.0) -> NDArray:
-    x = data._data
+    x = data.raw
     xp = data.xp
     s2 = scalar * scalar
     small = abs(x) < 1.0 / s2

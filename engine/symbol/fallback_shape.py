@@ -80,7 +80,7 @@ def size_array(data: NDArray) -> NDArray:
 
 
 def diag(data: NDArray, k: int = 0, axis1: int = 0, axis2: int = 1) -> NDArray:
-    x = data._data
+    x = data.raw
     xp = data.xp
     if x.ndim == 1:
         out = xp.diag(x, k)
@@ -115,7 +115,7 @@ def space_to_depth(data: NDArray, block_size: int) -> NDArray:
 def pad(data: NDArray, mode: str = "constant", pad_width: Any = (),
         constant_value: float = 0.0) -> NDArray:
     """MXNet's ``Pad``: ``pad_width`` is (before, after) for every axis, flattened."""
-    x = data._data
+    x = data.raw
     xp = data.xp
     widths = [(int(pad_width[2 * i]), int(pad_width[2 * i + 1])) for i in range(x.ndim)]
     if mode == "constant":
@@ -152,7 +152,7 @@ def sequence_mask(data: NDArray, sequence_length: Any = None,
     if not use_sequence_length:
         return data + 0
     mask = _sequence_mask(data, sequence_length, axis)
-    x = data._data
+    x = data.raw
     out = data.xp.where(mask, x, value).astype(x.dtype)
     return apply_op(out, (data,), lambda g: (g * mask,))
 
@@ -193,7 +193,7 @@ def _sorted_indices(x: Any, axis: int, is_ascend: bool) -> Any:
 def _gather(data: NDArray, order: Any, axis: int) -> NDArray:
     """``data`` at ``order`` along ``axis``, differentiable (the gradient scatters back)."""
     xp = data.xp
-    x = data._data
+    x = data.raw
 
     def backward(g: Any) -> tuple[Any]:
         full = xp.zeros_like(x)
@@ -204,18 +204,18 @@ def _gather(data: NDArray, order: Any, axis: int) -> NDArray:
 
 
 def sort(data: NDArray, axis: int = -1, is_ascend: bool = True) -> NDArray:
-    return _gather(data, _sorted_indices(data._data, axis, is_ascend), axis)
+    return _gather(data, _sorted_indices(data.raw, axis, is_ascend), axis)
 
 
 def argsort(data: NDArray, axis: int = -1, is_ascend: bool = True,
             dtype: Any = "float32") -> NDArray:
-    order = _sorted_indices(data._data, axis, is_ascend)
+    order = _sorted_indices(data.raw, axis, is_ascend)
     return NDArray(order.astype(numpy.dtype(dtype)), data._ctx)
 
 
 def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
          is_ascend: bool = False, dtype: Any = "float32") -> Any:
-    x = data._data
+    x = data.raw
     xp = data.xp
     order = xp.take(_sorted_indices(x, axis, is_ascend), xp.arange(k), axis=axis)
     indices = NDArray(order.astype(numpy.dtype(dtype)), data._ctx)
@@ -231,7 +231,7 @@ def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
 
 
 def cumsum(a: NDArray, axis: Any = None, dtype: Any = None) -> NDArray:
-    x = a._data
+    x = a.raw
     xp = a.xp
     flat = axis is None
     src = x.ravel() if flat else x

@@ -41,7 +41,7 @@ def softmax_output(data: NDArray, label: Any, grad_scale: float = 1.0,
     if normalization not in ("null", "batch", "valid"):
         raise ValueError(f"normalization must be 'null', 'batch' or 'valid', got "
                          f"{normalization!r}")
-    x = data._data
+    x = data.raw
     xp = data.xp
     if multi_output:
         axis, work = 1, x
@@ -109,7 +109,7 @@ def _regression_infer(p: dict[str, Any], shapes: list[Shape | None]):
 def regression_output(kind: str, data: NDArray, label: Any, grad_scale: float = 1.0) -> NDArray:
     """MXNet's regression heads: forward identity (logistic: sigmoid); backward
     ``(out - label)`` (MAE: its sign) ``* grad_scale / outputs_per_sample``."""
-    x = data._data
+    x = data.raw
     xp = data.xp
     out = 1.0 / (1.0 + xp.exp(-x)) if kind == "logistic" else x
     lab_raw = as_raw(label, data)
@@ -136,7 +136,7 @@ def svm_output(data: NDArray, label: Any, margin: float = 1.0,
     """MXNet's ``SVMOutput``: forward identity; backward the hinge loss's gradient per
     class (squared hinge unless ``use_linear``), scaled by the regularization coefficient,
     whatever the head gradient."""
-    x = data._data
+    x = data.raw
     xp = data.xp
     scores = x.reshape(x.shape[0], -1)
     classes = as_raw(label, data).reshape(-1).astype("int64")

@@ -50,7 +50,7 @@ def _take(array: Any, indices: numpy.ndarray) -> NDArray:
     from ... import nd
 
     if isinstance(array, NDArray):
-        raw = array._data[array.xp.asarray(indices)]
+        raw = array.raw[array.xp.asarray(indices)]
         return NDArray(raw, array.context)
     batch = array[indices]
     return nd.array(batch, dtype=batch.dtype)

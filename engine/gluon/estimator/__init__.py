@@ -7,7 +7,9 @@
 >>> trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
 >>> data = [(mx.nd.ones((4, 3)), mx.nd.array([0, 1, 0, 1]))]
 >>> est = estimator.fit(net, data, None, gloss.SoftmaxCrossEntropyLoss(), trainer, epochs=1,
-...                     metrics=['acc'])
+...                     metrics=['acc'])  # doctest: +ELLIPSIS
+Training begin: using optimizer SGD with current learning rate 0.1000...
+Train finished using total ...s with 1 epochs. training accuracy: 0.5000, ...
 >>> [m.name for m in est.train_metrics]
 ['training accuracy']
 """

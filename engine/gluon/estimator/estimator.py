@@ -27,7 +27,10 @@ handlers are not called; ``train_end`` handlers always are.
 >>> trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
 >>> est = Estimator(net, gloss.SoftmaxCrossEntropyLoss(), trainer=trainer)
 >>> data = [(mx.nd.ones((4, 3)), mx.nd.array([0, 1, 0, 1]))]
->>> est.fit(data, epochs=2)
+>>> est.fit(data, epochs=2)  # the progress goes to stdout, as in MXNet  # doctest: +ELLIPSIS
+Training begin: using optimizer SGD with current learning rate 0.1000...
+[Epoch 1] Finished in ...
+Train finished using total ...s with 2 epochs. ...
 >>> est.current_epoch, est.global_step
 (1, 2)
 """

@@ -446,3 +446,40 @@ def test_kvstore_choice_on_one_device() -> None:
     explicit.step(1)                        # Rudder: an explicit True is honoured
     assert explicit._kvstore.type == "device" and explicit._update_on_kvstore is True
     assert np.allclose(x.data().asnumpy(), -0.01 - 0.5)
+
+
+def _sgd_momentum_setup():
+    w = gluon.Parameter("w", shape=(2, 3), init=mx.init.Constant(0.5))
+    b = gluon.Parameter("b", shape=(3,), init="zeros")
+    w.initialize()
+    b.initialize()
+    trainer = gluon.Trainer([w, b], "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    return w, b, trainer
+
+
+def _sgd_momentum_step(w, b, trainer) -> None:
+    with autograd.record():
+        loss = (w.data() * nd.array(np.arange(6.0).reshape(2, 3))).sum() + (b.data() * 2).sum()
+    loss.backward()
+    trainer.step(1)
+
+
+def test_states_saved_before_trainer_states_moved_beside_the_trainer_still_load() -> None:
+    """fixtures/sgd_momentum_v1.states was written by the engine of 2026-11-23 (states in
+    engine/optimizer/checkpoint.py) after 2 steps of this setup; resuming from it must
+    continue exactly as an uninterrupted run."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "sgd_momentum_v1.states"
+    w, b, uninterrupted = _sgd_momentum_setup()
+    for _ in range(3):
+        _sgd_momentum_step(w, b, uninterrupted)
+    rw, rb, resumed = _sgd_momentum_setup()
+    rw.set_data(nd.array([[0.5, 0.21000000834465027, -0.07999998331069946],
+                          [-0.37000006437301636, -0.6599999666213989, -0.949999988079071]]))
+    rb.set_data(nd.array([-0.5799999833106995] * 3))
+    resumed.load_states(str(fixture))
+    assert resumed.optimizer.num_update == 2
+    _sgd_momentum_step(rw, rb, resumed)
+    np.testing.assert_allclose(rw.data().asnumpy(), w.data().asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(rb.data().asnumpy(), b.data().asnumpy(), rtol=1e-6)

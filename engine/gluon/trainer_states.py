@@ -1,5 +1,8 @@
 """Trainer checkpoints: optimizer states of every context + counts + schedule, no pickle.
 
+Written and read by :meth:`Trainer.save_states` / :meth:`Trainer.load_states` through the
+Trainer's public surface only (``parameters``, ``optimizer``, ``state_holders()``).
+
 The file is an ``.npz`` archive: one array per state tensor and a ``__meta__`` entry
 holding UTF-8 JSON (format, the parameters' shapes/dtypes, the optimizer's plain-data state
 with its scheduler and live-LR change, and each context's state structure). Loading parses
@@ -9,13 +12,13 @@ it unchanged.
 
 from __future__ import annotations
 
-import io
-import json
 from typing import Any
 
 import numpy
 
-from .updater import META_KEY, copy_state_into, pack_state, state_shapes, unpack_state
+from ..ndarray import NDArray
+from ..optimizer.updater import copy_state_into, pack_state, state_shapes, unpack_state
+from ..serialization import SerializationError, load_npz, npz_bytes
 
 FORMAT = "rudder.trainer_states"
 VERSION = 1
@@ -23,28 +26,27 @@ VERSION = 1
 
 def save(trainer: Any, fname: Any) -> None:
     """Write ``trainer``'s optimizer state to a path or a binary file object."""
-    optimizer = trainer._optimizer
+    optimizer = trainer.optimizer
     arrays: dict[str, numpy.ndarray] = {}
     contexts = []
-    for c, updater in enumerate(trainer._state_updaters()):
+    for c, (updater, _) in enumerate(trainer.state_holders()):
         contexts.append({str(i): pack_state(s, f"c{c}.s{i}", arrays)
                          for i, s in sorted(updater.states.items(), key=lambda kv: str(kv[0]))})
     meta = {
         "format": FORMAT,
         "version": VERSION,
-        "params": [_describe(p) for p in trainer._params],
+        "params": [_describe(p) for p in trainer.parameters],
         "optimizer": optimizer.state_dict(),
         "learning_rate": optimizer.learning_rate,
         "contexts": contexts,
     }
-    arrays[META_KEY] = numpy.frombuffer(json.dumps(meta).encode(), dtype=numpy.uint8)
-    buffer = io.BytesIO()
-    numpy.savez(buffer, **arrays)
+    # Bytes first, then one write: a failure while packing leaves the target untouched.
+    blob = npz_bytes(arrays, meta)
     if hasattr(fname, "write"):
-        fname.write(buffer.getvalue())
+        fname.write(blob)
     else:
         with open(fname, "wb") as handle:
-            handle.write(buffer.getvalue())
+            handle.write(blob)
 
 
 def _describe(param: Any) -> dict[str, Any]:
@@ -62,10 +64,8 @@ def _read(fname: Any) -> tuple[dict[str, Any], dict[str, numpy.ndarray]]:
     except OSError as err:
         raise ValueError(f"cannot read trainer states from {fname!r}: {err}") from err
     try:
-        with numpy.load(io.BytesIO(blob), allow_pickle=False) as archive:
-            arrays = {k: archive[k] for k in archive.files}
-        meta = json.loads(arrays.pop(META_KEY).tobytes().decode())
-    except Exception as err:  # noqa: BLE001 - any decoding problem means a corrupt file
+        arrays, meta = load_npz(blob)
+    except SerializationError as err:
         raise ValueError(f"not a Rudder trainer states file (corrupt or wrong format): "
                          f"{err}") from err
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -78,8 +78,8 @@ def _read(fname: Any) -> tuple[dict[str, Any], dict[str, numpy.ndarray]]:
 def load(trainer: Any, fname: Any) -> None:
     """Check ``fname`` against ``trainer`` completely, then restore it."""
     meta, arrays = _read(fname)
-    optimizer = trainer._optimizer
-    params = trainer._params
+    optimizer = trainer.optimizer
+    params = trainer.parameters
     saved = meta["params"]
     if len(saved) != len(params):
         raise ValueError(f"trainer states file has {len(saved)} parameters, this trainer has "
@@ -94,14 +94,15 @@ def load(trainer: Any, fname: Any) -> None:
             raise ValueError(f"parameter {i} ({param.name}) has dtype {here['dtype']} but the "
                              f"file has {info['dtype']}")
     optimizer.check_state_dict(meta["optimizer"])
-    updaters = trainer._state_updaters()
+    holders = trainer.state_holders()
+    updaters = [updater for updater, _ in holders]
     contexts = meta["contexts"]
     if not contexts:
         raise ValueError("trainer states file holds no context")
     restored = []
     for c in range(len(updaters)):
         source = contexts[c] if len(contexts) == len(updaters) else contexts[0]
-        like = _context_array(trainer, c, updaters)
+        like = NDArray(numpy.zeros(()), holders[c][1])
         states = {}
         for key, structure in source.items():
             index = int(key)
@@ -133,25 +134,10 @@ def load(trainer: Any, fname: Any) -> None:
             updater.states_synced[index] = True
 
 
-def _context_array(trainer: Any, c: int, updaters: list[Any]) -> Any:
-    from ..context import cpu
-    from ..ndarray import NDArray
-
-    if trainer._kvstore is not None and trainer._update_on_kvstore:
-        store = getattr(trainer._kvstore, "_store", {})
-        first = next(iter(store.values()), None)
-        ctx = first.context if first is not None else trainer._contexts[0]
-    else:
-        ctx = trainer._contexts[c] if trainer._contexts else cpu()
-    return NDArray(numpy.zeros(()), ctx)
-
-
 def _check_layout(optimizer: Any, param: Any, index: int, state: Any, like: Any) -> None:
     """The loaded state must have the layout this optimizer creates for the parameter."""
-    if param._data is None:
+    if param.shape is None or any(int(d) <= 0 for d in param.shape):
         return  # shape unknown yet (deferred init): checked when the state is first used
-    from ..ndarray import NDArray
-
     probe = NDArray(like.context.xp.zeros(param.shape, dtype=param.dtype), like.context)
     expected = state_shapes(optimizer.create_state_multi_precision(index, probe))
     got = state_shapes(state)

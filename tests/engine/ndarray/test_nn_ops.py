@@ -1,6 +1,7 @@
 """Convolution, pooling, batch/layer norm and embedding ops: values against direct
 (loop) definitions, and gradients against float64 finite differences, on numpy and cupy."""
 
+
 import numpy as np
 import pytest
 

@@ -5,7 +5,7 @@ import pytest
 
 from engine import gluon
 from engine.gluon.contrib import estimator as contrib_estimator
-from tests.engine.estimator.test_estimator import _estimator, _loader
+from tests.engine.gluon.estimator.test_estimator import _estimator, _loader
 from tests.oracle import needs_mxnet, run_mxnet
 
 

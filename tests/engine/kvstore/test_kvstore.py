@@ -173,3 +173,10 @@ def test_optimizer_states_save_and_load_without_pickle(tmp_path) -> None:
     buffer.seek(0)
     other.load_optimizer_states(buffer)
     assert other._optimizer.num_update == 1
+
+
+def test_teststore_is_reached_by_name_only_as_in_mxnet() -> None:
+    """MXNet 1.9.1 registers 'teststore' but does not export TestStore from mxnet.kvstore."""
+    assert not hasattr(kvstore, "TestStore")
+    assert "TestStore" not in kvstore.__all__
+    assert type(kvstore.create("TestStore")).__name__ == "TestStore"

@@ -1,0 +1,93 @@
+"""The engine's one on-disk format: named arrays in an ``.npz`` archive plus JSON metadata.
+
+Every save/load path of the engine (``nd.save``, parameter files, model checkpoints,
+optimizer and trainer states) goes through here, so no file is ever pickled: object arrays
+are refused on save, and archives are opened with ``allow_pickle=False``. Metadata, when
+given, is stored as UTF-8 JSON bytes in the array ``__meta__``.
+
+>>> import io, numpy
+>>> buffer = io.BytesIO()
+>>> save_npz(buffer, {"w": numpy.ones(2, dtype="float32")}, meta={"step": 3})
+>>> arrays, meta = load_npz(buffer.getvalue())
+>>> arrays["w"].tolist(), meta
+([1.0, 1.0], {'step': 3})
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy
+
+META_KEY = "__meta__"
+
+
+class SerializationError(ValueError):
+    """A file is not a readable npz archive (corrupt, a single array, pickled, bad JSON)."""
+
+
+def npz_bytes(arrays: Mapping[str, numpy.ndarray], meta: Any = None) -> bytes:
+    """The archive :func:`save_npz` writes, as bytes."""
+    buffer = io.BytesIO()
+    save_npz(buffer, arrays, meta)
+    return buffer.getvalue()
+
+
+def save_npz(file: Any, arrays: Mapping[str, numpy.ndarray], meta: Any = None,
+             atomic: bool = False) -> None:
+    """Write ``arrays`` (and ``meta`` as JSON) to a path or a writable binary file.
+
+    A path is written under exactly that name (``numpy.savez`` would append ``.npz``);
+    with ``atomic`` it is written to a temporary name and renamed, so a crash never leaves
+    a half-written file under the real name.
+    """
+    packed = dict(arrays)
+    for name, arr in packed.items():
+        if numpy.asarray(arr).dtype == object:
+            raise ValueError(f"refusing to save object array {name!r} (it would need pickle)")
+    if meta is not None:
+        packed[META_KEY] = numpy.frombuffer(json.dumps(meta).encode(), dtype=numpy.uint8)
+    if not isinstance(file, (str, os.PathLike)):
+        numpy.savez(file, **packed)
+        return
+    target = os.fspath(file)
+    written = f"{target}.tmp-{os.getpid()}" if atomic else target
+    try:
+        with open(written, "wb") as handle:
+            numpy.savez(handle, **packed)
+        if atomic:
+            os.replace(written, target)
+    finally:
+        if atomic and os.path.exists(written):
+            os.remove(written)
+
+
+def load_npz(file: Any) -> tuple[dict[str, numpy.ndarray], Any]:
+    """``(arrays, meta)`` from a path, a readable binary file or bytes; ``meta`` is None
+    when the archive has none. A missing path raises ``FileNotFoundError``; anything
+    unreadable raises :class:`SerializationError`."""
+    if isinstance(file, (bytes, bytearray, memoryview)):
+        file = io.BytesIO(bytes(file))
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "rb") as handle:  # closed even when the archive is corrupt
+            return load_npz(handle)
+    try:
+        archive = numpy.load(file, allow_pickle=False)
+        if not isinstance(archive, numpy.lib.npyio.NpzFile):
+            raise SerializationError("a single array, not an npz archive")
+        with archive:
+            arrays = {name: archive[name] for name in archive.files}
+        raw_meta = arrays.pop(META_KEY, None)
+        meta = None if raw_meta is None else json.loads(raw_meta.tobytes().decode())
+    except SerializationError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError,
+            UnicodeDecodeError) as err:
+        raise SerializationError(f"corrupt or not an npz archive, or it holds pickled "
+                                 f"objects, which Rudder never loads ({err})") from err
+    return arrays, meta

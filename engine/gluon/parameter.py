@@ -3,8 +3,8 @@
 Lifetime contract (the Trainer relies on it): once initialized, a Parameter keeps the same
 per-context data NDArray and gradient NDArray objects, and every later write (``set_data``,
 ``initialize(force_reinit=True)``, loading) goes *into* those buffers. The Trainer may swap
-their ``._data`` for views into one contiguous buffer. Only ``reset_ctx`` (new devices) and
-``cast`` (new dtype) must allocate new storage; ``cast`` keeps the NDArray objects.
+their raw arrays (``.raw``) for views into one contiguous buffer. Only ``reset_ctx`` (new
+devices) and ``cast`` (new dtype) must allocate new storage; ``cast`` keeps the NDArray objects.
 
 >>> import engine as mx
 >>> p = mx.gluon.Parameter("fc_weight", shape=(2, 3), init="ones")
@@ -78,8 +78,8 @@ class Parameter:
         if grad_req not in ("write", "add", "null"):
             raise ValueError(f"grad_req must be one of 'write', 'add', 'null', got {grad_req!r}")
         self._grad_req = grad_req if differentiable else "null"
-        self._data: list[NDArray] | None = None
-        self._grad: list[NDArray] | None = None
+        self._ctx_data: list[NDArray] | None = None
+        self._ctx_grad: list[NDArray] | None = None
         # gradient buffers survive grad_req='null' so switching back keeps their identity
         self._grad_buffers: list[NDArray] | None = None
         self._ctx_list: list[Context] | None = None
@@ -132,7 +132,7 @@ class Parameter:
         if self._grad_req == req:
             return
         self._grad_req = req
-        if self._data is not None:
+        if self._ctx_data is not None:
             self._init_grad()
 
     @property
@@ -163,7 +163,7 @@ class Parameter:
         """
         if default_init is None:
             default_init = _init.Uniform()
-        if self._data is not None and not force_reinit:
+        if self._ctx_data is not None and not force_reinit:
             return  # MXNet warns and keeps the values; silence keeps filterwarnings=error safe
         if init is None:
             init = default_init if self.init is None else self.init
@@ -205,37 +205,38 @@ class Parameter:
         self._deferred_init = ()
 
     def _init_impl(self, data: NDArray, ctx_list: list[Context]) -> None:
-        if self._data is not None and [a.context for a in self._data] == list(ctx_list) and all(
-            a.shape == data.shape and a.dtype == data.dtype for a in self._data
+        existing = self._ctx_data
+        if existing is not None and [a.context for a in existing] == list(ctx_list) and all(
+            a.shape == data.shape and a.dtype == data.dtype for a in existing
         ):
-            for arr in self._data:  # re-initialization writes into the existing buffers
-                arr._data[...] = _to_ctx_raw(data, arr.context)
+            for arr in self._ctx_data:  # re-initialization writes into the existing buffers
+                arr.raw[...] = _to_ctx_raw(data, arr.context)
             return
         self._ctx_list = list(ctx_list)
-        self._data = [NDArray(_to_ctx_raw(data, c), c) for c in ctx_list]
+        self._ctx_data = [NDArray(_to_ctx_raw(data, c), c) for c in ctx_list]
         self._grad_buffers = None
         self._init_grad()
 
     def _init_grad(self) -> None:
-        assert self._data is not None
+        assert self._ctx_data is not None
         if self._grad_req == "null":
-            self._grad = None
-            for arr in self._data:
+            self._ctx_grad = None
+            for arr in self._ctx_data:
                 arr._set_variable(None, "null")
             return
         buffers = self._grad_buffers
-        if buffers is None or [b.shape for b in buffers] != [d.shape for d in self._data]:
-            buffers = [NDArray(d.xp.zeros_like(d._data), d.context) for d in self._data]
+        if buffers is None or [b.shape for b in buffers] != [d.shape for d in self._ctx_data]:
+            buffers = [NDArray(d.xp.zeros_like(d.raw), d.context) for d in self._ctx_data]
             self._grad_buffers = buffers
         else:
             for b in buffers:
-                b._data[...] = 0
-        self._grad = buffers
-        autograd.mark_variables(self._data, self._grad, self._grad_req)
+                b.raw[...] = 0
+        self._ctx_grad = buffers
+        autograd.mark_variables(self._ctx_data, self._ctx_grad, self._grad_req)
 
     # ---------------------------------------------------------------------- access
     def _check_initialized(self, ctx: Context | None = None) -> None:
-        if self._data is not None:
+        if self._ctx_data is not None:
             return
         if self._deferred_init:
             raise DeferredInitializationError(
@@ -264,37 +265,37 @@ class Parameter:
     def data(self, ctx: Any = None) -> NDArray:
         """The data on ``ctx`` (default: the current context, or the only one)."""
         self._check_initialized()
-        assert self._data is not None and self._ctx_list is not None
+        assert self._ctx_data is not None and self._ctx_list is not None
         if ctx is None and len(self._ctx_list) == 1:
-            return self._data[0]
-        return self._data[self._index(ctx)]
+            return self._ctx_data[0]
+        return self._ctx_data[self._index(ctx)]
 
     def list_data(self) -> list[NDArray]:
         self._check_initialized()
-        assert self._data is not None
-        return list(self._data)
+        assert self._ctx_data is not None
+        return list(self._ctx_data)
 
     def grad(self, ctx: Any = None) -> NDArray:
         self._check_initialized()
-        if self._grad is None:
+        if self._ctx_grad is None:
             raise RuntimeError(
                 f"Cannot get gradient array for Parameter '{self.name}' because grad_req='null'"
             )
         assert self._ctx_list is not None
         if ctx is None and len(self._ctx_list) == 1:
-            return self._grad[0]
-        return self._grad[self._index(ctx)]
+            return self._ctx_grad[0]
+        return self._ctx_grad[self._index(ctx)]
 
     def list_grad(self) -> list[NDArray]:
         self._check_initialized()
-        if self._grad is None:
+        if self._ctx_grad is None:
             raise RuntimeError(
                 f"Cannot get gradient array for Parameter '{self.name}' because grad_req='null'"
             )
-        return list(self._grad)
+        return list(self._ctx_grad)
 
     def list_ctx(self) -> list[Context]:
-        if self._data is None:
+        if self._ctx_data is None:
             if self._deferred_init:
                 return list(self._deferred_init[1])
             self._check_initialized()
@@ -306,7 +307,7 @@ class Parameter:
         """Write ``data`` into every context's buffer (in place)."""
         shape = tuple(data.shape) if hasattr(data, "shape") else numpy.shape(data)
         self.shape = shape
-        if self._data is None:
+        if self._ctx_data is None:
             if not self._deferred_init:
                 self._check_initialized()
             self._deferred_init = self._deferred_init[:3] + (data,)
@@ -316,13 +317,13 @@ class Parameter:
         if trainer is not None and getattr(trainer, "_kv_initialized", False) and \
                 getattr(trainer, "_update_on_kvstore", False) and callable(reset):
             reset()  # the kvstore's copy of the weight would otherwise overwrite this
-        for arr in self._data:
-            arr._data[...] = _to_ctx_raw(data, arr.context).reshape(arr.shape)
+        for arr in self._ctx_data:
+            arr.raw[...] = _to_ctx_raw(data, arr.context).reshape(arr.shape)
 
     def zero_grad(self) -> None:
         """Set the gradient buffers to 0 (e.g. with grad_req='add')."""
-        for g in self._grad or []:
-            g._data[...] = 0
+        for g in self._ctx_grad or []:
+            g.raw[...] = 0
 
     def _load_init(self, data: Any, ctx: Any, cast_dtype: bool = False,
                    dtype_source: str = "current") -> None:
@@ -348,7 +349,7 @@ class Parameter:
                 f"expected {numpy.dtype(self._dtype).name} vs saved {raw.dtype.name}. Set "
                 "cast_dtype=True to cast the dtype of saved params."
             )
-        if self._data is None:
+        if self._ctx_data is None:
             if self._deferred_init:
                 ctx = ctx if ctx is not None else self._deferred_init[1]
             self._deferred_init = ()
@@ -364,17 +365,17 @@ class Parameter:
     def _reduce(self) -> NDArray:
         """The value averaged over contexts, on cpu (what save_parameters writes)."""
         self._check_initialized()
-        assert self._data is not None
-        if len(self._data) == 1:
-            return NDArray(numpy.array(self._data[0].asnumpy()), cpu())
-        total = sum(a.asnumpy().astype(numpy.float64) for a in self._data)
-        return NDArray((total / len(self._data)).astype(self._dtype), cpu())
+        assert self._ctx_data is not None
+        if len(self._ctx_data) == 1:
+            return NDArray(numpy.array(self._ctx_data[0].asnumpy()), cpu())
+        total = sum(a.asnumpy().astype(numpy.float64) for a in self._ctx_data)
+        return NDArray((total / len(self._ctx_data)).astype(self._dtype), cpu())
 
     def reset_ctx(self, ctx: Any) -> None:
         """Move the data to new context(s). This allocates new arrays (a new Trainer is
         needed afterwards, as in MXNet)."""
         ctx_list = _as_ctx_list(ctx)
-        if self._data is not None:
+        if self._ctx_data is not None:
             value = self._reduce()
             self._init_impl(value, ctx_list)
         elif self._deferred_init:
@@ -389,13 +390,13 @@ class Parameter:
     def cast(self, dtype: Any) -> None:
         """Change the dtype; the data/grad NDArray objects are kept, their storage is not."""
         self._dtype = numpy.dtype(dtype).type
-        if self._data is None:
+        if self._ctx_data is None:
             return
         with autograd.pause():
-            for arr in self._data:
-                arr._data = arr._data.astype(self._dtype)
+            for arr in self._ctx_data:
+                arr.raw = arr.raw.astype(self._dtype)
             for g in self._grad_buffers or []:
-                g._data = g._data.astype(self._dtype)
+                g.raw = g.raw.astype(self._dtype)
         self._init_grad()
 
     def var(self) -> Any:
@@ -415,7 +416,7 @@ class Parameter:
 
 def _to_ctx_raw(data: Any, ctx: Context) -> Any:
     """``data`` (NDArray, numpy array or scalar) as a raw array of ``ctx``'s backend."""
-    raw = data._data if isinstance(data, NDArray) else data
+    raw = data.raw if isinstance(data, NDArray) else data
     xp = ctx.xp
     if xp is numpy:
         from ..backend import to_numpy

@@ -153,14 +153,14 @@ class Trainer:
 
     def _max_param_size(self) -> int:
         sizes = [int(p.data(self._contexts[0]).size) for p in self._params
-                 if p._data is not None]
+                 if p._ctx_data is not None]
         return max(sizes, default=0)
 
     def _init_params(self) -> None:
         """Broadcast context 0's value of each (now initialized) parameter through the store."""
         pending = []
         for param in self._params_to_init:
-            if param._data is None:
+            if param._ctx_data is None:
                 pending.append(param)
                 continue
             if self._kvstore is not None:
@@ -193,7 +193,7 @@ class Trainer:
         for c, ctx in enumerate(self._contexts):
             by_dtype: dict[Any, list] = {}
             for i, p in entries:
-                data, grad = p._data[c], p._grad[c]
+                data, grad = p._ctx_data[c], p._ctx_grad[c]
                 by_dtype.setdefault(data.raw.dtype.str, []).append((i, data, grad))
             for dtype_entries in by_dtype.values():
                 groups.append((c, FlatGroup(ctx, dtype_entries)))
@@ -269,7 +269,7 @@ class Trainer:
         """Indices whose gradient backward has not written since the last step."""
         skipped: set[int] = set()
         for i, param in self._step_trainable:
-            for data in param._data or param.list_data():
+            for data in param._ctx_data or param.list_data():
                 if not data._fresh_grad:
                     if not ignore:
                         raise UserWarning(STALE_GRAD_MESSAGE.format(name=param.name,
@@ -305,7 +305,7 @@ class Trainer:
                                 [p.list_data()[c] for _, p in todo])
         for i, param in trainable:
             if i not in skipped:
-                for data in param._data:
+                for data in param._ctx_data:
                     data._fresh_grad = False
 
     # ------------------------------------------------------------------ states

@@ -79,8 +79,8 @@ class FlatGroup:
         """True while every parameter still uses these buffers (cast/reset_ctx breaks it)."""
         for index, (data, grad, w_view, g_view) in zip(self.indices, self.arrays, strict=True):
             param = params[index]
-            if not param._data or not param._grad or param._data[c] is not data or \
-                    param._grad[c] is not grad or data.raw is not w_view or \
+            if not param._ctx_data or not param._ctx_grad or param._ctx_data[c] is not data or \
+                    param._ctx_grad[c] is not grad or data.raw is not w_view or \
                     grad.raw is not g_view:
                 return False
         return True

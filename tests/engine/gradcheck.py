@@ -58,7 +58,7 @@ def _objective(fn: Callable[..., Any], arrays: list[NDArray], weights: list[Any]
     outs = _as_outputs(fn(*arrays))
     total = 0.0
     for out, w in zip(outs, weights, strict=True):
-        total += float((out._data.astype(np.float64) * w).sum())
+        total += float((out.raw.astype(np.float64) * w).sum())
     return total
 
 
@@ -67,7 +67,7 @@ def numeric_grad(
 ) -> np.ndarray:
     """Central-difference gradient of the weighted objective w.r.t. ``arrays[index]``."""
     target = arrays[index]
-    flat = target._data.reshape(-1)  # a view: writes perturb the input in place
+    flat = target.raw.reshape(-1)  # a view: writes perturb the input in place
     grad = np.zeros(flat.shape, dtype=np.float64)
     for i in range(flat.size):
         orig = float(flat[i])
@@ -105,7 +105,7 @@ def check_grad(
     rng = np.random.default_rng(seed)
     weights_np = [rng.uniform(0.5, 1.5, size=o.shape) for o in outs]
     weights = [ctx.xp.asarray(w) for w in weights_np]
-    head_grads = [NDArray(w.astype(o._data.dtype), ctx) for w, o in zip(weights, outs, strict=True)]
+    head_grads = [NDArray(w.astype(o.raw.dtype), ctx) for w, o in zip(weights, outs, strict=True)]
     autograd.backward(outs, head_grads)
     analytic = []
     for i in sorted(wrt_set):

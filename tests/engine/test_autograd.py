@@ -147,11 +147,11 @@ def test_detach_and_stop_gradient_cut_the_graph():
 
 def test_inplace_update_outside_record_keeps_the_buffer():
     w = nd.ones((3,))
-    raw = w._data
+    raw = w.raw
     w -= 0.5
     w[:] *= 2
     w[1:] = 7
-    assert w._data is raw
+    assert w.raw is raw
     np.testing.assert_allclose(w.asnumpy(), [1.0, 7.0, 7.0])
 
 
@@ -164,11 +164,11 @@ def test_weight_gradients_written_in_place_match_the_copying_path():
     b = nd.array(rng.standard_normal(3), dtype="float64")
     w.attach_grad()
     b.attach_grad()
-    buffer = w.grad._data
+    buffer = w.grad.raw
     with autograd.record():
         y = nd.FullyConnected(nd.FullyConnected(x, w, b), w, b).sum()
     y.backward()
-    assert w.grad._data is buffer  # still the same buffer (Trainer views rely on it)
+    assert w.grad.raw is buffer  # still the same buffer (Trainer views rely on it)
     xn, wn, bn = x.asnumpy(), w.asnumpy(), b.asnumpy()
     h = xn @ wn.T + bn
     g_out = np.ones((4, 3))

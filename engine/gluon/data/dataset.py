@@ -75,14 +75,14 @@ class _TransformFirst:
 
 class _LazyTransformDataset(Dataset):
     def __init__(self, data: Dataset, fn: Callable[..., Any]) -> None:
-        self._data = data
+        self._items = data
         self._fn = fn
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._items)
 
     def __getitem__(self, idx: int) -> Any:
-        item = self._data[idx]
+        item = self._items[idx]
         if isinstance(item, tuple):
             return self._fn(*item)
         return self._fn(item)
@@ -90,27 +90,27 @@ class _LazyTransformDataset(Dataset):
 
 class _IndexedDataset(Dataset):
     def __init__(self, data: Dataset, indices: list[int]) -> None:
-        self._data = data
+        self._items = data
         self._indices = indices
 
     def __len__(self) -> int:
         return len(self._indices)
 
     def __getitem__(self, idx: int) -> Any:
-        return self._data[self._indices[idx]]
+        return self._items[self._indices[idx]]
 
 
 class SimpleDataset(Dataset):
     """A dataset over any sequence (a list, a numpy array...)."""
 
     def __init__(self, data: Any) -> None:
-        self._data = data
+        self._items = data
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._items)
 
     def __getitem__(self, idx: int) -> Any:
-        return self._data[idx]
+        return self._items[idx]
 
 
 class ArrayDataset(Dataset):
@@ -121,7 +121,7 @@ class ArrayDataset(Dataset):
         if not args:
             raise ValueError("ArrayDataset needs at least one array")
         self._length = len(args[0])
-        self._data = []
+        self._items = []
         # bulk indexing reads the arrays as given (NDArrays stay on their context)
         self._bulk = list(args)
         for i, data in enumerate(args):
@@ -132,15 +132,15 @@ class ArrayDataset(Dataset):
                 )
             if isinstance(data, NDArray) and data.ndim == 1:
                 data = data.asnumpy()  # per-sample access gives scalars, as MXNet does
-            self._data.append(data)
+            self._items.append(data)
 
     def __len__(self) -> int:
         return self._length
 
     def __getitem__(self, idx: int) -> Any:
-        if len(self._data) == 1:
-            return self._data[0][idx]
-        return tuple(data[idx] for data in self._data)
+        if len(self._items) == 1:
+            return self._items[0][idx]
+        return tuple(data[idx] for data in self._items)
 
     def _bulk_arrays(self) -> list[Any] | None:
         """The underlying arrays when all can be fancy-indexed at once, else None."""

@@ -172,7 +172,7 @@ class Estimator:
 
     def _initialize(self, initializer: Any) -> None:
         params = self.net.collect_params()
-        uninitialized = [p for p in params.values() if p._data is None
+        uninitialized = [p for p in params.values() if p._ctx_data is None
                          and not getattr(p, "_deferred_init", None)]
         if initializer is not None:
             self.net.initialize(init=initializer, ctx=self.context, force_reinit=True)

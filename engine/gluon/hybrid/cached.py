@@ -102,7 +102,7 @@ def _signature(args: Any) -> tuple[Any, ...] | None:
 
 def _describe(arg: Any) -> Any:
     if isinstance(arg, NDArray):
-        return (arg.shape, arg._data.dtype.str, arg._ctx.device_type, arg._ctx.device_id)
+        return (arg.shape, arg.raw.dtype.str, arg._ctx.device_type, arg._ctx.device_id)
     if isinstance(arg, (list, tuple)):
         parts = tuple(_describe(a) for a in arg)
         return None if any(p is None for p in parts) else (type(arg).__name__, parts)

@@ -187,7 +187,7 @@ class GenericKernel:
             result = step.fn(*args, **kwargs)
         outs = list(result) if step.multi_output else [result]
         for slot, arr in zip(step.outputs, outs, strict=True):
-            run.values[slot] = arr._data
+            run.values[slot] = arr.raw
         if track:
             run.tapes[id(self)] = (wrappers, outs)
 
@@ -201,7 +201,7 @@ class GenericKernel:
             g = run.grads.get(slot)
             if arr._node is not None:
                 heads.append(arr)
-                head_grads.append(g if g is not None else arr.xp.zeros_like(arr._data))
+                head_grads.append(g if g is not None else arr.xp.zeros_like(arr.raw))
         if not heads or all(run.grads.get(s) is None for s in self.step.outputs):
             return
         saved, autograd._state.direct = autograd._state.direct, None

@@ -240,7 +240,7 @@ class Program:
         leaves = list(inputs) + [p.data(ctx) for p in self.params]
         values: list[Any] = [None] * self.n_slots
         for slot, arr in zip(self.leaf_slots, leaves, strict=True):
-            values[slot] = arr._data
+            values[slot] = arr.raw
         keep = False
         needs: list[bool]
         if autograd.is_recording():
@@ -275,7 +275,7 @@ class Program:
             # One backward for all outputs: each output's node hands its gradient to a
             # shared anchor node; autograd sums them there (an _OutputGrads merge), and
             # the anchor's rule runs the program backward once, as the tape would.
-            anchor = NDArray(differentiable[0][1]._data, ctx)  # data unused
+            anchor = NDArray(differentiable[0][1].raw, ctx)  # data unused
             anchor._node = _Node(tuple(leaves), self._backward_rule(run, None))
             for slot, result in differentiable:
                 result._node = _Node((anchor,), _to_anchor(slot))

@@ -49,9 +49,9 @@ def test_set_data_and_reinit_write_into_the_same_buffers():
     p = Parameter("w", shape=(2, 2), init="zeros")
     p.initialize(ctx=[cpu(0), cpu(1)])
     arrays, grads = p.list_data(), p.list_grad()
-    # the Trainer swaps ._data for a view into a flat buffer; later writes must land there
+    # the Trainer swaps .raw for a view into a flat buffer; later writes must land there
     flat = np.zeros(8, np.float32)
-    arrays[0]._data = flat[:4].reshape(2, 2)
+    arrays[0].raw = flat[:4].reshape(2, 2)
     p.set_data(nd.array([[1, 2], [3, 4]]))
     np.testing.assert_array_equal(flat[:4], [1, 2, 3, 4])
     np.testing.assert_array_equal(p.data(cpu(1)).asnumpy(), [[1, 2], [3, 4]])

@@ -206,7 +206,7 @@ def test_load_into_a_trainer_that_already_stepped_keeps_flat_buffers(tmp_path) -
     assert trainer._optimizer.num_update == 2
     group = trainer._groups[0][1]
     m0 = trainer._updaters[0].states[0][0]
-    assert m0._data.base is group.state[0]
+    assert m0.raw.base is group.state[0]
 
 
 def test_corrupt_or_mismatched_states_are_refused_and_change_nothing(tmp_path) -> None:
@@ -305,8 +305,8 @@ def test_parameters_become_views_of_one_buffer_and_survive_cast() -> None:
     _backward_plus_one(a, b)
     trainer.step(1)
     flat = trainer._groups[0][1].weight
-    assert a.data()._data.base is flat and b.data()._data.base is flat
-    assert b.grad()._data.base is trainer._groups[0][1].grad
+    assert a.data().raw.base is flat and b.data().raw.base is flat
+    assert b.grad().raw.base is trainer._groups[0][1].grad
     b.set_data(nd.full((4,), 5.0))              # in-place write keeps the view
     assert flat[-4:].tolist() == [5.0] * 4
     a.cast("float64")

@@ -238,9 +238,9 @@ def test_outputs_are_views_of_channels_last_results():
     x = nd.array(rng.randn(2, 3, 6, 6).astype(np.float32))
     y = nd.Convolution(x, nd.ones((5, 3, 3, 3)), kernel=(3, 3), num_filter=5, no_bias=True)
     # channels innermost in memory: the next layer's im2col reads contiguous channel runs
-    assert y.shape == (2, 5, 4, 4) and y._data.strides[1] == 4
+    assert y.shape == (2, 5, 4, 4) and y.raw.strides[1] == 4
     z = nd.Pooling(nd.relu(y), kernel=(2, 2), stride=(2, 2))
-    assert z.shape == (2, 5, 2, 2) and z._data.strides[1] == 4
+    assert z.shape == (2, 5, 2, 2) and z.raw.strides[1] == 4
 
 
 def test_shape_errors_name_the_problem():

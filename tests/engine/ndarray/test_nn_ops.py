@@ -196,7 +196,7 @@ def test_gradcheck_catches_a_wrong_backward_rule():
     from engine.ndarray.ndarray import apply_op
 
     def bad_square(x):
-        return apply_op(x._data ** 2, (x,), lambda g: (g * x._data,))  # missing factor 2
+        return apply_op(x.raw ** 2, (x,), lambda g: (g * x.raw,))  # missing factor 2
 
     with pytest.raises(AssertionError, match="finite differences"):
         check_grad(bad_square, [rng.standard_normal(4)])

@@ -145,7 +145,7 @@ def test_flat_buffer_update_is_identical_to_per_parameter_update(name: str) -> N
         group.step(fused)
     for i in range(len(shapes)):
         assert np.array_equal(data[i].asnumpy(), singles[i].asnumpy()), (name, i)
-        assert data[i]._data.base is group.weight  # still views into the flat buffer
+        assert data[i].raw.base is group.weight  # still views into the flat buffer
 
 
 @pytest.mark.gpu

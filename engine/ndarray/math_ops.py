@@ -162,19 +162,19 @@ RELATION_FUNCTIONS = {name: _relation_fn(name) for name in _RELATIONS}
 
 
 def modulo(lhs: Any, rhs: Any, **_: Any) -> Any:
-    """``lhs % rhs`` with the sign of the divisor (not differentiated)."""
-    if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
-        return lhs % rhs
-    like = lhs if isinstance(lhs, NDArray) else rhs
-    a, b = _raw_operand(lhs, like), _raw_operand(rhs, like)
-    with numpy.errstate(divide="ignore", invalid="ignore"):
-        out = like.xp.asarray(a % b).astype(like._data.dtype)
-    return NDArray(out, like._ctx)
+    """``lhs % rhs`` with the divisor's sign and 0 where ``rhs == 0``, as MXNet.
+
+    Differentiable as MXNet does it: d/dlhs = 1, d/drhs = -floor(lhs / rhs).
+
+    >>> nd.broadcast_mod(nd.array([5, -5, 3]), nd.array([3, 3, 0])).asnumpy().tolist()
+    [2.0, 1.0, 0.0]
+    """
+    return binary("mod", lhs, rhs)
 
 
-def hypot(lhs: NDArray, rhs: NDArray, **_: Any) -> NDArray:
-    """``sqrt(lhs² + rhs²)`` with broadcasting (differentiable)."""
-    return unary("sqrt", binary("add", unary("square", lhs), unary("square", rhs)))
+def hypot(lhs: Any, rhs: Any, **_: Any) -> Any:
+    """``sqrt(lhs² + rhs²)`` with broadcasting; either side may be a scalar (differentiable)."""
+    return binary("hypot", lhs, rhs)
 
 
 def true_divide(lhs: Any, rhs: Any, **_: Any) -> Any:

@@ -63,7 +63,22 @@ _BINARY: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, Any]]]] = 
         lambda a, b: _xp(a, b).minimum(a, b),
         lambda g, a, b, o: (g * (a <= b), g * (a > b)),
     ),
+    # MXNet differentiates mod as a - floor(a/b)*b, with floor(a/b) held constant
+    "mod": (lambda a, b: _mod(a, b), lambda g, a, b, o: (g * (a * 0 + 1), -g * _floor_div(a, b))),
+    "hypot": (lambda a, b: _xp(a, b).hypot(a, b), lambda g, a, b, o: (g * a / o, g * b / o)),
 }
+
+
+def _mod(a: Any, b: Any) -> Any:
+    """``a % b`` with the divisor's sign, and 0 where ``b == 0`` (MXNet's rule, ints too)."""
+    xp = _xp(a, b)
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        return xp.where(xp.asarray(b) == 0, 0, xp.mod(a, b)).astype(xp.result_type(a, b))
+
+
+def _floor_div(a: Any, b: Any) -> Any:
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        return _xp(a, b).floor(a / b)
 
 
 def _xp(*xs: Any) -> Any:
@@ -409,7 +424,7 @@ def _reflected(name: str) -> Callable[[NDArray, Any], NDArray]:
 def _install_operators() -> None:
     cls: Any = NDArray
     for dunder, name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
-                         ("pow", "pow")]:
+                         ("pow", "pow"), ("mod", "mod")]:
         setattr(cls, f"__{dunder}__", lambda self, o, _n=name: binary(_n, self, o))
         setattr(cls, f"__r{dunder}__", _reflected(name))
         setattr(cls, f"__i{dunder}__", _inplace(name))
@@ -422,7 +437,6 @@ def _install_operators() -> None:
                        ("le", numpy.less_equal), ("gt", numpy.greater),
                        ("ge", numpy.greater_equal)]:
         setattr(cls, f"__{dunder}__", _compare(lambda a, b, _f=fn: _xp(a).asarray(_f(a, b))))
-    cls.__mod__ = lambda self, o: NDArray(self._data % _raw_operand(o, self), self._ctx)
 
     for name in _UNARY:
         setattr(cls, name, lambda self, _n=name: unary(_n, self))

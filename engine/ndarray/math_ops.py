@@ -166,6 +166,7 @@ def modulo(lhs: Any, rhs: Any, **_: Any) -> Any:
 
     Differentiable as MXNet does it: d/dlhs = 1, d/drhs = -floor(lhs / rhs).
 
+    >>> from engine import nd
     >>> nd.broadcast_mod(nd.array([5, -5, 3]), nd.array([3, 3, 0])).asnumpy().tolist()
     [2.0, 1.0, 0.0]
     """

@@ -139,6 +139,16 @@ _RELATIONS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _arrays(*operands: Any) -> tuple[NDArray, ...]:
+    return tuple(x for x in operands if isinstance(x, NDArray))
+
+
+def _zero_gradients(*inputs: NDArray) -> Any:
+    """MXNet differentiates comparisons as constants: ``(x > 0).backward()`` works and
+    writes zeros, rather than failing as an unrecorded array would."""
+    return lambda g: tuple(_xp(g).zeros(x.shape, x._data.dtype) for x in inputs)
+
+
 def relation(kind: str, lhs: Any, rhs: Any) -> Any:
     """A 0/1 array in the operands' dtype (MXNet's comparison ops are not boolean)."""
     if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
@@ -146,7 +156,8 @@ def relation(kind: str, lhs: Any, rhs: Any) -> Any:
     like = lhs if isinstance(lhs, NDArray) else rhs
     a, b = _raw_operand(lhs, like), _raw_operand(rhs, like)
     out = like.xp.asarray(_RELATIONS[kind](a, b)).astype(like._data.dtype)
-    return NDArray(out, like._ctx)
+    inputs = _arrays(lhs, rhs)
+    return apply_op(out, inputs, _zero_gradients(*inputs))
 
 
 def _relation_fn(kind: str) -> Callable[..., Any]:

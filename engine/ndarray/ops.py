@@ -149,8 +149,11 @@ def _scalar_binary(name: str, lhs: Any, rhs: Any) -> Any:
 
 def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]:
     def op(self: NDArray, other: Any) -> NDArray:
-        out = fn(self._data, _raw_operand(other, self))
-        return NDArray(out.astype(self._data.dtype), self._ctx)
+        out = fn(self._data, _raw_operand(other, self)).astype(self._data.dtype)
+        # recorded with zero gradients, as MXNet's comparison operators are
+        inputs = (self, other) if isinstance(other, NDArray) else (self,)
+        return apply_op(out, inputs, lambda g: tuple(
+            _xp(g).zeros(x.shape, x._data.dtype) for x in inputs))
 
     return op
 

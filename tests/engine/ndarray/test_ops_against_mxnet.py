@@ -168,13 +168,16 @@ CASES = {
     "rmod_scalar": "2.5 % nd.array(inputs['p'])",
 }
 
-# d(sum of the result)/d(each input), for the differentiated forms of mod; rhs holds a zero
+# d(sum of the result)/d(each input), for the forms of mod and comparisons; rhs holds a zero
 # (MXNet's -floor(lhs/0) = -inf there) and a divisor that divides exactly
-MOD_GRADIENTS = {
+BINARY_GRADIENTS = {
     "broadcast_mod": "nd.broadcast_mod(a, b)",
     "operator": "a % b",
     "scalar": "a % 0.7",
     "rscalar": "2.5 % a",
+    # comparisons are recorded as constants: backward through them writes zeros
+    "greater": "nd.broadcast_greater(a, b)",
+    "operator_le": "a <= b",
 }
 
 SNIPPET = f"""
@@ -187,7 +190,7 @@ for name, expr in cases.items():
     except Exception as err:
         result[name] = 'error:' + type(err).__name__
 result['power_scalars'] = nd.power(0.9, 3)
-for name, expr in {MOD_GRADIENTS!r}.items():
+for name, expr in {BINARY_GRADIENTS!r}.items():
     a, b = nd.array([1.5, -2.0, 3.0, 4.5]), nd.array([0.0, 1.5, -0.7, 1.5])
     a.attach_grad()
     b.attach_grad()
@@ -220,13 +223,13 @@ def test_operator_matches_mxnet(oracle, name: str) -> None:
                                err_msg=name)
 
 
-@pytest.mark.parametrize("name", sorted(MOD_GRADIENTS))
-def test_mod_gradients_match_mxnet(oracle, name: str) -> None:
+@pytest.mark.parametrize("name", sorted(BINARY_GRADIENTS))
+def test_binary_gradients_match_mxnet(oracle, name: str) -> None:
     a, b = nd.array([1.5, -2.0, 3.0, 4.5]), nd.array([0.0, 1.5, -0.7, 1.5])
     a.attach_grad()
     b.attach_grad()
     with mx.autograd.record():
-        y = eval(MOD_GRADIENTS[name], {"nd": nd, "a": a, "b": b})  # noqa: S307 - constants
+        y = eval(BINARY_GRADIENTS[name], {"nd": nd, "a": a, "b": b})  # noqa: S307 - constants
     y.backward()
     np.testing.assert_allclose(a.grad.asnumpy(), oracle[f"grad_a_{name}"], rtol=1e-6)
     np.testing.assert_allclose(b.grad.asnumpy(), oracle[f"grad_b_{name}"], rtol=1e-6)

@@ -24,6 +24,11 @@ CASES = {
     "softmax_output_scaled": "nd.SoftmaxOutput(X, nd.array(inputs['cls']), grad_scale=0.5, normalization='batch')",
     "softmax_output_ignore": "nd.SoftmaxOutput(X, nd.array(inputs['cls_ignore']), use_ignore=True, ignore_label=-1, normalization='valid')",
     "softmax_output_smooth": "nd.SoftmaxOutput(X, nd.array(inputs['cls']), smooth_alpha=0.1)",
+    # beyond 2-D: last axis with preserve_shape, axis 1 with multi_output; a label of the
+    # data's size is a probability target
+    "softmax_output_preserve": "nd.SoftmaxOutput(X.reshape((2, 2, 3)), nd.array([[0, 2], [1, 1]]), preserve_shape=True)",
+    "softmax_output_multi": "nd.SoftmaxOutput(X.reshape((2, 3, 2)), nd.array([[0, 2], [1, 1]]), multi_output=True, normalization='valid')",
+    "softmax_output_probability": "nd.SoftmaxOutput(X, nd.softmax(nd.array(inputs['y'])), grad_scale=2.0)",
     "linear_regression": "nd.LinearRegressionOutput(X, nd.array(inputs['y']), grad_scale=2.0)",
     "logistic_regression": "nd.LogisticRegressionOutput(X, nd.array(inputs['y']))",
     "mae_regression": "nd.MAERegressionOutput(X, nd.array(inputs['y']))",

@@ -20,8 +20,7 @@ from .ops import (
     _spatial,
     _tuple,
     channels_last,
-    to_channels_first,
-    to_channels_last,
+    infer_channels_last,
 )
 
 
@@ -107,11 +106,8 @@ def _deconv_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
-    if channels_last(p):  # infer channel-first, then move channels back to the end
-        filled, out = _deconv_infer({**p, "layout": "None"}, [to_channels_first(data)])
-        weight = filled[1]
-        filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
-        return filled, to_channels_last(out)
+    if channels_last(p):
+        return infer_channels_last(_deconv_infer, p, data)
     kernel = p["kernel"]
     nsp = len(kernel)
     stride, dilate, pad, adj = (_spatial(p, k, nsp, d) for k, d in

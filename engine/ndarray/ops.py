@@ -73,7 +73,8 @@ def _mod(a: Any, b: Any) -> Any:
     """``a % b`` with the divisor's sign, and 0 where ``b == 0`` (MXNet's rule, ints too)."""
     xp = _xp(a, b)
     with numpy.errstate(divide="ignore", invalid="ignore"):
-        return xp.where(xp.asarray(b) == 0, 0, xp.mod(a, b)).astype(xp.result_type(a, b))
+        out = xp.where(xp.asarray(b) == 0, 0, xp.mod(a, b)).astype(xp.result_type(a, b))
+    return out if out.ndim else out.item()  # two numbers give a number, as ``%`` does
 
 
 def _floor_div(a: Any, b: Any) -> Any:

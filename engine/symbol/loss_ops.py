@@ -19,11 +19,13 @@ def _softmax_label_infer(p: dict[str, Any], shapes: list[Shape | None]):
     if data is None:
         return shapes, None
     if p["multi_output"]:
-        label = (data[0],) + tuple(data[2:])
-    elif p["preserve_shape"]:
-        label = tuple(data[:-1])
+        # MXNet's default is (N, spatial size); (N, *spatial) and (N, 1, *spatial) also do
+        spatial = tuple(data[2:])
+        accepted = [(data[0], _prod(spatial)), (data[0],) + spatial, (data[0], 1) + spatial]
+        label = tuple(shapes[1]) if shapes[1] is not None and tuple(shapes[1]) in accepted \
+            else accepted[0]
     else:
-        label = (data[0],)
+        label = tuple(data[:-1])
     if shapes[1] is not None and _prod(shapes[1]) == _prod(data):
         label = shapes[1]  # probability labels of the data's size
     return [data, label], data

@@ -58,7 +58,14 @@ def softmax_output(data: NDArray, label: NDArray, grad_scale: float = 1.0,
         if lab_raw.size == prob.size:  # a probability target of the data's shape
             target = lab_raw.reshape(work.shape)
             return ((grad - target) * grad_scale).astype(x.dtype).reshape(x.shape), None
-        lab = lab_raw.astype(numpy.int64).reshape(work.shape[:axis] + work.shape[axis + 1:])
+        rows = work.shape[:axis] + work.shape[axis + 1:]
+        if lab_raw.size != int(numpy.prod(rows)):
+            # MXNet 1.9.1 infers a (N, d1) label for (N, d1, d2) data yet its kernel reads only
+            # the first N labels; not copied: say which flag fits instead
+            raise ValueError(f"SoftmaxOutput: {lab_raw.size} labels for {x.shape} data, which "
+                             f"flattens to {work.shape}; use preserve_shape=True (softmax over "
+                             "the last axis) or multi_output=True (over axis 1)")
+        lab = lab_raw.astype(numpy.int64).reshape(rows)
         valid = (lab != int(ignore_label)) if use_ignore else None
         safe = xp.where(valid, lab, 0) if valid is not None else xp.clip(lab, 0, classes - 1)
         hit = 1.0

@@ -88,3 +88,14 @@ def test_kl_sparse_regulariser_gradient_and_moving_average() -> None:
     np.testing.assert_allclose(data.grad.asnumpy(), 1 + np.broadcast_to(extra, x.shape),
                                rtol=1e-5)
     np.testing.assert_array_equal(out.asnumpy(), x)
+
+
+def test_softmax_output_with_one_label_per_inner_row_names_the_flag_to_use() -> None:
+    # MXNet 1.9.1 accepts (N, d1) labels for (N, d1, d2) data, then reads only the first N
+    # labels in backward; the engine says which flag the labels fit instead
+    x = nd.array(INPUTS["x"].reshape(2, 2, 3))
+    x.attach_grad()
+    with autograd.record():
+        out = nd.SoftmaxOutput(x, nd.array([[0, 2], [1, 1]]))
+    with pytest.raises(ValueError, match="preserve_shape"):
+        out.backward()

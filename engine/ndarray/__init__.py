@@ -30,6 +30,7 @@ from .creation import (
 )
 from .ctc_ops import CTCLoss, ctc_loss  # noqa: F401 - the layers' CTC op
 from .deconv_ops import Deconvolution  # noqa: F401
+from .fused_rnn import RNN  # noqa: F401 - MXNet's fused recurrent op (mx.sym.RNN too)
 from .group_norm_ops import GroupNorm, InstanceNorm  # noqa: F401 - layers' ops
 from .ndarray import NDArray, apply_op
 from .nn_ops import activation as Activation  # noqa: N812 - MXNet's operator names

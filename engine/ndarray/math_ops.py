@@ -139,6 +139,16 @@ _RELATIONS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _arrays(*operands: Any) -> tuple[NDArray, ...]:
+    return tuple(x for x in operands if isinstance(x, NDArray))
+
+
+def _zero_gradients(*inputs: NDArray) -> Any:
+    """MXNet differentiates comparisons as constants: ``(x > 0).backward()`` works and
+    writes zeros, rather than failing as an unrecorded array would."""
+    return lambda g: tuple(_xp(g).zeros(x.shape, x._data.dtype) for x in inputs)
+
+
 def relation(kind: str, lhs: Any, rhs: Any) -> Any:
     """A 0/1 array in the operands' dtype (MXNet's comparison ops are not boolean)."""
     if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
@@ -146,7 +156,8 @@ def relation(kind: str, lhs: Any, rhs: Any) -> Any:
     like = lhs if isinstance(lhs, NDArray) else rhs
     a, b = _raw_operand(lhs, like), _raw_operand(rhs, like)
     out = like.xp.asarray(_RELATIONS[kind](a, b)).astype(like._data.dtype)
-    return NDArray(out, like._ctx)
+    inputs = _arrays(lhs, rhs)
+    return apply_op(out, inputs, _zero_gradients(*inputs))
 
 
 def _relation_fn(kind: str) -> Callable[..., Any]:
@@ -162,19 +173,20 @@ RELATION_FUNCTIONS = {name: _relation_fn(name) for name in _RELATIONS}
 
 
 def modulo(lhs: Any, rhs: Any, **_: Any) -> Any:
-    """``lhs % rhs`` with the sign of the divisor (not differentiated)."""
-    if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
-        return lhs % rhs
-    like = lhs if isinstance(lhs, NDArray) else rhs
-    a, b = _raw_operand(lhs, like), _raw_operand(rhs, like)
-    with numpy.errstate(divide="ignore", invalid="ignore"):
-        out = like.xp.asarray(a % b).astype(like._data.dtype)
-    return NDArray(out, like._ctx)
+    """``lhs % rhs`` with the divisor's sign and 0 where ``rhs == 0``, as MXNet.
+
+    Differentiable as MXNet does it: d/dlhs = 1, d/drhs = -floor(lhs / rhs).
+
+    >>> from engine import nd
+    >>> nd.broadcast_mod(nd.array([5, -5, 3]), nd.array([3, 3, 0])).asnumpy().tolist()
+    [2.0, 1.0, 0.0]
+    """
+    return binary("mod", lhs, rhs)
 
 
-def hypot(lhs: NDArray, rhs: NDArray, **_: Any) -> NDArray:
-    """``sqrt(lhs² + rhs²)`` with broadcasting (differentiable)."""
-    return unary("sqrt", binary("add", unary("square", lhs), unary("square", rhs)))
+def hypot(lhs: Any, rhs: Any, **_: Any) -> Any:
+    """``sqrt(lhs² + rhs²)`` with broadcasting; either side may be a scalar (differentiable)."""
+    return binary("hypot", lhs, rhs)
 
 
 def true_divide(lhs: Any, rhs: Any, **_: Any) -> Any:

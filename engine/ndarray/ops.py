@@ -63,7 +63,23 @@ _BINARY: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, Any]]]] = 
         lambda a, b: _xp(a, b).minimum(a, b),
         lambda g, a, b, o: (g * (a <= b), g * (a > b)),
     ),
+    # MXNet differentiates mod as a - floor(a/b)*b, with floor(a/b) held constant
+    "mod": (lambda a, b: _mod(a, b), lambda g, a, b, o: (g * (a * 0 + 1), -g * _floor_div(a, b))),
+    "hypot": (lambda a, b: _xp(a, b).hypot(a, b), lambda g, a, b, o: (g * a / o, g * b / o)),
 }
+
+
+def _mod(a: Any, b: Any) -> Any:
+    """``a % b`` with the divisor's sign, and 0 where ``b == 0`` (MXNet's rule, ints too)."""
+    xp = _xp(a, b)
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        out = xp.where(xp.asarray(b) == 0, 0, xp.mod(a, b)).astype(xp.result_type(a, b))
+    return out if out.ndim else out.item()  # two numbers give a number, as ``%`` does
+
+
+def _floor_div(a: Any, b: Any) -> Any:
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        return _xp(a, b).floor(a / b)
 
 
 def _xp(*xs: Any) -> Any:
@@ -134,8 +150,11 @@ def _scalar_binary(name: str, lhs: Any, rhs: Any) -> Any:
 
 def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]:
     def op(self: NDArray, other: Any) -> NDArray:
-        out = fn(self._data, _raw_operand(other, self))
-        return NDArray(out.astype(self._data.dtype), self._ctx)
+        out = fn(self._data, _raw_operand(other, self)).astype(self._data.dtype)
+        # recorded with zero gradients, as MXNet's comparison operators are
+        inputs = (self, other) if isinstance(other, NDArray) else (self,)
+        return apply_op(out, inputs, lambda g: tuple(
+            _xp(g).zeros(x.shape, x._data.dtype) for x in inputs))
 
     return op
 
@@ -413,7 +432,7 @@ def _reflected(name: str) -> Callable[[NDArray, Any], NDArray]:
 def _install_operators() -> None:
     cls: Any = NDArray
     for dunder, name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
-                         ("pow", "pow")]:
+                         ("pow", "pow"), ("mod", "mod")]:
         setattr(cls, f"__{dunder}__", lambda self, o, _n=name: binary(_n, self, o))
         setattr(cls, f"__r{dunder}__", _reflected(name))
         setattr(cls, f"__i{dunder}__", _inplace(name))
@@ -426,7 +445,6 @@ def _install_operators() -> None:
                        ("le", numpy.less_equal), ("gt", numpy.greater),
                        ("ge", numpy.greater_equal)]:
         setattr(cls, f"__{dunder}__", _compare(lambda a, b, _f=fn: _xp(a).asarray(_f(a, b))))
-    cls.__mod__ = lambda self, o: NDArray(self._data % _raw_operand(o, self), self._ctx)
 
     for name in _UNARY:
         setattr(cls, name, lambda self, _n=name: unary(_n, self))

@@ -31,36 +31,63 @@ def softmax_output(data: NDArray, label: NDArray, grad_scale: float = 1.0,
                    use_ignore: bool = False, preserve_shape: bool = False,
                    normalization: str = "null", out_grad: bool = False,
                    smooth_alpha: float = 0.0, **_: Any) -> NDArray:
-    """Softmax forward; backward ``(softmax − onehot(label))·grad_scale``."""
+    """Softmax forward; backward ``(softmax − onehot(label))·grad_scale`` (normalized by
+    nothing, the batch or the valid count), whatever the head gradient.
+
+    As MXNet: the softmax runs over axis 1 with ``multi_output`` (labels (N, ...)), over the
+    last axis with ``preserve_shape``, else over all but the batch axis of the data flattened
+    to (N, -1). A label of the data's size is a probability target.
+    """
+    if normalization not in ("null", "batch", "valid"):
+        raise ValueError(f"normalization must be 'null', 'batch' or 'valid', got "
+                         f"{normalization!r}")
     x = data._data
     xp = data.xp
-    axis = 1 if multi_output else -1
-    y = _softmax_raw(x, axis, None)
-    lab = as_raw(label).astype(numpy.int64)
+    if multi_output:
+        axis, work = 1, x
+    elif preserve_shape:
+        axis, work = x.ndim - 1, x
+    else:
+        axis, work = 1, x.reshape(x.shape[0], -1)
+    prob = _softmax_raw(work, axis, None)
+    lab_raw = as_raw(label, data)
+    classes = work.shape[axis]
 
-    def backward(g: Any) -> tuple[Any, None]:
-        moved = xp.moveaxis(y, axis, -1)
-        idx = lab.reshape(moved.shape[:-1])
-        onehot = xp.zeros_like(moved)
-        valid = (idx >= 0) & (idx < moved.shape[-1])
-        xp.put_along_axis(onehot, xp.expand_dims(xp.where(valid, idx, 0), -1),
-                          xp.expand_dims(valid.astype(moved.dtype), -1), axis=-1)
-        if smooth_alpha:
-            k = moved.shape[-1]
-            onehot = onehot * (1 - smooth_alpha) + (1 - onehot) * smooth_alpha / (k - 1)
-        grad = moved - onehot
-        keep = xp.ones(idx.shape, dtype=moved.dtype)
-        if use_ignore:
-            keep = (idx != int(ignore_label)).astype(moved.dtype)
-            grad = grad * keep[..., None]
+    def backward(_g: Any) -> tuple[Any, None]:
+        grad = prob.copy()
+        if lab_raw.size == prob.size:  # a probability target of the data's shape
+            target = lab_raw.reshape(work.shape)
+            return ((grad - target) * grad_scale).astype(x.dtype).reshape(x.shape), None
+        rows = work.shape[:axis] + work.shape[axis + 1:]
+        if lab_raw.size != int(numpy.prod(rows)):
+            # MXNet 1.9.1 infers a (N, d1) label for (N, d1, d2) data yet its kernel reads only
+            # the first N labels; not copied: say which flag fits instead
+            raise ValueError(f"SoftmaxOutput: {lab_raw.size} labels for {x.shape} data, which "
+                             f"flattens to {work.shape}; use preserve_shape=True (softmax over "
+                             "the last axis) or multi_output=True (over axis 1)")
+        lab = lab_raw.astype(numpy.int64).reshape(rows)
+        valid = (lab != int(ignore_label)) if use_ignore else None
+        safe = xp.where(valid, lab, 0) if valid is not None else xp.clip(lab, 0, classes - 1)
+        hit = 1.0
+        if smooth_alpha:  # target: 1 - a on the label, a / (K - 1) elsewhere
+            off = smooth_alpha / (classes - 1)
+            grad -= off
+            hit = 1.0 - smooth_alpha - off
+        shape = [1] * grad.ndim
+        shape[axis] = classes
+        onehot = xp.expand_dims(safe, axis) == xp.arange(classes).reshape(shape)
+        grad -= hit * onehot
         scale = grad_scale
+        if valid is not None:
+            grad *= xp.expand_dims(valid, axis)
         if normalization == "batch":
-            scale /= x.shape[0]
+            scale = scale / x.shape[0]
         elif normalization == "valid":
-            scale /= max(float(keep.sum()), 1.0)
-        return xp.moveaxis(grad * scale, -1, axis).astype(x.dtype), None
+            count = int(valid.sum()) if valid is not None else lab.size
+            scale = scale / max(count, 1)
+        return (grad * scale).astype(x.dtype).reshape(x.shape), None
 
-    return apply_op(y.astype(x.dtype), (data, label), backward)
+    return apply_op(prob.astype(x.dtype).reshape(x.shape), (data, label), backward)
 
 
 def _regression(transform: str):

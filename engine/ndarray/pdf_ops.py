@@ -92,9 +92,10 @@ def random_pdf_generalized_negative_binomial(sample: NDArray, mu: NDArray, alpha
 
 def random_pdf_dirichlet(sample: NDArray, alpha: NDArray, is_log: bool = False,
                          **_: Any) -> NDArray:
-    """Dirichlet density; ``sample`` is ``alpha.shape[:-1] + (draws, k)``."""
-    a = expand_dims(alpha, -2)
-    for _ in range(sample.ndim - alpha.ndim - 1):
+    """Dirichlet density; ``sample`` is ``alpha.shape[:-1] + draws + (k,)``, where the draw
+    axes may be none (one sample per distribution)."""
+    a = alpha
+    for _ in range(sample.ndim - alpha.ndim):
         a = expand_dims(a, -2)
     log_norm = _gammaln(reduce_sum(a, axis=-1)) - reduce_sum(_gammaln(a), axis=-1)
     log_pdf = log_norm + reduce_sum((a - 1) * unary("log", sample), axis=-1)

@@ -85,8 +85,13 @@ def topk(data: NDArray, axis: int | None = -1, k: int = 1, ret_typ: str = "indic
 
 
 def argmax_channel(data: NDArray, **_: Any) -> NDArray:
-    """Index of the largest entry along the last axis (float32, as MXNet)."""
-    return NDArray(data._data.argmax(axis=-1).astype(data._data.dtype), data.context)
+    """Index of the largest entry along axis 1, the channel axis, in the input's dtype.
+
+    >>> from engine import nd
+    >>> nd.argmax_channel(nd.array([[1, 5, 2], [7, 0, 1]])).asnumpy().tolist()
+    [1.0, 0.0]
+    """
+    return NDArray(data._data.argmax(axis=1).astype(data._data.dtype), data.context)
 
 
 def gather_nd(data: NDArray, indices: NDArray, **_: Any) -> NDArray:

@@ -154,11 +154,11 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     from .. import nd
-    from .fallback_ops import ADAPTERS, FUNCTIONS
+    from .generic import ADAPTERS
 
     public = {n for n in dir(nd) if not n.startswith("_") and n not in _NOT_OPERATORS
               and callable(getattr(nd, n))}
-    return sorted(set(globals()) | set(FUNCTIONS) | set(ADAPTERS) | set(_NAMESPACES) | public)
+    return sorted(set(globals()) | set(ADAPTERS) | set(_NAMESPACES) | public)
 
 
 def _fluent(name: str) -> Any:

@@ -36,19 +36,13 @@ def _nd(name: str) -> Any:
     return getattr(nd, name)
 
 
-def _math(name: str) -> Any:
-    from .fallback_math import MATH
-
-    return MATH[name]
-
-
 # MXNet's elementwise binaries behind mx.sym.maximum/minimum/power/hypot and ``%``
 for _name, _fn in (
     ("_maximum", lambda a, b: _nd("maximum")(a, b)),
     ("_minimum", lambda a, b: _nd("minimum")(a, b)),
     ("_power", lambda a, b: _nd("power")(a, b)),
-    ("_hypot", lambda a, b: _math("broadcast_hypot")(a, b)),
-    ("_mod", lambda a, b: _math("broadcast_mod")(a, b)),
+    ("_hypot", lambda a, b: _nd("hypot")(a, b)),
+    ("_mod", lambda a, b: _nd("modulo")(a, b)),
 ):
     _op(OpSpec(_name, ("lhs", "rhs"), {}, _broadcast_infer,
                lambda p, x, _f=_fn: _f(x[0], x[1]), hint=_name))
@@ -62,11 +56,11 @@ for _name, _hint, _fn in (
     ("_rdiv_scalar", "_rdivscalar", lambda a, s: s / a),
     ("_power_scalar", "_powerscalar", lambda a, s: a ** s),
     ("_rpower_scalar", "_rpowerscalar", lambda a, s: s ** a),
-    ("_mod_scalar", "_modscalar", lambda a, s: _math("broadcast_mod")(a, s)),
-    ("_rmod_scalar", "_rmodscalar", lambda a, s: _math("broadcast_mod")(a * 0 + s, a)),
+    ("_mod_scalar", "_modscalar", lambda a, s: _nd("modulo")(a, s)),
+    ("_rmod_scalar", "_rmodscalar", lambda a, s: _nd("modulo")(s, a)),
     ("_maximum_scalar", "_maximumscalar", lambda a, s: _nd("maximum")(a, s)),
     ("_minimum_scalar", "_minimumscalar", lambda a, s: _nd("minimum")(a, s)),
-    ("_hypot_scalar", "_hypotscalar", lambda a, s: _math("broadcast_hypot")(a, s)),
+    ("_hypot_scalar", "_hypotscalar", lambda a, s: _nd("hypot")(a, s)),
     ("_greater_scalar", "_greaterscalar", lambda a, s: a > s),
     ("_greater_equal_scalar", "_greaterequalscalar", lambda a, s: a >= s),
     ("_lesser_scalar", "_lesserscalar", lambda a, s: a < s),

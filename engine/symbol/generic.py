@@ -7,7 +7,8 @@ string attributes, written in MXNet's JSON and parsed back as Python literals. S
 are inferred by running the function once on zero arrays of the input shapes (random
 generators are restored afterwards, so inference never changes what a seed draws).
 
-Names with no ``engine.nd`` function are served by :mod:`.fallback_ops` when it has one.
+Every operator has its one implementation in :mod:`engine.ndarray`; this module only adapts
+calling conventions.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 import numpy
 
-from . import fallback_ops
 from .ops import OPS, OpSpec, Shape, to_attr_string
 
 # MXNet's name in the graph -> the engine.nd function that computes it
@@ -69,15 +69,25 @@ BOOKKEEPING = {"num_args", "workspace", "cudnn_tune", "cudnn_off"}
 _INT_OUTPUT = {"shape_array", "size_array"}
 
 
+def _transpose(data: Any, axes: Any = ()) -> Any:
+    return data.transpose(*axes) if axes else data.transpose()
+
+
+# engine.nd functions whose signature cannot be bound as MXNet's symbol call: nd.transpose
+# takes the axes as ``*axes`` (NDArray.transpose's style), which would make every positional
+# argument of ``mx.sym.transpose(x, (1, 0, 2))`` a Symbol input; these wrappers only rename
+# arguments and still compute through engine.nd
+ADAPTERS: dict[str, Any] = {"transpose": _transpose}
+
+
 def nd_function(op: str) -> Any:
     """The NDArray function computing ``op``, or None."""
     from .. import nd
 
     name = ND_NAME.get(op, op)
-    for source in (fallback_ops.ADAPTERS, nd, fallback_ops.FUNCTIONS):
-        fn = source.get(name) if isinstance(source, dict) else getattr(source, name, None)
-        if callable(fn) and not inspect.isclass(fn) and not inspect.ismodule(fn):
-            return fn
+    fn = ADAPTERS.get(name) or getattr(nd, name, None)
+    if callable(fn) and not inspect.isclass(fn) and not inspect.ismodule(fn):
+        return fn
     return None
 
 

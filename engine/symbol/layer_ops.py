@@ -2,16 +2,14 @@
 ``LayerNorm``, ``InstanceNorm``, ``GroupNorm`` and ``Deconvolution``.
 
 Each spec infers its weights' shapes from the data's, so ``Module.bind`` can allocate them,
-and runs on the engine's differentiable NDArray ops. InstanceNorm and GroupNorm are written
-with those ops (mean, variance, broadcasting), so their gradients come from autograd.
+and computes through the engine.ndarray operator of the same name.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..ndarray import NDArray
-from ..ndarray.ops import reduce_mean
+from ..ndarray import NDArray, deconv_ops, group_norm_ops
 from .ops import (
     _REQUIRED,
     OpSpec,
@@ -22,8 +20,7 @@ from .ops import (
     _spatial,
     _tuple,
     channels_last,
-    to_channels_first,
-    to_channels_last,
+    infer_channels_last,
 )
 
 
@@ -75,21 +72,8 @@ _op(OpSpec(
 ))
 
 
-def _normalize(data: NDArray, axes: tuple[int, ...], eps: float) -> NDArray:
-    mean = reduce_mean(data, axis=axes, keepdims=True)
-    centered = data - mean
-    var = reduce_mean(centered * centered, axis=axes, keepdims=True)
-    return centered / (var + eps).sqrt()
-
-
-def _per_channel(arr: NDArray, ndim: int) -> NDArray:
-    return arr.reshape((1, -1) + (1,) * (ndim - 2))
-
-
 def _instance_norm_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
-    data, gamma, beta = x
-    normalized = _normalize(data, tuple(range(2, data.ndim)), p["eps"])
-    return normalized * _per_channel(gamma, data.ndim) + _per_channel(beta, data.ndim)
+    return group_norm_ops.instance_norm(x[0], x[1], x[2], eps=p["eps"])
 
 
 _op(OpSpec(
@@ -107,15 +91,8 @@ def _group_norm_infer(p: dict[str, Any], shapes: list[Shape | None]):
 
 
 def _group_norm_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
-    data, gamma, beta = x
-    groups = p["num_groups"]
-    if data.shape[1] % groups:
-        raise ValueError(f"GroupNorm: {data.shape[1]} channels do not split into {groups} "
-                         "groups")
-    grouped = data.reshape((data.shape[0], groups, -1))
-    normalized = _normalize(grouped, (2,), p["eps"])
-    scaled = normalized * gamma.reshape((1, groups, 1)) + beta.reshape((1, groups, 1))
-    return scaled.reshape(data.shape)
+    return group_norm_ops.group_norm(x[0], x[1], x[2], num_groups=p["num_groups"],
+                                     eps=p["eps"])
 
 
 _op(OpSpec(
@@ -129,11 +106,8 @@ def _deconv_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
-    if channels_last(p):  # infer channel-first, then move channels back to the end
-        filled, out = _deconv_infer({**p, "layout": "None"}, [to_channels_first(data)])
-        weight = filled[1]
-        filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
-        return filled, to_channels_last(out)
+    if channels_last(p):
+        return infer_channels_last(_deconv_infer, p, data)
     kernel = p["kernel"]
     nsp = len(kernel)
     stride, dilate, pad, adj = (_spatial(p, k, nsp, d) for k, d in
@@ -149,14 +123,8 @@ def _deconv_infer(p: dict[str, Any], shapes: list[Shape | None]):
 
 
 def _deconv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
-    from ..ndarray import conv_ops
-
-    # conv_ops.deconvolution takes MXNet's argument names (kernel, stride, adj, ...)
-    deconvolution = getattr(conv_ops, "deconvolution", None)
-    if deconvolution is None:
-        raise NotImplementedError("Deconvolution needs engine.ndarray.conv_ops.deconvolution")
     nsp = len(p["kernel"])
-    return deconvolution(
+    return deconv_ops.deconvolution(
         x[0], x[1], None if p["no_bias"] else x[2], kernel=p["kernel"],
         stride=_spatial(p, "stride", nsp, 1), dilate=_spatial(p, "dilate", nsp, 1),
         pad=_spatial(p, "pad", nsp, 0), adj=_spatial(p, "adj", nsp, 0),

@@ -153,6 +153,15 @@ def to_channels_last(shape: Shape) -> Shape:
     return (shape[0],) + tuple(shape[2:]) + (shape[1],)
 
 
+def infer_channels_last(infer: Any, p: dict[str, Any], data: Shape) -> Any:
+    """Run a channel-first ``infer`` for channels-last data, then move the channels of the
+    data, the weight (O, I, *k -> O, *k, I) and the output back to the end."""
+    filled, out = infer({**p, "layout": "None"}, [to_channels_first(data)])
+    weight = filled[1]
+    filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
+    return filled, to_channels_last(out)
+
+
 def _layout_kwargs(p: dict[str, Any]) -> dict[str, Any]:
     return {} if str(p.get("layout", "None")) == "None" else {"layout": p["layout"]}
 
@@ -229,11 +238,8 @@ def _conv_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
-    if channels_last(p):  # infer channel-first, then move channels back to the end
-        filled, out = _conv_infer({**p, "layout": "None"}, [to_channels_first(data)])
-        weight = filled[1]
-        filled = [data, (weight[0],) + tuple(weight[2:]) + (weight[1],)] + filled[2:]
-        return filled, to_channels_last(out)
+    if channels_last(p):
+        return infer_channels_last(_conv_infer, p, data)
     kernel = p["kernel"]
     nsp = len(kernel)
     stride, dilate, pad = (_spatial(p, k, nsp, d) for k, d in

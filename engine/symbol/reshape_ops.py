@@ -26,37 +26,9 @@ def reshape_target(src: Shape, codes: Shape, reverse: bool = False) -> Shape:
     """MXNet's reshape codes resolved against ``src``: 0 copies a dimension, -1 infers
     one, -2 copies the rest, -3 merges two, -4 splits one into the next two codes;
     ``reverse`` applies them from the right."""
-    if reverse:
-        return tuple(reversed(reshape_target(tuple(reversed(src)), tuple(reversed(codes)))))
-    out: list[int] = []
-    i = j = 0
-    while j < len(codes):
-        code = codes[j]
-        if code == 0:
-            out.append(src[i])
-            i += 1
-        elif code == -1:
-            out.append(-1)
-            i += 1
-        elif code == -2:
-            out.extend(src[i:])
-            i = len(src)
-        elif code == -3:
-            out.append(src[i] * src[i + 1])
-            i += 2
-        elif code == -4:
-            first, second = codes[j + 1], codes[j + 2]
-            if first == -1:
-                first = src[i] // second
-            if second == -1:
-                second = src[i] // first
-            out.extend([first, second])
-            i += 1
-            j += 2
-        else:
-            out.append(int(code))
-            i += 1
-        j += 1
+    # the codes are resolved by engine.nd's reshape (one implementation of the rules); only
+    # the -1 left for the array's reshape is made concrete here, for shape inference
+    out = list(shape_ops._mxnet_shape(tuple(src), codes, reverse))
     if -1 in out:
         known = _prod(tuple(d for d in out if d != -1))
         out[out.index(-1)] = _prod(src) // max(known, 1)

@@ -40,7 +40,7 @@ OUT_OF_SCOPE = {
     # owned by the other helpers of issue 10 (layers / conv), merged separately
     "CTCLoss": "layers helper (CTC)", "ctc_loss": "layers helper (CTC)",
     "GroupNorm": "layers helper (norms)", "InstanceNorm": "layers helper (norms)",
-    "RNN": "layers helper (rnn)", "Deconvolution": "conv helper (transposed conv)",
+    "Deconvolution": "conv helper (transposed conv)",
 }
 
 SNIPPET = f"""

@@ -159,6 +159,25 @@ CASES = {
     "pdf_negative_binomial": "nd.random_pdf_negative_binomial(nd.array(inputs['counts']), nd.array([2.0, 3.0]), nd.array([0.4, 0.6]))",
     "pdf_gen_negative_binomial": "nd.random_pdf_generalized_negative_binomial(nd.array(inputs['counts']), nd.array([2.0, 3.0]), nd.array([0.4, 0.6]))",
     "pdf_dirichlet": "nd.random_pdf_dirichlet(nd.array([[[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]]]), nd.array([[1.0, 2.0, 3.0]]))",
+    "pdf_dirichlet_one_draw": "nd.random_pdf_dirichlet(nd.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]]), nd.array([[1.0, 2.0, 3.0], [0.5, 1.0, 2.0]]), is_log=True)",
+    "argmax_channel_3d": "nd.argmax_channel(nd.array(inputs['x']))",
+    "argmax_channel_4d": "nd.argmax_channel(nd.array(inputs['img']))",
+    "mod_by_zero": "nd.broadcast_mod(nd.array([1.5, -2.0, 3.0, -4.0]), nd.array([0.0, 1.5, -0.7, 0.0]))",
+    "mod_int": "nd.broadcast_mod(nd.array(inputs['i32'], dtype='int32'), nd.array([3, 3, 0], dtype='int32'))",
+    "mod_operator": "nd.array(inputs['m']) % nd.array(inputs['v'])",
+    "rmod_scalar": "2.5 % nd.array(inputs['p'])",
+}
+
+# d(sum of the result)/d(each input), for the forms of mod and comparisons; rhs holds a zero
+# (MXNet's -floor(lhs/0) = -inf there) and a divisor that divides exactly
+BINARY_GRADIENTS = {
+    "broadcast_mod": "nd.broadcast_mod(a, b)",
+    "operator": "a % b",
+    "scalar": "a % 0.7",
+    "rscalar": "2.5 % a",
+    # comparisons are recorded as constants: backward through them writes zeros
+    "greater": "nd.broadcast_greater(a, b)",
+    "operator_le": "a <= b",
 }
 
 SNIPPET = f"""
@@ -171,6 +190,15 @@ for name, expr in cases.items():
     except Exception as err:
         result[name] = 'error:' + type(err).__name__
 result['power_scalars'] = nd.power(0.9, 3)
+for name, expr in {BINARY_GRADIENTS!r}.items():
+    a, b = nd.array([1.5, -2.0, 3.0, 4.5]), nd.array([0.0, 1.5, -0.7, 1.5])
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        y = eval(expr)
+    y.backward()
+    outputs['grad_a_' + name] = a.grad.copy()
+    outputs['grad_b_' + name] = b.grad.copy()
 """
 
 
@@ -193,6 +221,18 @@ def test_operator_matches_mxnet(oracle, name: str) -> None:
     assert np.dtype(got.dtype).name == np.dtype(expected_dtype).name, name
     np.testing.assert_allclose(got.asnumpy(), oracle[name], rtol=2e-5, atol=2e-6,
                                err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_GRADIENTS))
+def test_binary_gradients_match_mxnet(oracle, name: str) -> None:
+    a, b = nd.array([1.5, -2.0, 3.0, 4.5]), nd.array([0.0, 1.5, -0.7, 1.5])
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        y = eval(BINARY_GRADIENTS[name], {"nd": nd, "a": a, "b": b})  # noqa: S307 - constants
+    y.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), oracle[f"grad_a_{name}"], rtol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), oracle[f"grad_b_{name}"], rtol=1e-6)
 
 
 def test_power_of_two_scalars_is_a_number(oracle) -> None:

@@ -24,6 +24,11 @@ CASES = {
     "softmax_output_scaled": "nd.SoftmaxOutput(X, nd.array(inputs['cls']), grad_scale=0.5, normalization='batch')",
     "softmax_output_ignore": "nd.SoftmaxOutput(X, nd.array(inputs['cls_ignore']), use_ignore=True, ignore_label=-1, normalization='valid')",
     "softmax_output_smooth": "nd.SoftmaxOutput(X, nd.array(inputs['cls']), smooth_alpha=0.1)",
+    # beyond 2-D: last axis with preserve_shape, axis 1 with multi_output; a label of the
+    # data's size is a probability target
+    "softmax_output_preserve": "nd.SoftmaxOutput(X.reshape((2, 2, 3)), nd.array([[0, 2], [1, 1]]), preserve_shape=True)",
+    "softmax_output_multi": "nd.SoftmaxOutput(X.reshape((2, 3, 2)), nd.array([[0, 2], [1, 1]]), multi_output=True, normalization='valid')",
+    "softmax_output_probability": "nd.SoftmaxOutput(X, nd.softmax(nd.array(inputs['y'])), grad_scale=2.0)",
     "linear_regression": "nd.LinearRegressionOutput(X, nd.array(inputs['y']), grad_scale=2.0)",
     "logistic_regression": "nd.LogisticRegressionOutput(X, nd.array(inputs['y']))",
     "mae_regression": "nd.MAERegressionOutput(X, nd.array(inputs['y']))",
@@ -83,3 +88,14 @@ def test_kl_sparse_regulariser_gradient_and_moving_average() -> None:
     np.testing.assert_allclose(data.grad.asnumpy(), 1 + np.broadcast_to(extra, x.shape),
                                rtol=1e-5)
     np.testing.assert_array_equal(out.asnumpy(), x)
+
+
+def test_softmax_output_with_one_label_per_inner_row_names_the_flag_to_use() -> None:
+    # MXNet 1.9.1 accepts (N, d1) labels for (N, d1, d2) data, then reads only the first N
+    # labels in backward; the engine says which flag the labels fit instead
+    x = nd.array(INPUTS["x"].reshape(2, 2, 3))
+    x.attach_grad()
+    with autograd.record():
+        out = nd.SoftmaxOutput(x, nd.array([[0, 2], [1, 1]]))
+    with pytest.raises(ValueError, match="preserve_shape"):
+        out.backward()

@@ -175,3 +175,53 @@ def test_ctc_loss_matches_mxnet_loss_and_gradient():
         np.testing.assert_allclose(out.asnumpy(), expected[case], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(args["d"].grad.asnumpy(), expected[case + "_dd"],
                                    rtol=1e-3, atol=1e-5)
+
+
+_DECONV_CASES = [
+    ("strided", {"kernel": (3, 3), "num_filter": 4, "stride": (2, 2), "adj": (1, 1),
+                 "pad": (1, 1), "no_bias": False}),
+    ("grouped_target", {"kernel": (2, 2), "num_filter": 4, "stride": (2, 2), "num_group": 2,
+                        "target_shape": (6, 6)}),
+]
+
+
+def test_deconvolution_matches_mxnet_outputs_and_gradients():
+    # the symbol node evaluates through nd.Deconvolution (it once looked the function up in
+    # the wrong module and could only infer shapes)
+    rng = np.random.default_rng(16)
+    inputs = {"x": rng.normal(size=(2, 4, 3, 3)).astype(np.float32)}
+    for case, params in _DECONV_CASES:
+        g = mx.sym.Deconvolution(mx.sym.var("x"), name="dc", **params)
+        for name, shape in zip(g.list_arguments()[1:], g.infer_shape(x=(2, 4, 3, 3))[0][1:],
+                               strict=True):
+            inputs[f"{case}_{name}"] = rng.normal(scale=0.5, size=shape).astype(np.float32)
+    code = (
+        f"for case, params in {_DECONV_CASES!r}:\n"
+        "    g = mx.sym.Deconvolution(mx.sym.var('x'), name='dc', **params)\n"
+        "    args = {'x': nd.array(inputs['x'])}\n"
+        "    for n in g.list_arguments()[1:]:\n"
+        "        args[n] = nd.array(inputs[case + '_' + n])\n"
+        "    grads = {n: nd.zeros(a.shape) for n, a in args.items()}\n"
+        "    ex = g.bind(mx.cpu(), args, args_grad=grads)\n"
+        "    out = ex.forward(is_train=True)[0]\n"
+        "    ex.backward(out * 0 + 1)\n"
+        "    outputs[case + '_out'] = out\n"
+        "    for n, a in grads.items():\n"
+        "        outputs[case + '_d' + n] = a\n"
+    )
+    expected = run_mxnet(code, inputs)
+    for case, params in _DECONV_CASES:
+        g = mx.sym.Deconvolution(mx.sym.var("x"), name="dc", **params)
+        args = {"x": nd.array(inputs["x"])}
+        for n in g.list_arguments()[1:]:
+            args[n] = nd.array(inputs[f"{case}_{n}"])
+        for arr in args.values():
+            arr.attach_grad()
+        with autograd.record():
+            (out,) = g.eval(**args)
+        out.backward(nd.ones(out.shape))
+        np.testing.assert_allclose(out.asnumpy(), expected[f"{case}_out"], rtol=1e-4,
+                                   atol=1e-5, err_msg=case)
+        for n, arr in args.items():
+            np.testing.assert_allclose(arr.grad.asnumpy(), expected[f"{case}_d{n}"],
+                                       rtol=1e-4, atol=1e-4, err_msg=f"{case} d{n}")

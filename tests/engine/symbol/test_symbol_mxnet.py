@@ -392,3 +392,19 @@ def test_partial_shape_and_type_inference_answer_as_mxnet():
         [names(part) for part in t.infer_type()],
         json.loads(t.tojson())["nodes"][0]]  # __dtype__ as MXNet's type flag
     assert ours == expected
+
+
+_SOFTMAX_LABEL_CASES = [((2, 3, 4), {}), ((2, 3, 4, 5), {"multi_output": True}),
+                        ((2, 3, 4), {"multi_output": True}),
+                        ((2, 3, 4, 5), {"preserve_shape": True}), ((4, 3), {})]
+
+
+def test_softmax_output_infers_mxnet_label_shapes():
+    code = ("result['shapes'] = []\n"
+            f"for shape, params in {_SOFTMAX_LABEL_CASES!r}:\n"
+            "    g = mx.sym.SoftmaxOutput(mx.sym.var('d'), mx.sym.var('l'), **params)\n"
+            "    result['shapes'].append([list(s) for s in g.infer_shape(d=shape)[0]])\n")
+    expected = run_mxnet(code).json["shapes"]
+    for (shape, params), want in zip(_SOFTMAX_LABEL_CASES, expected, strict=True):
+        g = mx.sym.SoftmaxOutput(mx.sym.var("d"), mx.sym.var("l"), **params)
+        assert [list(s) for s in g.infer_shape(d=shape)[0]] == want, (shape, params)

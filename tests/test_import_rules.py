@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,6 @@ ALLOWED = {
 }
 # modules allowed an exception, each with the reason
 EXCEPTIONS = {
-    # the worker-side adapter that turns a validated spec into engine objects
-    ("core", "engine"): {"core/engine_adapter.py"},
     # the PUT learning-rate answer previews the schedule with the engine's own formulas
     ("api", "engine"): {"api/services/learning_rate.py"},
     # api may import only the Celery app object (to enqueue by name), not tasks or runner
@@ -131,3 +130,18 @@ def test_routes_reach_the_database_only_through_services():
         if "from core import repositories" in text or "repositories." in text:
             violations.append(f"{path.relative_to(ROOT)}: uses core.repositories")
     assert not violations, "\n".join(violations)
+
+
+def test_raw_arrays_are_read_through_the_public_accessor_outside_ndarray():
+    # NDArray._data is the ndarray package's own slot; everything else reads NDArray.raw
+    # (and a Parameter's per-context arrays are _ctx_data, a different thing by name).
+    offenders = []
+    for package in ("engine", "workers", "core", "api", "tests", "bench"):
+        for path in _files(package):
+            rel = path.relative_to(ROOT)
+            if rel.parts[:2] == ("engine", "ndarray") or rel.parts[:2] == ("bench", ".anchors"):
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"\._data\b", line) and rel.name != "test_import_rules.py":
+                    offenders.append(f"{rel}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

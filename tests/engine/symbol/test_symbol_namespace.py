@@ -1,6 +1,5 @@
-"""mx.sym's public names against MXNet 1.9.1: every name exists (but a short documented
-out-of-scope list), and the operators beyond the common ones compute what MXNet computes,
-gradients included."""
+"""mx.sym's operators beyond the common ones compute what MXNet 1.9.1 computes, gradients
+included (that every public name exists is tests/engine/test_mxnet_public_names.py)."""
 
 from __future__ import annotations
 
@@ -12,53 +11,6 @@ from engine import autograd, nd
 from tests.oracle import needs_mxnet, run_mxnet
 
 pytestmark = needs_mxnet
-
-OUT_OF_SCOPE = {
-    # sparse storage
-    "cast_storage": "sparse storage types", "sparse": "sparse storage types",
-    "IdentityAttachKLSparseReg": "sparsity regularizer of sparse auto-encoders",
-    # automatic mixed precision (GPU float16 graphs rewritten by MXNet's AMP pass)
-    "amp_cast": "AMP graph pass", "amp_multicast": "AMP graph pass",
-    "all_finite": "AMP loss scaling", "multi_all_finite": "AMP loss scaling",
-    # vision exotics of MXNet's contrib era
-    "BilinearSampler": "spatial-transformer family", "GridGenerator": "spatial-transformer family",
-    "SpatialTransformer": "spatial-transformer family", "Correlation": "optical-flow layer",
-    "ROIPooling": "detection layer", "im2col": "internal convolution lowering",
-    "col2im": "internal convolution lowering",
-    # Python-defined operators and MXNet's generated/other front-ends
-    "Custom": "CustomOp registry (Python operators in the graph)",
-    "register": "CustomOp registry", "contrib": "contrib operator namespace",
-    "image": "image augmentation operators", "np": "MXNet 2 numpy front-end",
-    "npx": "MXNet 2 numpy front-end", "numpy": "MXNet 2 numpy front-end",
-    "numpy_extension": "MXNet 2 numpy front-end", "gen__internal": "generated module",
-    "gen_contrib": "generated module", "gen_image": "generated module",
-    "gen_linalg": "generated module", "gen_op": "generated module",
-    "gen_sparse": "generated module",
-}
-# Served by the engine.nd functions of the same names (the fused optimizer updates, which
-# another part of issue 10 adds to engine.nd): engine.symbol wraps whatever engine.nd
-# defines, so these appear in mx.sym as soon as engine.nd has them.
-FROM_ND = {
-    "sgd_update", "sgd_mom_update", "mp_sgd_update", "mp_sgd_mom_update", "nag_mom_update",
-    "mp_nag_mom_update", "adam_update", "rmsprop_update", "rmspropalex_update", "ftrl_update",
-    "ftml_update", "signsgd_update", "signum_update", "lamb_update_phase1",
-    "lamb_update_phase2", "mp_lamb_update_phase1", "mp_lamb_update_phase2", "multi_sgd_update",
-    "multi_sgd_mom_update", "multi_mp_sgd_update", "multi_mp_sgd_mom_update", "multi_lars",
-    "multi_sum_sq", "preloaded_multi_sgd_update", "preloaded_multi_sgd_mom_update",
-    "preloaded_multi_mp_sgd_update", "preloaded_multi_mp_sgd_mom_update", "reset_arrays",
-}
-
-
-def test_every_public_name_of_mxnet_sym_exists():
-    names = run_mxnet("result['names'] = [n for n in dir(mx.sym) if not n.startswith('_')]"
-                      ).json["names"]
-    missing = sorted(n for n in names if not hasattr(mx.sym, n)
-                     and n not in OUT_OF_SCOPE and n not in FROM_ND)
-    assert missing == []
-    for name in FROM_ND:  # wrapped automatically once engine.nd has them
-        if callable(getattr(mx.nd, name, None)):
-            assert hasattr(mx.sym, name), name
-    assert not hasattr(mx.sym, "no_such_operator")
 
 
 def _inputs():

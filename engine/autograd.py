@@ -32,6 +32,9 @@ class _State(threading.local):
     training: bool = False
     # id(variable) -> its gradient buffer, for variables a rule may write into directly
     direct: dict[int, Any] | None = None
+    # whether the backward now running keeps its graph: a rule that runs a private tape of
+    # its own (a hybridized block's program) frees that tape as it goes when this is False
+    retain_graph: bool = True
 
 
 class _Written:
@@ -201,10 +204,12 @@ def _run_backward(
         for head in heads:  # a head that is itself a variable is written by copy
             direct.pop(id(head), None)
         _state.direct = direct
+    outer_retain, _state.retain_graph = _state.retain_graph, retain_graph
     try:
         _propagate(order, grads, leaves, retain_graph)
     finally:
         _state.direct = None
+        _state.retain_graph = outer_retain
     return leaves
 
 

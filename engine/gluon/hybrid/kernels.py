@@ -52,9 +52,9 @@ def _activation_forward(act: str, buf: Any, xp: Any) -> None:
 def _activation_backward(act: str, g: Any, out: Any, run: Run, key: tuple[Any, ...]) -> Any:
     xp = run.xp
     if act == "relu":
-        mask = run.buffers.get(key + ("mask",), out.shape, bool)
+        mask = run.buffers.get(key + ("mask",), out.shape, bool, out)
         xp.greater(out, 0, out=mask)
-        grad = run.buffers.get(key + ("gpre",), out.shape, out.dtype)
+        grad = run.buffers.get(key + ("gpre",), out.shape, out.dtype, out)
         xp.multiply(g, mask, out=grad)
         return grad
     if act == "tanh":
@@ -140,7 +140,7 @@ class ActivationKernel:
 
     def forward(self, run: Run) -> None:
         x = run.values[self.x]
-        out = run.output_buffer(self.out, self.key, x.shape, x.dtype)
+        out = run.output_buffer(self.out, self.key, x.shape, x.dtype, like=x)
         out[...] = x
         _activation_forward(self.act, out, run.xp)
         run.values[self.out] = out
@@ -204,9 +204,15 @@ class GenericKernel:
                 head_grads.append(g if g is not None else arr.xp.zeros_like(arr.raw))
         if not heads or all(run.grads.get(s) is None for s in self.step.outputs):
             return
+        # The step's private tape lives as long as the program's own graph: freed node by
+        # node as the backward goes (as the tape frees an imperative graph, so big saved
+        # temporaries such as im2col matrices are reused at once) unless it is retained.
+        retain = autograd._state.retain_graph
+        if not retain:
+            del run.tapes[id(self)]
         saved, autograd._state.direct = autograd._state.direct, None
         try:
-            leaves = autograd._run_backward(heads, head_grads, retain_graph=True)
+            leaves = autograd._run_backward(heads, head_grads, retain_graph=retain)
         finally:
             autograd._state.direct = saved
         for slot, arr in wrappers:

@@ -31,6 +31,11 @@ from .trace import SlotRef, Step, Tracer, Untraceable
 _FC_KWARGS = {"data", "weight", "bias", "no_bias", "num_hidden", "flatten"}
 
 
+def _layout(arr: Any) -> tuple[int, ...]:
+    """The order of an array's axes in memory, outermost first."""
+    return tuple(sorted(range(arr.ndim), key=lambda axis: -abs(arr.strides[axis])))
+
+
 class BufferSet:
     """Arrays a program reuses across calls, allocated on first use."""
 
@@ -39,10 +44,16 @@ class BufferSet:
         self.generation = 0
         self._arrays: dict[tuple[Any, ...], Any] = {}
 
-    def get(self, key: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) -> Any:
+    def get(self, key: tuple[Any, ...], shape: tuple[int, ...], dtype: Any,
+            like: Any = None) -> Any:
+        """A buffer of ``shape``/``dtype``; with ``like`` (same shape), laid out in memory as
+        ``like`` is (a channels-last conv output stays channels-last, so the next operator
+        reads it without a transposing copy)."""
         arr = self._arrays.get(key)
-        if arr is None or arr.shape != shape or arr.dtype != dtype:
-            arr = self.xp.empty(shape, dtype)
+        if arr is None or arr.shape != shape or arr.dtype != dtype or (
+                like is not None and _layout(arr) != _layout(like)):
+            arr = (self.xp.empty_like(like, dtype=dtype) if like is not None
+                   else self.xp.empty(shape, dtype))
             self._arrays[key] = arr
         return arr
 
@@ -68,11 +79,13 @@ class Run:
         self.leaves = leaves
 
     def output_buffer(self, slot: int, key: tuple[Any, ...], shape: tuple[int, ...],
-                      dtype: Any) -> Any:
-        """Where a kernel writes ``slot``: a reused buffer, or a fresh array for an output."""
+                      dtype: Any, like: Any = None) -> Any:
+        """Where a kernel writes ``slot``: a reused buffer, or a fresh array for an output
+        (laid out as ``like`` when given, see BufferSet.get)."""
         if slot in self.program.output_slots:
-            return self.xp.empty(shape, dtype)
-        return self.buffers.get(key + ("out",), shape, dtype)
+            return (self.xp.empty_like(like, dtype=dtype) if like is not None
+                    else self.xp.empty(shape, dtype))
+        return self.buffers.get(key + ("out",), shape, dtype, like)
 
     def direct_buffer(self, slot: int) -> Any:
         """The Parameter's own gradient buffer, when the whole gradient may be written there."""
@@ -302,6 +315,9 @@ class Program:
                 if grad is not None and grad is not autograd.WRITTEN:
                     grad = grad.copy()  # may live in a reused buffer
                 out.append(grad)
+            if not autograd._state.retain_graph:
+                # this graph cannot run backward again: let the forward's values go now
+                run.values, run.grads, run.tapes = [], {}, {}
             return tuple(out)
 
         return backward

@@ -21,8 +21,8 @@ from .ndarray import NDArray, apply_op
 from .ops import batch_dot, reduce_sum, unary
 
 __all__ = ["det", "extractdiag", "extracttrian", "gelqf", "gemm", "gemm2", "inverse",
-           "makediag", "maketrian", "potrf", "potri", "slogdet", "sumlogdiag", "syrk", "trmm",
-           "trsm"]
+           "makediag", "maketrian", "potrf", "potri", "slogdet", "sumlogdiag", "syevd", "syrk",
+           "trmm", "trsm"]
 
 
 def _t(x: Any) -> Any:
@@ -211,3 +211,37 @@ def gelqf(A: NDArray, **_: Any) -> list[NDArray]:  # noqa: N803
         raise NotImplementedError("linalg.gelqf is not differentiable in the engine")
 
     return [apply_op(q_rows, (A,), no_grad), apply_op(l_low, (A,), no_grad)]
+
+
+def syevd(A: NDArray, **_: Any) -> list[NDArray]:  # noqa: N803
+    """Symmetric eigendecomposition ``A = Uᵀ·diag(L)·U`` as ``[U, L]``: the rows of ``U`` are
+    the eigenvectors, ``L`` ascending. Each row's sign makes its largest-magnitude entry
+    positive (so the result does not depend on the LAPACK driver's choice).
+
+    >>> from engine import nd
+    >>> U, L = nd.linalg.syevd(nd.array([[1.0, 2.0], [2.0, 4.0]]))
+    >>> [round(v, 4) for v in L.asnumpy().tolist()]
+    [0.0, 5.0]
+    """
+    xp = A.xp
+    lam, vecs = xp.linalg.eigh(A._data)  # columns are eigenvectors
+    rows = _t(vecs)
+    largest = xp.take_along_axis(rows, xp.abs(rows).argmax(axis=-1)[..., None], axis=-1)
+    rows = rows * xp.where(largest < 0, -1, 1).astype(rows.dtype)
+    dtype = A._data.dtype
+    rows, lam = rows.astype(dtype), lam.astype(dtype)
+
+    def through_vectors(g: Any) -> tuple[Any]:
+        # dA = Uᵀ·sym(F ∘ (g·Uᵀ))·U with F[i, j] = 1/(λ_i − λ_j) off the diagonal
+        gap = lam[..., :, None] - lam[..., None, :]
+        n = lam.shape[-1]
+        off = ~xp.eye(n, dtype=bool)
+        inv_gap = xp.where(off, 1.0 / xp.where(off, gap, 1.0), 0.0).astype(dtype)
+        inner = inv_gap * (g @ _t(rows))
+        inner = (inner + _t(inner)) / 2
+        return (_t(rows) @ inner @ rows,)
+
+    def through_values(g: Any) -> tuple[Any]:
+        return ((_t(rows) * g[..., None, :]) @ rows,)
+
+    return [apply_op(rows, (A,), through_vectors), apply_op(lam, (A,), through_values)]

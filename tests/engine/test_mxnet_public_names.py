@@ -36,7 +36,6 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
         "utils": SPARSE, "image": RECORDIO, "imdecode": RECORDIO, "load_frombuffer": EXPORT,
         "sparse": SPARSE, **dict.fromkeys(GENERATED, C_API),
     },
-    "nd.linalg": {"syevd": "not implemented yet: symmetric eigendecomposition (a known gap)"},
     "sym": {
         "contrib": "contrib operators (detection, quantization, graph sampling)",
         "image": RECORDIO, "np": NUMPY_FRONT, "npx": NUMPY_FRONT, "numpy": NUMPY_FRONT,

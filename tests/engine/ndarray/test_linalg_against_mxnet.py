@@ -91,3 +91,29 @@ def test_linalg_matches_mxnet(oracle, name: str) -> None:
         np.testing.assert_allclose(arrays[NAMES[key]].grad.asnumpy(),
                                    oracle[f"{name}_grad_{key}"], rtol=1e-3, atol=1e-4,
                                    err_msg=f"{name} gradient of {key}")
+
+
+@needs_mxnet
+def test_syevd_matches_mxnet_vectors_values_signs_and_gradient() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(2, 4, 4))
+    a = (a + a.transpose(0, 2, 1)).astype(np.float32)
+    gu = rng.normal(size=(2, 4, 4)).astype(np.float32)
+    gl = rng.normal(size=(2, 4)).astype(np.float32)
+    run = run_mxnet(
+        "A = nd.array(inputs['a']); A.attach_grad()\n"
+        "with autograd.record():\n"
+        "    U, L = nd.linalg.syevd(A)\n"
+        "    loss = (U * nd.array(inputs['gu'])).sum() + (L * nd.array(inputs['gl'])).sum()\n"
+        "loss.backward()\n"
+        "outputs['U'] = U; outputs['L'] = L; outputs['grad'] = A.grad\n",
+        {"a": a, "gu": gu, "gl": gl})
+    A = nd.array(a)
+    A.attach_grad()
+    with autograd.record():
+        U, L = nd.linalg.syevd(A)
+        loss = (U * nd.array(gu)).sum() + (L * nd.array(gl)).sum()
+    loss.backward()
+    np.testing.assert_allclose(U.asnumpy(), run["U"], atol=1e-5)
+    np.testing.assert_allclose(L.asnumpy(), run["L"], atol=1e-5)
+    np.testing.assert_allclose(A.grad.asnumpy(), run["grad"], atol=1e-5)

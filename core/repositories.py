@@ -15,6 +15,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    func,
     insert,
     or_,
     select,
@@ -374,6 +375,31 @@ def list_metric_points(
         query = query.where(MetricPoint.name.in_(list(names)))
     query = query.order_by(MetricPoint.step, MetricPoint.name).limit(limit)
     return list(session.scalars(query))
+
+
+def metric_columns(
+    session: Session, *, job_id: str, names: Sequence[str] | None = None
+) -> list[tuple[str, int, int, float]]:
+    """Every point of a job as bare ``(name, step, epoch, value)`` rows ordered by
+    (name, step): no ORM objects, so 100k points load fast enough for a chart."""
+    query = select(MetricPoint.name, MetricPoint.step, MetricPoint.epoch, MetricPoint.value)
+    query = query.where(MetricPoint.job_id == job_id)
+    if names:
+        query = query.where(MetricPoint.name.in_(list(names)))
+    rows = session.execute(query.order_by(MetricPoint.name, MetricPoint.step)).tuples()
+    return list(rows)
+
+
+def metric_steps_by_time(session: Session, *, job_id: str) -> list[tuple[datetime, int]]:
+    """``(time, step)`` of the last point stored for each step: where a job stood at a
+    moment, used to place status changes (which record only a time) on the step axis."""
+    query = (
+        select(func.max(MetricPoint.time), MetricPoint.step)
+        .where(MetricPoint.job_id == job_id)
+        .group_by(MetricPoint.step)
+        .order_by(MetricPoint.step)
+    )
+    return [(r[0], r[1]) for r in session.execute(query)]
 
 
 # ---------------------------------------------------------------- learning-rate changes

@@ -386,8 +386,8 @@ def metric_columns(
     query = query.where(MetricPoint.job_id == job_id)
     if names:
         query = query.where(MetricPoint.name.in_(list(names)))
-    rows = session.execute(query.order_by(MetricPoint.name, MetricPoint.step)).tuples()
-    return list(rows)
+    rows = session.execute(query.order_by(MetricPoint.name, MetricPoint.step)).all()
+    return cast(list[tuple[str, int, int, float]], rows)  # a Row is a tuple
 
 
 def metric_steps_by_time(session: Session, *, job_id: str) -> list[tuple[datetime, int]]:

@@ -176,8 +176,10 @@ class Job(Base):
     @property
     def progress(self) -> dict[str, Any]:
         """How far the job got, as the api shows it (``JobPublic.progress``)."""
+        epochs = (self.spec or {}).get("epochs")
         return {"epoch": self.epoch, "step": self.step, "current_lr": self.current_lr,
-                "metrics": dict(self.latest_metrics or {})}
+                "metrics": dict(self.latest_metrics or {}),
+                "epochs_total": epochs if isinstance(epochs, int) else None}
 
 
 class JobStatusEvent(Base):

@@ -18,6 +18,7 @@ class JobProgress(PublicModel):
     step: int
     current_lr: float | None
     metrics: dict[str, Any]
+    epochs_total: int | None = Field(default=None, description="the spec's ``epochs``")
 
 
 class JobPublic(PublicModel):

@@ -176,10 +176,14 @@ class Job(Base):
     @property
     def progress(self) -> dict[str, Any]:
         """How far the job got, as the api shows it (``JobPublic.progress``)."""
-        epochs = (self.spec or {}).get("epochs")
         return {"epoch": self.epoch, "step": self.step, "current_lr": self.current_lr,
-                "metrics": dict(self.latest_metrics or {}),
-                "epochs_total": epochs if isinstance(epochs, int) else None}
+                "metrics": dict(self.latest_metrics or {})}
+
+    @property
+    def epochs_total(self) -> int | None:
+        """The spec's ``epochs`` (``JobPublic.epochs_total``: progress as x of total)."""
+        epochs = (self.spec or {}).get("epochs")
+        return epochs if isinstance(epochs, int) else None
 
 
 class JobStatusEvent(Base):

@@ -151,6 +151,15 @@ class MetricPanels {
   }
 
   findAliases() {
+    // A twin whose newest value parted from its kept series is drawn on its own again.
+    for (const [hidden, kept] of this.aliases) {
+      const a = this.store.series.get(hidden), b = this.store.series.get(kept);
+      const [ia, ib] = [a.steps.length - 1, b.steps.length - 1];
+      if (a.steps[ia] === b.steps[ib] && a.values[ia] !== b.values[ib]) {
+        this.aliases.delete(hidden);
+        this.structureChanged = true;
+      }
+    }
     const names = [...this.store.series.keys()].filter((n) => !this.aliases.has(n));
     for (let i = 0; i < names.length; i++) {
       for (let j = i + 1; j < names.length; j++) {

@@ -67,7 +67,7 @@ function showJob(job) {
 }
 
 function showProgress(epochsDone, step) {
-  const total = jobView.job?.spec?.epochs;
+  const total = jobView.job?.epochs_total;
   $("#job-epoch").textContent = total ? `${epochsDone}/${total}` : String(epochsDone);
   $("#job-step").textContent = String(step);
   $("#job-eta").textContent = eta(step, total);

@@ -41,9 +41,9 @@ function renderJobs() {
     const progress = document.createElement("td");
     progress.className = "progress";
     const bar = document.createElement("progress");
-    bar.max = p.epochs_total || 1;
+    bar.max = job.epochs_total || 1;
     bar.value = Math.min(p.epoch, bar.max);
-    progress.append(bar, ` ${p.epoch}/${p.epochs_total ?? "?"} · step ${p.step}`);
+    progress.append(bar, ` ${p.epoch}/${job.epochs_total ?? "?"} · step ${p.step}`);
     const row = tableRow([tickCell, cell(shortId(job.id), "mono"), job.name,
                           cell(job.status, `status-${job.status}`), progress,
                           formatTime(job.created_at), formatDuration(jobDuration(job)),

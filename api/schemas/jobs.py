@@ -18,7 +18,6 @@ class JobProgress(PublicModel):
     step: int
     current_lr: float | None
     metrics: dict[str, Any]
-    epochs_total: int | None = Field(default=None, description="the spec's ``epochs``")
 
 
 class JobPublic(PublicModel):
@@ -28,6 +27,7 @@ class JobPublic(PublicModel):
     status_reason: str | None
     queue: str
     progress: JobProgress
+    epochs_total: int | None = Field(default=None, description="the spec's ``epochs``")
     attempts: int
     created_at: datetime
     updated_at: datetime

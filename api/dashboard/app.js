@@ -61,7 +61,7 @@ async function refreshSystem() {
     const gpu = w.gpus.length
       ? w.gpus.map((g) => `${g.name} ${g.utilization_percent ?? "?"}% ${(g.memory_used_bytes / 2 ** 30).toFixed(1)} GiB`).join(", ")
       : "none";
-    const row = tableRow([w.worker_id, w.queues.join(", "), w.current_job_id ? shortId(w.current_job_id) : "idle",
+    const row = tableRow([w.worker_id, w.queues.join(", "), w.current_job_id ? shortId(w.current_job_id) : (w.busy ? "busy (another user's job)" : "idle"),
                           w.cpu_percent === null ? "–" : `${w.cpu_percent.toFixed(0)}%`, memory, gpu,
                           `${formatDuration(w.seconds_since_seen)} ago`]);
     row.dataset.workerId = w.worker_id;

@@ -130,14 +130,18 @@ def timeline(session: Session, *, job: Job) -> TimelinePublic:
             title=title, detail=detail,
         ))
     previous: str | None = None
+    seen_running = resuming = False
     for event in repositories.list_status_events(session, job_id=job.id):
         title = event.status
-        if event.status == "running" and previous == "paused":
-            title = "resumed"
-        elif event.status == "running" and previous == "running":
-            title = "worker restarted (resumed from checkpoint)"
-        elif event.status == "queued" and previous is not None:
-            title = "requeued"
+        if event.status == "queued" and previous == "paused":
+            title, resuming = "resume requested", True
+        elif event.status == "queued" and previous == "running":
+            title = "requeued (its worker stopped)"
+        elif event.status == "running" and seen_running:
+            # A run after the first one starts from the latest checkpoint.
+            title = "resumed" if resuming else "worker restarted (resumed from checkpoint)"
+        if event.status == "running":
+            seen_running, resuming = True, False
         previous = event.status
         entries.append(TimelineEntryPublic(
             kind="status", step=step_at(event.created_at), time=_aware(event.created_at),

@@ -114,9 +114,23 @@ def test_timeline_places_lr_changes_pause_resume_and_checkpoints_on_steps(
     assert "override" in lr[0]["detail"] and "applied at step 31" in lr[0]["detail"]
     assert lr[1]["title"] == "lr change rejected" and "too big" in lr[1]["detail"]
     titles = [e["title"] for e in body["entries"] if e["kind"] == "status"]
-    assert titles[:2] == ["queued", "running"]
-    assert "paused" in titles and titles[-1] in {"resumed", "running"}
+    assert titles == ["queued", "running", "paused", "resume requested", "resumed"]
     paused = next(e for e in body["entries"] if e["title"] == "paused")
     assert paused["step"] == 40  # the last step reported before the pause
+
+    with sqlite_api.sessions() as session:  # the worker died; the watchdog requeued the job
+        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.QUEUED)
+        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
+        repositories.add_checkpoint(
+            session, job_id=job_id, step=40, epoch=0, key_prefix="x",
+            files={"params.npz": {"sha256": "0" * 64, "size": 123}},
+        )
+        session.commit()
+    body = sqlite_api.client.get(f"/v1/jobs/{job_id}/timeline", headers=headers).json()
+    titles = [e["title"] for e in body["entries"] if e["kind"] == "status"]
+    assert titles[-2:] == ["requeued (its worker stopped)",
+                           "worker restarted (resumed from checkpoint)"]
+    [checkpoint] = [e for e in body["entries"] if e["kind"] == "checkpoint"]
+    assert checkpoint["step"] == 40 and checkpoint["title"] == "checkpoint (epoch 0)"
     other = sqlite_api.make_user()[1]
     assert sqlite_api.client.get(f"/v1/jobs/{job_id}/timeline", headers=other).status_code == 404

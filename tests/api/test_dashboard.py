@@ -128,6 +128,16 @@ def test_running_job_charts_lr_marker_and_pause(
         assert browser.find_element(By.ID, "job-step").text == "40"
         assert browser.find_element(By.ID, "job-epoch").text == "1/10"
         browser.save_screenshot(str(tmp_path / "1-running.png"))
+        # the smoothing slider adds an EMA line per series; the raw one stays, faded
+        browser.execute_script("const s = document.getElementById('smoothing'); s.value = 0.6;"
+                               "s.dispatchEvent(new Event('input'));")
+        wait.until(lambda d: d.execute_script(
+            "return jobView.panels.panels.get('loss').plot.series.length") == 3)
+        smoothed = browser.execute_script(
+            "return jobView.panels.panels.get('loss').plot.data[2].slice(0, 2)")
+        assert smoothed[0] == 2.0 and abs(smoothed[1] - (0.6 * 0.4 * 2.0 + 0.4 * 1.0) / 0.64) < 1e-9
+        browser.execute_script("const s = document.getElementById('smoothing'); s.value = 0;"
+                               "s.dispatchEvent(new Event('input'));")
 
         # change the learning rate from the page; a worker applies it at step 31
         browser.find_element(By.ID, "lr-input").send_keys("0.01")

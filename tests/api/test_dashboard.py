@@ -138,6 +138,22 @@ def test_running_job_charts_lr_marker_and_pause(
         assert smoothed[0] == 2.0 and abs(smoothed[1] - (0.6 * 0.4 * 2.0 + 0.4 * 1.0) / 0.64) < 1e-9
         browser.execute_script("const s = document.getElementById('smoothing'); s.value = 0;"
                                "s.dispatchEvent(new Event('input'));")
+        wait.until(lambda d: d.execute_script(
+            "return jobView.panels.panels.get('loss').plot.series.length") == 2)
+        # drag across the loss panel: every panel zooms to the same steps
+        from selenium.webdriver.common.action_chains import ActionChains
+        over = browser.find_element(By.CSS_SELECTOR, '.panel[data-family="loss"] .u-over')
+        ActionChains(browser).move_to_element_with_offset(over, -200, 0).click_and_hold() \
+            .move_by_offset(200, 0).release().perform()
+        ranges = browser.execute_script(
+            "return [...jobView.panels.panels.values()].map(p => [p.plot.scales.x.min,"
+            " p.plot.scales.x.max])")
+        assert len({tuple(r) for r in ranges}) == 1
+        low, high = ranges[0]
+        assert 1 < low < high < 40 and high - low < 20
+        ActionChains(browser).double_click(over).perform()  # back to every step
+        wait.until(lambda d: d.execute_script(
+            "return jobView.panels.panels.get('metrics').plot.scales.x.max") == 40)
 
         # change the learning rate from the page; a worker applies it at step 31
         browser.find_element(By.ID, "lr-input").send_keys("0.01")

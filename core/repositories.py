@@ -381,13 +381,28 @@ def metric_columns(
     session: Session, *, job_id: str, names: Sequence[str] | None = None
 ) -> list[tuple[str, int, int, float]]:
     """Every point of a job as bare ``(name, step, epoch, value)`` rows ordered by
-    (name, step): no ORM objects, so 100k points load fast enough for a chart."""
+    (name, step), for charts that thin 100k points per request.
+
+    SQLAlchemy builds and binds the statement; the driver's cursor fetches the rows,
+    because wrapping 100k rows in Row objects costs about three times the query itself.
+    """
     query = select(MetricPoint.name, MetricPoint.step, MetricPoint.epoch, MetricPoint.value)
     query = query.where(MetricPoint.job_id == job_id)
     if names:
         query = query.where(MetricPoint.name.in_(list(names)))
-    rows = session.execute(query.order_by(MetricPoint.name, MetricPoint.step)).all()
-    return cast(list[tuple[str, int, int, float]], rows)  # a Row is a tuple
+    query = query.order_by(MetricPoint.name, MetricPoint.step)
+    compiled = query.compile(
+        dialect=session.get_bind().dialect, compile_kwargs={"render_postcompile": True}
+    )
+    params: Any = compiled.params
+    if compiled.positional:
+        params = tuple(compiled.params[key] for key in compiled.positiontup or ())
+    cursor = session.connection().connection.cursor()
+    try:
+        cursor.execute(str(compiled), params)
+        return cast(list[tuple[str, int, int, float]], cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def metric_steps_by_time(session: Session, *, job_id: str) -> list[tuple[datetime, int]]:

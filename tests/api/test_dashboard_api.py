@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from api.routes import dashboard as dashboard_routes
 from api.services.dashboard import keep_extremes
 from core import repositories
 from core.models import JobStatus, LRChangeMode, utcnow
@@ -139,3 +142,23 @@ def test_timeline_places_lr_changes_pause_resume_and_checkpoints_on_steps(
     assert checkpoint["step"] == 40 and checkpoint["title"] == "checkpoint (epoch 0)"
     other = sqlite_api.make_user()[1]
     assert sqlite_api.client.get(f"/v1/jobs/{job_id}/timeline", headers=other).status_code == 404
+
+
+def test_vendored_libraries_are_served_from_node_modules_or_explained(
+    sqlite_api: ApiHarness, monkeypatch: Any, tmp_path: Path
+) -> None:
+    script = sqlite_api.client.get("/vendor/uplot.js")
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert "uPlot" in script.text[:5000]
+    assert sqlite_api.client.get("/vendor/uplot.css").headers["content-type"].startswith(
+        "text/css")
+    assert sqlite_api.client.get("/vendor/js-yaml.js").status_code == 200
+    assert sqlite_api.client.get("/vendor/other.js").status_code == 422
+    page = sqlite_api.client.get("/")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "/vendor/uplot.js" in page.text and "http" not in page.text.split("<body>")[1]
+
+    monkeypatch.setattr(dashboard_routes, "NODE_MODULES", tmp_path)  # a clone without npm ci
+    missing = sqlite_api.client.get("/vendor/uplot.js")
+    assert missing.status_code == 503 and "make dashboard-deps" in missing.text

@@ -69,3 +69,4 @@ def _checkpoint_and_requeue_running_job(**_: Any) -> None:
 @worker_shutdown.connect
 def _stop_watchdog(**_: Any) -> None:
     stop_watchdog()
+    heartbeat.stop_heartbeat()  # the solo pool's heartbeat runs in this process

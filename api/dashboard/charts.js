@@ -27,6 +27,7 @@ function familyOf(name) {
 // "val_loss" and "train_loss" share a colour; val is dashed, so they read as a pair.
 function baseName(name) { return name.replace(/^(train|val|validation|test)[_-]/i, ""); }
 function isValidation(name) { return /^(val|validation|test)[_-]/i.test(name); }
+function splitOf(name) { return (/^(train|val|validation|test)[_-]/i.exec(name) || [""])[0]; }
 
 // TensorBoard's smoothing: a debiased exponential moving average, gaps left alone.
 function smoothEma(values, weight) {
@@ -164,7 +165,8 @@ class MetricPanels {
     for (let i = 0; i < names.length; i++) {
       for (let j = i + 1; j < names.length; j++) {
         const [a, b] = [names[i], names[j]];
-        if (this.aliases.has(b) || familyOf(a) !== familyOf(b)) continue;
+        // Only metrics of one split are twins: train and val agreeing is news, not noise.
+        if (this.aliases.has(b) || familyOf(a) !== familyOf(b) || splitOf(a) !== splitOf(b)) continue;
         if (identical(this.store.series.get(a), this.store.series.get(b))) {
           this.aliases.set(b, a);
           this.structureChanged = true;

@@ -17,9 +17,15 @@ $(BIN)/.installed-dev: $(BIN)/.installed
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: install install-dev up example test lint bench
-install: $(BIN)/.installed
-install-dev: $(BIN)/.installed-dev
+.PHONY: install install-dev dashboard-deps up example test lint bench
+install: $(BIN)/.installed dashboard-deps
+install-dev: $(BIN)/.installed-dev dashboard-deps
+
+# The dashboard's chart library (uPlot), pinned in package-lock.json and served by the api
+# from node_modules/ (never from a CDN). `npm ci` installs exactly the locked version.
+dashboard-deps: node_modules/.package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund
 
 up: install
 	$(BIN)/rudder up $(UP_ARGS)

@@ -25,6 +25,8 @@ from api.routes import (
     jobs,
     learning_rate,
     metrics,
+    timeline,
+    workers,
 )
 from api.state import ServiceState
 from core.config import Settings, get_settings
@@ -75,7 +77,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_upload_bytes=settings.limits.max_upload_bytes + 64 * 1024,  # multipart framing
     )
     app.add_middleware(telemetry.RequestMetrics)
-    for module in (health, jobs, learning_rate, metrics, events, checkpoints):
+    for module in (health, jobs, learning_rate, metrics, events, checkpoints, timeline,
+                   workers):
         app.include_router(module.router)
     app.include_router(datasets.router)
     app.include_router(dashboard.router)

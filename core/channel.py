@@ -11,6 +11,10 @@ Per job (prefix ``rudder:job:{id}:``):
 - ``lr-changes`` a sorted set of the learning-rate changes admitted in the rate-limit
   window (score: admission time in ms on the Redis clock); check-and-admit is one Lua
   step, so concurrent requests on any number of api processes cannot overrun the limit.
+
+Per worker process: ``rudder:worker:{worker_id}`` holds its latest heartbeat (JSON of
+:class:`core.events.WorkerHeartbeat`) with a TTL, so a worker that died drops out. The
+Celery broker keeps each queue's waiting tasks in a list named after the queue.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from core.events import (
     LRMode,
     MetricEvent,
     StatusEvent,
+    WorkerHeartbeat,
     parse_command,
     parse_event,
 )
@@ -71,6 +76,13 @@ def lr_changes_key(job_id: str) -> str:
 
 def ticket_key(ticket: str) -> str:
     return f"rudder:stream-ticket:{ticket}"
+
+
+WORKER_PREFIX = "rudder:worker:"
+
+
+def worker_key(worker_id: str) -> str:
+    return WORKER_PREFIX + worker_id
 
 
 def job_keys(job_id: str) -> list[str]:
@@ -403,6 +415,33 @@ class Channel:
         payload = json.dumps({"job_id": job_id, "user_id": user_id})
         self.client.set(ticket_key(ticket), payload, ex=ttl_s)
         return ticket
+
+    def publish_heartbeat(self, heartbeat: WorkerHeartbeat, *, ttl_s: int) -> None:
+        """Store a worker's heartbeat; it vanishes ``ttl_s`` after the last one."""
+        self.client.set(worker_key(heartbeat.worker_id), heartbeat.model_dump_json(), ex=ttl_s)
+
+    def remove_heartbeat(self, worker_id: str) -> None:
+        self.client.delete(worker_key(worker_id))
+
+    def worker_heartbeats(self) -> list[WorkerHeartbeat]:
+        """The live workers' latest heartbeats, by worker id (malformed ones skipped)."""
+        keys = sorted(self.client.scan_iter(match=WORKER_PREFIX + "*", count=500))
+        beats = []
+        for raw in self.client.mget(keys) if keys else []:
+            if raw is None:
+                continue  # expired between SCAN and MGET
+            try:
+                beats.append(WorkerHeartbeat.model_validate_json(raw))
+            except ValidationError:
+                log.warning("ignoring a malformed worker heartbeat")
+        return beats
+
+    def queue_lengths(self, queues: list[str]) -> dict[str, int]:
+        """Tasks waiting in each Celery queue (Kombu's Redis transport: one list each)."""
+        pipe = self.client.pipeline(transaction=False)
+        for name in queues:
+            pipe.llen(name)
+        return {name: int(n) for name, n in zip(queues, pipe.execute(), strict=True)}
 
     def delete_job(self, job_id: str) -> None:
         self.client.delete(*job_keys(job_id))

@@ -103,6 +103,35 @@ def parse_event(event_type: str, data: dict[str, Any]) -> JobEvent:
     return _EVENTS.validate_python({**data, "type": event_type})
 
 
+# ------------------------------------------------------------------------ workers
+
+
+class GpuUsage(ContractModel):
+    name: str
+    utilization_percent: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+
+
+class WorkerHeartbeat(ContractModel):
+    """What a worker process says about itself every few seconds (the System view).
+
+    ``cpu_percent`` is the whole machine's CPU use since the previous heartbeat (null on
+    the first); memory is the machine's; ``current_job_id`` is null while idle.
+    """
+
+    type: Literal["heartbeat"] = "heartbeat"
+    worker_id: str
+    hostname: str
+    queues: list[str]
+    current_job_id: str | None = None
+    cpu_percent: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    gpus: list[GpuUsage] = Field(default_factory=list)
+    time: float
+
+
 # ------------------------------------------------------------------------ commands
 
 

@@ -179,6 +179,12 @@ class Job(Base):
         return {"epoch": self.epoch, "step": self.step, "current_lr": self.current_lr,
                 "metrics": dict(self.latest_metrics or {})}
 
+    @property
+    def epochs_total(self) -> int | None:
+        """The spec's ``epochs`` (``JobPublic.epochs_total``: progress as x of total)."""
+        epochs = (self.spec or {}).get("epochs")
+        return epochs if isinstance(epochs, int) else None
+
 
 class JobStatusEvent(Base):
     __tablename__ = "job_status_events"

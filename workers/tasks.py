@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
+from celery.signals import (
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+    worker_shutting_down,
+)
 
-from workers.celery_app import TRAIN_TASK, celery_app
+from workers import heartbeat, resources
+from workers.celery_app import QUEUES, TRAIN_TASK, celery_app
 from workers.hooks import shutdown_requested
 from workers.lifecycle import LeaseBusy, run_job
 from workers.settings import get_worker_settings
@@ -19,10 +26,32 @@ BUSY_MAX_RETRIES = 300
 @celery_app.task(name=TRAIN_TASK, bind=True, max_retries=BUSY_MAX_RETRIES)
 def train(self: Any, job_id: str) -> str:
     """Train one job to an outcome (succeeded, paused, cancelled, failed) or skip it."""
+    _start_heartbeat()  # no-op once running; starts it under the solo pool
     try:
-        return run_job(str(job_id)).result
+        with heartbeat.working_on(str(job_id)):
+            return run_job(str(job_id)).result
     except LeaseBusy as exc:
         raise self.retry(exc=exc, countdown=get_worker_settings().busy_retry_seconds) from exc
+
+
+def _served_queues() -> list[str]:
+    """The queues this worker consumes (``-Q``), selected before the pool forks."""
+    selected = celery_app.amqp.queues.consume_from
+    return sorted(selected) if selected else list(QUEUES)
+
+
+@worker_process_init.connect
+def _start_heartbeat(**_: Any) -> None:
+    # In the pool child that trains, so the heartbeat can name the job it is running.
+    try:
+        heartbeat.start_heartbeat(resources.get_channel(), _served_queues())
+    except Exception:  # noqa: BLE001 - no Redis yet: the task itself retries later
+        heartbeat.log.warning("worker heartbeat not started", exc_info=True)
+
+
+@worker_process_shutdown.connect
+def _stop_heartbeat(**_: Any) -> None:
+    heartbeat.stop_heartbeat()
 
 
 @worker_ready.connect
@@ -40,3 +69,4 @@ def _checkpoint_and_requeue_running_job(**_: Any) -> None:
 @worker_shutdown.connect
 def _stop_watchdog(**_: Any) -> None:
     stop_watchdog()
+    heartbeat.stop_heartbeat()  # the solo pool's heartbeat runs in this process

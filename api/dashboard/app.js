@@ -1,267 +1,84 @@
 // Rudder dashboard: plain JS, no build step, nothing loaded from outside this server.
-// The token lives in sessionStorage and travels only in the Authorization header; live
-// events are read with fetch() streaming (EventSource cannot send that header).
+// This file signs in and out and switches views; the views live in job.js, jobs.js,
+// compare.js, submit.js and charts.js.
 "use strict";
 
-const TOKEN_KEY = "rudder.token";
-const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
-const $ = (selector) => document.querySelector(selector);
-
-const state = {
-  token: sessionStorage.getItem(TOKEN_KEY),
-  selected: null,        // job id
-  jobStatus: null,
-  stream: null,          // AbortController of the open event stream
-  lastEventId: null,
-  liveStep: 0,
-  liveLr: null,
-  jobsTimer: null,
-};
-const chart = new MetricChart($("#chart"), $("#legend"));
-
-class ApiError extends Error {
-  constructor(status, body) {
-    super((body && body.error && body.error.message) || `HTTP ${status}`);
-    this.status = status;
-  }
-}
-
-async function api(path, options = {}) {
-  const headers = { Authorization: `Bearer ${state.token}`, ...(options.headers || {}) };
-  if (options.json !== undefined) {
-    headers["Content-Type"] = "application/json";
-    options.body = JSON.stringify(options.json);
-  }
-  const response = await fetch(path, { ...options, headers });
-  const body = response.headers.get("content-type")?.includes("json")
-    ? await response.json() : null;
-  if (response.status === 401) signOut("The token was refused; enter it again.");
-  if (!response.ok) throw new ApiError(response.status, body);
-  return body;
-}
-
-// ------------------------------------------------------------------ sign in / out
-
 async function signIn(token) {
-  state.token = token;
+  session.token = token;
   try {
     await api("/v1/jobs?limit=1");
   } catch (error) {
     $("#login-error").textContent = error.message;
-    state.token = null;
+    session.token = null;
     return;
   }
   sessionStorage.setItem(TOKEN_KEY, token);
   $("#login").hidden = true;
   $("#app").hidden = false;
+  $("#tabs").hidden = false;
   $("#sign-out").hidden = false;
   $("#connection").textContent = "signed in";
   await refreshJobs();
-  state.jobsTimer = setInterval(refreshJobs, 3000);
+  clearInterval(listView.timer);
+  listView.timer = setInterval(() => { refreshJobs(); if (currentView() === "system") refreshSystem(); }, 3000);
 }
 
 function signOut(message = "") {
   sessionStorage.removeItem(TOKEN_KEY);
-  state.token = null;
-  clearInterval(state.jobsTimer);
-  if (state.stream) state.stream.abort();
+  session.token = null;
+  clearInterval(listView.timer);
+  if (jobView.stream) jobView.stream.abort();
   $("#app").hidden = true;
+  $("#tabs").hidden = true;
   $("#login").hidden = false;
   $("#sign-out").hidden = true;
   $("#connection").textContent = "not signed in";
   $("#login-error").textContent = message;
 }
+session.onUnauthorized = signOut;
 
-// ------------------------------------------------------------------ jobs list
+function currentView() { return document.querySelector("#tabs button.active")?.dataset.view; }
 
-async function refreshJobs() {
-  if (!state.token) return;
-  let page;
-  try { page = await api("/v1/jobs?limit=50"); } catch { return; }
-  const body = $("#jobs tbody");
-  body.textContent = "";
-  $("#jobs-empty").hidden = page.data.length > 0;
-  for (const job of page.data) {
-    const row = document.createElement("tr");
-    row.dataset.jobId = job.id;
-    if (job.id === state.selected) row.classList.add("selected");
-    const cells = [job.name, job.status, job.progress.epoch, job.progress.step,
-                   formatNumber(job.progress.current_lr)];
-    for (const value of cells) {
-      const cell = document.createElement("td");
-      cell.textContent = String(value);
-      row.append(cell);
-    }
-    row.children[1].className = `status-${job.status}`;
-    row.addEventListener("click", () => selectJob(job.id));
-    body.append(row);
-    if (job.id === state.selected) showJob(job);
+function showView(name) {
+  for (const button of document.querySelectorAll("#tabs button")) {
+    button.classList.toggle("active", button.dataset.view === name);
   }
+  for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== `view-${name}`;
+  if (name === "system") refreshSystem();
+  if (name === "compare" && !compareView.jobs.length) $("#compare-help").hidden = false;
 }
 
-// ------------------------------------------------------------------ one job
-
-function showJob(job) {
-  state.jobStatus = job.status;
-  $("#job-title").textContent = `${job.name} (${job.id.slice(0, 8)})`;
-  $("#job-status").textContent = job.status;
-  $("#job-status").className = `status-${job.status}`;
-  // Live events run ahead of the DB copy (written in batches): never step backwards.
-  if (job.progress.step >= state.liveStep) {
-    state.liveStep = job.progress.step;
-    $("#job-epoch").textContent = job.progress.epoch;
-    $("#job-step").textContent = job.progress.step;
-    for (const [name, value] of Object.entries(job.progress.metrics || {})) setLatest(name, value);
+async function refreshSystem() {
+  let body;
+  try { body = await api("/v1/workers"); } catch { return; }
+  const workers = $("#workers tbody");
+  workers.textContent = "";
+  $("#workers-empty").hidden = body.workers.length > 0;
+  for (const w of body.workers) {
+    const memory = w.memory_total_bytes
+      ? `${(w.memory_used_bytes / 2 ** 30).toFixed(1)} / ${(w.memory_total_bytes / 2 ** 30).toFixed(1)} GiB`
+      : "–";
+    const gpu = w.gpus.length
+      ? w.gpus.map((g) => `${g.name} ${g.utilization_percent ?? "?"}% ${(g.memory_used_bytes / 2 ** 30).toFixed(1)} GiB`).join(", ")
+      : "none";
+    const row = tableRow([w.worker_id, w.queues.join(", "), w.current_job_id ? shortId(w.current_job_id) : (w.busy ? "busy (another user's job)" : "idle"),
+                          w.cpu_percent === null ? "–" : `${w.cpu_percent.toFixed(0)}%`, memory, gpu,
+                          `${formatDuration(w.seconds_since_seen)} ago`]);
+    row.dataset.workerId = w.worker_id;
+    workers.append(row);
   }
+  const queues = $("#queues tbody");
+  queues.textContent = "";
+  for (const q of body.queues) queues.append(tableRow([q.name, q.waiting]));
 }
 
-function setLatest(name, value) {
-  let row = document.querySelector(`#latest tr[data-metric="${CSS.escape(name)}"]`);
-  if (!row) {
-    row = document.createElement("tr");
-    row.dataset.metric = name;
-    row.append(document.createElement("td"), document.createElement("td"));
-    row.children[0].textContent = name;
-    $("#latest tbody").append(row);
-  }
-  row.children[1].textContent = formatNumber(value);
+// Without uPlot (node_modules not installed) say how to fix it instead of failing quietly.
+if (typeof uPlot === "undefined") {
+  const banner = $("#vendor-missing");
+  banner.hidden = false;
+  banner.textContent = "The chart library is not installed on this server: run `make dashboard-deps` "
+    + "(npm ci) in the Rudder checkout and reload.";
 }
-
-async function selectJob(jobId) {
-  if (state.stream) state.stream.abort();
-  state.selected = jobId;
-  state.lastEventId = null;
-  state.liveStep = 0;
-  state.liveLr = null;
-  chart.clear();
-  $("#latest tbody").textContent = "";
-  $("#job-card").hidden = false;
-  for (const row of document.querySelectorAll("#jobs tbody tr")) {
-    row.classList.toggle("selected", row.dataset.jobId === jobId);
-  }
-  showJob(await api(`/v1/jobs/${jobId}`));
-  await Promise.all([loadHistory(jobId), refreshLearningRate(jobId)]);
-  openStream(jobId);
-}
-
-async function loadHistory(jobId) {
-  let cursor = null;
-  for (let page = 0; page < 20; page++) {
-    const query = cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`;
-    const body = await api(`/v1/jobs/${jobId}/metrics${query}`);
-    if (state.selected !== jobId) return;
-    for (const p of body.points) chart.add(p.name, p.step, p.value);
-    if (body.next_cursor === null) return;
-    cursor = body.next_cursor;
-  }
-}
-
-async function refreshLearningRate(jobId) {
-  const lr = await api(`/v1/jobs/${jobId}/learning-rate`);
-  if (state.selected !== jobId) return;
-  // Live lr events beat the DB copy, which the worker writes a moment later.
-  if (state.liveLr === null) $("#lr-current").textContent = formatNumber(lr.learning_rate);
-  $("#lr-schedule").textContent = lr.schedule ? `schedule: ${lr.schedule.type}` : "no schedule";
-  const body = $("#lr-changes tbody");
-  body.textContent = "";
-  for (const change of lr.changes.slice().reverse()) {
-    const row = document.createElement("tr");
-    for (const value of [formatNumber(change.requested_lr), change.mode, change.status,
-                         change.applied_step ?? "–"]) {
-      const cell = document.createElement("td");
-      cell.textContent = String(value);
-      row.append(cell);
-    }
-    body.append(row);
-  }
-}
-
-// ------------------------------------------------------------------ live events
-
-async function openStream(jobId) {
-  const controller = new AbortController();
-  state.stream = controller;
-  const headers = { Authorization: `Bearer ${state.token}`, Accept: "text/event-stream" };
-  if (state.lastEventId) headers["Last-Event-ID"] = state.lastEventId;
-  $("#stream-state").textContent = "live";
-  try {
-    const response = await fetch(`/v1/jobs/${jobId}/events`, { headers, signal: controller.signal });
-    if (!response.ok) throw new Error(`events: HTTP ${response.status}`);
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        handleFrame(jobId, buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-      }
-    }
-  } catch (error) {
-    if (controller.signal.aborted) return;
-    $("#stream-state").textContent = `reconnecting (${error.message})`;
-  }
-  if (controller.signal.aborted || state.selected !== jobId) return;
-  if (TERMINAL.has(state.jobStatus)) { $("#stream-state").textContent = "finished"; return; }
-  // The server closes streams after a maximum lifetime; pick up where we left off.
-  setTimeout(() => { if (state.selected === jobId) openStream(jobId); }, 1000);
-}
-
-function setLiveLr(value) {
-  state.liveLr = value;
-  $("#lr-current").textContent = formatNumber(value);
-}
-
-function handleFrame(jobId, frame) {
-  const event = { type: "message", data: "", id: null };
-  for (const line of frame.split("\n")) {
-    if (line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-    if (field === "event") event.type = value;
-    else if (field === "data") event.data += value;
-    else if (field === "id") event.id = value;
-  }
-  if (!event.data || state.selected !== jobId) return;
-  if (event.id) state.lastEventId = event.id;
-  const data = JSON.parse(event.data);
-  if (event.type === "metric") {
-    for (const [name, value] of Object.entries(data.values)) {
-      chart.add(name, data.step, value);
-      setLatest(name, value);
-    }
-    if (typeof data.values.lr === "number") setLiveLr(data.values.lr);
-    if (data.step >= state.liveStep) {
-      state.liveStep = data.step;
-      $("#job-step").textContent = data.step;
-      $("#job-epoch").textContent = data.epochs_done ?? data.epoch;
-    }
-  } else if (event.type === "lr") {
-    // status "rejected": the trainer refused the change; the lr in effect is unchanged.
-    if (data.status === "rejected") {
-      $("#lr-message").textContent = `rejected: ${data.reason}`;
-    } else {
-      setLiveLr(data.learning_rate);
-      $("#lr-message").textContent = `applied at step ${data.applied_step}`;
-    }
-    refreshLearningRate(jobId);
-  } else if (event.type === "status") {
-    state.jobStatus = data.status;
-    $("#job-status").textContent = data.status;
-    $("#job-status").className = `status-${data.status}`;
-    refreshJobs();
-  } else if (event.type === "checkpoint") {
-    $("#control-message").textContent = `checkpoint at step ${data.step}`;
-  } else if (event.type === "log") {
-    $("#control-message").textContent = data.message;
-  }
-}
-
-// ------------------------------------------------------------------ wiring
 
 $("#token-form").addEventListener("submit", (e) => {
   e.preventDefault();
@@ -269,33 +86,11 @@ $("#token-form").addEventListener("submit", (e) => {
   $("#token-input").value = "";
 });
 $("#sign-out").addEventListener("click", () => signOut());
-
-for (const button of document.querySelectorAll(".controls button")) {
-  button.addEventListener("click", async () => {
-    const action = button.dataset.action;
-    try {
-      const result = await api(`/v1/jobs/${state.selected}/${action}`, { method: "POST" });
-      $("#control-message").textContent = result.pending
-        ? `${action} sent to the worker` : `job is ${result.status}`;
-      await refreshJobs();
-    } catch (error) {
-      $("#control-message").textContent = error.message;
-    }
-  });
+for (const button of document.querySelectorAll("#tabs button")) {
+  button.addEventListener("click", () => showView(button.dataset.view));
 }
-
-$("#lr-form").addEventListener("submit", async (e) => {
-  e.preventDefault();
-  const value = Number($("#lr-input").value);
-  try {
-    const result = await api(`/v1/jobs/${state.selected}/learning-rate`, {
-      method: "PUT", json: { learning_rate: value, mode: $("#lr-mode").value },
-    });
-    $("#lr-message").textContent = `change ${result.change_id.slice(0, 8)} pending`;
-    await refreshLearningRate(state.selected);
-  } catch (error) {
-    $("#lr-message").textContent = error.message;
-  }
-});
-
-if (state.token) signIn(state.token);
+wireJobPage();
+wireJobList();
+wireCompare();
+wireSubmit();
+if (session.token) signIn(session.token);

@@ -6,10 +6,39 @@ from fastapi import APIRouter, Query
 
 from api.cursors import INT64_MAX
 from api.deps import JobDep, SessionDep
+from api.schemas.dashboard import MetricSeriesSetPublic
 from api.schemas.metrics import MetricPointPublic, MetricsPublic
+from api.services import dashboard as dashboard_service
 from api.services import metrics as service
 
 router = APIRouter(prefix="/v1/jobs/{job_id}/metrics", tags=["metrics"])
+
+
+def _names(names: list[str] | None) -> list[str]:
+    return [n.strip() for item in names or [] for n in item.split(",") if n.strip()]
+
+
+@router.get("/series")
+def metric_series(
+    job: JobDep,
+    session: SessionDep,
+    max_points: Annotated[
+        int, Query(ge=16, le=100_000, description="most points returned per metric")
+    ] = 2000,
+    names: Annotated[
+        list[str] | None,
+        Query(description="metric names, e.g. train_loss (repeat or comma-separate)"),
+    ] = None,
+) -> MetricSeriesSetPublic:
+    """Every metric's whole history for a chart, thinned to ``max_points`` per metric.
+
+    Thinning keeps each bucket's first, smallest, largest and last point, so spikes stay
+    visible; ``downsampled`` says whether a series was thinned (exact values: the paged
+    ``GET /metrics``). ``epochs`` gives the first step of each epoch.
+    """
+    return dashboard_service.metric_series(
+        session, job_id=job.id, names=_names(names) or None, max_points=max_points
+    )
 
 
 @router.get("")
@@ -29,7 +58,7 @@ def metric_history(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 5000,
 ) -> MetricsPublic:
     """Stored metric points ordered by (step, name); page with ``cursor=next_cursor``."""
-    wanted = [n.strip() for item in names or [] for n in item.split(",") if n.strip()]
+    wanted = _names(names)
     page = service.read_page(
         session, job_id=job.id, after_step=after_step, cursor=cursor,
         names=wanted or None, limit=limit,

@@ -27,6 +27,7 @@ class JobPublic(PublicModel):
     status_reason: str | None
     queue: str
     progress: JobProgress
+    epochs_total: int | None = Field(default=None, description="the spec's ``epochs``")
     attempts: int
     created_at: datetime
     updated_at: datetime

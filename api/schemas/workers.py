@@ -1,0 +1,30 @@
+"""The System view: live workers (from their heartbeats) and queue lengths."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from core.events import GpuUsage
+
+
+class WorkerPublic(BaseModel):
+    worker_id: str
+    hostname: str
+    queues: list[str]
+    busy: bool = Field(description="training a job now")
+    current_job_id: str | None = Field(description="the job, when it is one of yours")
+    cpu_percent: float | None = Field(description="the machine's CPU use, percent")
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+    gpus: list[GpuUsage]
+    seconds_since_seen: float
+
+
+class QueuePublic(BaseModel):
+    name: str
+    waiting: int = Field(description="training tasks not yet picked up by a worker")
+
+
+class WorkersPublic(BaseModel):
+    workers: list[WorkerPublic]
+    queues: list[QueuePublic]

@@ -1,0 +1,158 @@
+"""A worker process's heartbeat: queues served, current job, CPU/memory (GPU when present).
+
+Published through :class:`core.channel.Channel` every few seconds by a daemon thread in
+the process that trains (a Celery pool child, or the worker itself with the solo pool),
+so it knows the job it is running. The api's System view lists the live ones.
+
+>>> beat = collect(worker_id="w1", queues=["cpu"], current_job_id=None)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.channel import Channel
+from core.events import GpuUsage, WorkerHeartbeat
+
+log = logging.getLogger(__name__)
+
+INTERVAL_SECONDS = 5.0
+TTL_SECONDS = 20  # a worker missing four beats is gone
+
+_current_job: str | None = None
+_beater: Heartbeat | None = None
+
+
+@contextmanager
+def working_on(job_id: str) -> Iterator[None]:
+    """Marks the job this process is training, for its heartbeats."""
+    global _current_job
+    _current_job = job_id
+    try:
+        yield
+    finally:
+        _current_job = None
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of the whole machine from /proc/stat; None elsewhere."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    values = [int(v) for v in fields]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def _memory() -> tuple[int | None, int | None]:
+    """(used, total) bytes of the machine from /proc/meminfo; Nones elsewhere."""
+    try:
+        lines = Path("/proc/meminfo").read_text().splitlines()
+    except OSError:
+        return None, None
+    info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in lines if ":" in line}
+    total, available = info.get("MemTotal"), info.get("MemAvailable")
+    if total is None or available is None:
+        return None, total
+    return total - available, total
+
+
+def _gpus() -> list[GpuUsage]:
+    """GPU memory through cupy, only if this process already uses it (never initialises
+    CUDA just to report)."""
+    cupy = sys.modules.get("cupy")
+    if cupy is None:
+        return []
+    try:
+        gpus = []
+        for index in range(cupy.cuda.runtime.getDeviceCount()):
+            with cupy.cuda.Device(index):
+                free, total = cupy.cuda.runtime.memGetInfo()
+            name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+            gpus.append(GpuUsage(
+                name=name.decode() if isinstance(name, bytes) else str(name),
+                memory_used_bytes=int(total - free), memory_total_bytes=int(total),
+            ))
+        return gpus
+    except Exception:  # noqa: BLE001 - a report must never take the worker down
+        return []
+
+
+class Heartbeat:
+    """Publishes this process's :class:`WorkerHeartbeat` until stopped."""
+
+    def __init__(self, channel: Channel, *, queues: list[str],
+                 interval_seconds: float = INTERVAL_SECONDS) -> None:
+        self.pid = os.getpid()
+        self.worker_id = f"{socket.gethostname()}:{self.pid}:{uuid.uuid4().hex[:6]}"
+        self._channel = channel
+        self._queues = sorted(queues)
+        self._interval = interval_seconds
+        self._previous_cpu = _cpu_times()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rudder-heartbeat", daemon=True)
+
+    def collect(self) -> WorkerHeartbeat:
+        cpu = _cpu_times()
+        percent = None
+        if cpu is not None and self._previous_cpu is not None:
+            busy, total = (now - before for now, before in zip(cpu, self._previous_cpu,
+                                                                  strict=True))
+            percent = round(100.0 * busy / total, 1) if total > 0 else None
+        self._previous_cpu = cpu
+        used, total_memory = _memory()
+        return WorkerHeartbeat(
+            worker_id=self.worker_id, hostname=socket.gethostname(), queues=self._queues,
+            current_job_id=_current_job, cpu_percent=percent, memory_used_bytes=used,
+            memory_total_bytes=total_memory, gpus=_gpus(), time=time.time(),
+        )
+
+    def beat(self) -> None:
+        self._channel.publish_heartbeat(self.collect(), ttl_s=TTL_SECONDS)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout=self._interval + 5)
+        try:
+            self._channel.remove_heartbeat(self.worker_id)
+        except Exception:  # noqa: BLE001 - Redis may be gone at shutdown; the TTL cleans up
+            log.debug("could not remove the heartbeat of %s", self.worker_id)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.beat()
+            except Exception:  # noqa: BLE001 - keep beating; Redis may come back
+                log.warning("worker heartbeat failed", exc_info=True)
+            if self._stop.wait(self._interval):
+                return
+
+
+def start_heartbeat(channel: Channel, queues: list[str]) -> None:
+    """Start this process's heartbeat once (a forked pool child starts its own)."""
+    global _beater
+    if _beater is not None and _beater.pid == os.getpid():
+        return
+    _beater = Heartbeat(channel, queues=queues)
+    _beater.start()
+
+
+def stop_heartbeat() -> None:
+    global _beater
+    if _beater is not None:
+        _beater.stop()
+        _beater = None

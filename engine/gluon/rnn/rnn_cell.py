@@ -196,11 +196,8 @@ class RNNCell(_GatedCell):
         return rnn_step(F, i2h, h2h, states, self._activation)
 
 
-class LSTMCell(_GatedCell):
-    """Long short-term memory cell; states are ``[h, c]``."""
-
-    _gates = 4
-    _num_states = 2
+class _RecurrentGatedCell(_GatedCell):
+    """A gated cell with MXNet's (activation, recurrent_activation) pair: LSTM and GRU."""
 
     def __init__(self, hidden_size: int, i2h_weight_initializer: Any = None,
                  h2h_weight_initializer: Any = None, i2h_bias_initializer: Any = "zeros",
@@ -211,6 +208,13 @@ class LSTMCell(_GatedCell):
                          i2h_bias_initializer, h2h_bias_initializer, input_size, prefix, params)
         self._activation = activation
         self._recurrent_activation = recurrent_activation
+
+
+class LSTMCell(_RecurrentGatedCell):
+    """Long short-term memory cell; states are ``[h, c]``."""
+
+    _gates = 4
+    _num_states = 2
 
     def _alias(self) -> str:
         return "lstm"
@@ -221,20 +225,10 @@ class LSTMCell(_GatedCell):
         return lstm_step(F, i2h, h2h, states, self._activation, self._recurrent_activation)
 
 
-class GRUCell(_GatedCell):
+class GRUCell(_RecurrentGatedCell):
     """Gated recurrent unit cell (Cho et al.; the reset gate scales ``W_h h + b_h``)."""
 
     _gates = 3
-
-    def __init__(self, hidden_size: int, i2h_weight_initializer: Any = None,
-                 h2h_weight_initializer: Any = None, i2h_bias_initializer: Any = "zeros",
-                 h2h_bias_initializer: Any = "zeros", input_size: int = 0,
-                 prefix: str | None = None, params: Any = None, activation: Any = "tanh",
-                 recurrent_activation: Any = "sigmoid") -> None:
-        super().__init__(hidden_size, i2h_weight_initializer, h2h_weight_initializer,
-                         i2h_bias_initializer, h2h_bias_initializer, input_size, prefix, params)
-        self._activation = activation
-        self._recurrent_activation = recurrent_activation
 
     def _alias(self) -> str:
         return "gru"

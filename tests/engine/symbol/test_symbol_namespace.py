@@ -52,7 +52,7 @@ _CASES = [
     ("compare", "sym.broadcast_equal(x, x) + sym.broadcast_greater(x, u) * 2"
      " + sym.broadcast_lesser_equal(x, u) * 3 + sym.broadcast_logical_xor(x > 0, u > 0)",
      False),
-    ("hypot_mod", "sym.broadcast_hypot(x, u) + sym.broadcast_mod(pos * 3, pos)", True),
+    ("hypot_mod", "sym.broadcast_hypot(x, u) + sym.broadcast_mod(pos * 3.5, pos)", True),
     ("python_binaries", "sym.maximum(x, u) + sym.minimum(x, 0.5) + sym.power(pos, u)"
      " + sym.hypot(x, 2.0) + sym.hypot(x, u) + sym.maximum(0.1, x) + sym.pow(2.0, u)", True),
     ("mods", "x % u + x % 0.7 + 2.5 % pos + sym.broadcast_mod(x, u)", False),

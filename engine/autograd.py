@@ -17,7 +17,7 @@ writes into each variable's ``.grad`` according to its ``grad_req``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -133,24 +133,36 @@ def _as_list(x: Any) -> list[Any]:
     return list(x)
 
 
-def _topological_order(heads: list[NDArray]) -> list[NDArray]:
-    """Arrays with a recorded node, inputs before outputs (iterative DFS)."""
-    order: list[NDArray] = []
+def depth_first_postorder(roots: list[Any], parents: Callable[[Any], Iterable[Any]]) -> list[Any]:
+    """Every node reachable from ``roots``, each after all of its parents (iterative DFS,
+    visiting parents in the order ``parents`` gives them). The tape's backward runs this
+    order reversed; a hybridized program replays its kernels in the same one, so gradient
+    sums happen in the same order and stay bit-identical."""
+    order: list[Any] = []
     seen: set[int] = set()
-    stack: list[tuple[NDArray, bool]] = [(h, False) for h in heads if h._node is not None]
+    stack: list[tuple[Any, bool]] = [(root, False) for root in roots]
     while stack:
-        arr, expanded = stack.pop()
+        node, expanded = stack.pop()
         if expanded:
-            order.append(arr)
+            order.append(node)
             continue
-        if id(arr) in seen:
+        if id(node) in seen:
             continue
-        seen.add(id(arr))
-        stack.append((arr, True))
-        for parent in arr._node.inputs:  # type: ignore[union-attr]
-            if parent._node is not None and id(parent) not in seen:
+        seen.add(id(node))
+        stack.append((node, True))
+        for parent in parents(node):
+            if id(parent) not in seen:
                 stack.append((parent, False))
     return order
+
+
+def _recorded_inputs(arr: NDArray) -> list[NDArray]:
+    return [p for p in arr._node.inputs if p._node is not None]  # type: ignore[union-attr]
+
+
+def _topological_order(heads: list[NDArray]) -> list[NDArray]:
+    """Arrays with a recorded node, inputs before outputs."""
+    return depth_first_postorder([h for h in heads if h._node is not None], _recorded_inputs)
 
 
 def direct_grad_buffer(var: NDArray) -> Any:

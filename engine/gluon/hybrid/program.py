@@ -177,22 +177,9 @@ class Program:
             outs = kernel.step.outputs if isinstance(kernel, GenericKernel) else (kernel.out,)
             for slot in outs:
                 producer[slot] = kernel
-        order: list[Any] = []
-        seen: set[int] = set()
-        stack = [(producer[s], False) for s in self.out_slots if s in producer]
-        while stack:
-            kernel, expanded = stack.pop()
-            if expanded:
-                order.append(kernel)
-                continue
-            if id(kernel) in seen:
-                continue
-            seen.add(id(kernel))
-            stack.append((kernel, True))
-            for slot in kernel.reads():
-                parent = producer.get(slot)
-                if parent is not None and id(parent) not in seen:
-                    stack.append((parent, False))
+        roots = [producer[s] for s in self.out_slots if s in producer]
+        order = autograd.depth_first_postorder(
+            roots, lambda kernel: [producer[s] for s in kernel.reads() if s in producer])
         order.reverse()
         return order
 

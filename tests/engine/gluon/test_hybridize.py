@@ -39,6 +39,18 @@ def pair(**kw):
     return imperative, hybrid, x
 
 
+def twins(make, seed, init=None, **hybridize):
+    """The same block twice (same seed, same initial weights); the second hybridized."""
+    nets = []
+    for _ in range(2):
+        engine.random.seed(seed)
+        net = make()
+        net.initialize() if init is None else net.initialize(init)
+        nets.append(net)
+    nets[1].hybridize(**hybridize)
+    return nets
+
+
 def assert_params_equal(a, b, grads=True):
     for pa, pb in zip(a.collect_params().values(), b.collect_params().values(), strict=True):
         np.testing.assert_array_equal(pa.data().asnumpy(), pb.data().asnumpy(), err_msg=pa.name)
@@ -159,13 +171,7 @@ class Shared(gluon.HybridBlock):
 
 
 def test_shared_parameters_and_generic_ops_match_imperative():
-    nets = []
-    for _ in range(2):
-        engine.random.seed(3)
-        net = Shared(prefix="shared_")
-        net.initialize(engine.init.Normal(0.5))
-        nets.append(net)
-    nets[1].hybridize()
+    nets = twins(lambda: Shared(prefix="shared_"), 3, init=engine.init.Normal(0.5))
     x = nd.array(np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32))
     for _ in range(3):
         for net in nets:
@@ -185,13 +191,7 @@ def conv_bn_dropout():
 
 
 def test_dropout_and_batchnorm_replay_identically_under_the_same_seed():
-    nets = []
-    for _ in range(2):
-        engine.random.seed(7)
-        net = conv_bn_dropout()
-        net.initialize()
-        nets.append(net)
-    nets[1].hybridize(static_alloc=True)
+    nets = twins(conv_bn_dropout, 7, static_alloc=True)
     x = nd.array(np.random.default_rng(2).standard_normal((2, 2, 6, 6)).astype(np.float32))
     outs = [[], []]
     for step in range(3):
@@ -222,13 +222,7 @@ class Operators(gluon.HybridBlock):
 
 
 def test_operators_and_methods_in_hybrid_forward_replay_identically():
-    nets = []
-    for _ in range(2):
-        engine.random.seed(5)
-        net = Operators(prefix="ops_")
-        net.initialize()
-        nets.append(net)
-    nets[1].hybridize()
+    nets = twins(lambda: Operators(prefix="ops_"), 5)
     x = nd.array(np.random.default_rng(3).standard_normal((4, 2, 3)).astype(np.float32))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback warning: everything was traceable
@@ -327,13 +321,8 @@ class TwoHeads(gluon.HybridBlock):
 
 
 def test_several_outputs_keep_their_structure_and_gradients():
-    nets = []
-    for _ in range(2):
-        engine.random.seed(11)
-        net = TwoHeads(prefix="heads_")
-        net.initialize(engine.init.Normal(0.5))
-        nets.append(net)
-    nets[1].hybridize(static_alloc=True)
+    nets = twins(lambda: TwoHeads(prefix="heads_"), 11, init=engine.init.Normal(0.5),
+                 static_alloc=True)
     x = nd.array(np.random.default_rng(4).standard_normal((5, 4)).astype(np.float32))
     for _ in range(3):
         for net in nets:
@@ -399,13 +388,7 @@ class WithStates(gluon.HybridBlock):
 
 
 def test_nested_list_inputs_are_traced_and_replayed():
-    nets = []
-    for _ in range(2):
-        engine.random.seed(2)
-        net = WithStates(prefix="ws_")
-        net.initialize()
-        nets.append(net)
-    nets[1].hybridize()
+    nets = twins(lambda: WithStates(prefix="ws_"), 2)
     x = nd.ones((2, 3))
     states = [nd.full((2, 3), 0.5), nd.full((2, 3), 2.0)]
     with warnings.catch_warnings():

@@ -1,0 +1,102 @@
+"""Every query the service runs, one module per resource. Functions take keyword arguments,
+``flush()`` and never commit: the request or task that opened the session decides when to
+commit. Callers use ``repositories.<function>``; the modules are how the file is organised.
+"""
+
+from core.repositories.checkpoints import (
+    add_checkpoint,
+    delete_checkpoints,
+    delete_job,
+    get_checkpoint,
+    latest_checkpoint,
+    list_checkpoints,
+)
+from core.repositories.datasets import (
+    create_dataset,
+    delete_dataset,
+    get_dataset,
+    jobs_using_dataset,
+    list_datasets,
+)
+from core.repositories.jobs import (
+    create_job,
+    get_job,
+    get_job_by_idempotency_key,
+    increment_attempts,
+    insert_submitted_job,
+    list_jobs,
+    list_status_events,
+    new_job_row,
+    queued_jobs_untouched_since,
+    running_jobs,
+    set_current_lr,
+    transition_job,
+    update_job_progress,
+)
+from core.repositories.lr_changes import (
+    create_lr_change,
+    get_lr_change,
+    list_lr_changes,
+    lr_change_times_since,
+    mark_lr_change_applied,
+    mark_lr_change_rejected,
+)
+from core.repositories.metrics import (
+    MetricPointIn,
+    add_metric_points,
+    list_metric_points,
+    metric_columns,
+    metric_steps_by_time,
+)
+from core.repositories.users import (
+    add_api_token,
+    create_user,
+    get_api_token,
+    get_user,
+    get_user_by_name,
+    mark_api_token_revoked,
+)
+
+__all__ = [
+    "MetricPointIn",
+    "add_api_token",
+    "add_checkpoint",
+    "add_metric_points",
+    "create_dataset",
+    "create_job",
+    "create_lr_change",
+    "create_user",
+    "delete_checkpoints",
+    "delete_dataset",
+    "delete_job",
+    "get_api_token",
+    "get_checkpoint",
+    "get_dataset",
+    "get_job",
+    "get_job_by_idempotency_key",
+    "get_lr_change",
+    "get_user",
+    "get_user_by_name",
+    "increment_attempts",
+    "insert_submitted_job",
+    "jobs_using_dataset",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "list_datasets",
+    "list_jobs",
+    "list_lr_changes",
+    "list_metric_points",
+    "list_status_events",
+    "lr_change_times_since",
+    "mark_api_token_revoked",
+    "mark_lr_change_applied",
+    "mark_lr_change_rejected",
+    "metric_columns",
+    "metric_steps_by_time",
+    "new_job_row",
+    "queued_jobs_untouched_since",
+    "running_jobs",
+    "set_current_lr",
+    "transition_job",
+    "update_job_progress",
+]

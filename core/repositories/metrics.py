@@ -138,7 +138,9 @@ def metric_columns(
 
 
 @contextmanager
-def _driver_cursor(session: Session, query: Select[Any], **options: Any) -> Iterator[Any]:
+def _driver_cursor(
+    session: Session, query: Select[*tuple[Any, ...]], **options: Any
+) -> Iterator[Any]:
     """Run ``query`` on the DB-API driver's own cursor: SQLAlchemy builds and binds the
     statement, but wrapping 100k rows in Row objects would cost more than the query."""
     compiled = query.compile(

@@ -18,6 +18,7 @@ from core.events import LogEvent, SetLRCommand
 from core.job_status import transition_and_announce
 from core.models import JobStatus, LRChangeStatus
 from workers.build import SpecError
+from workers.db_retry import retry_db
 from workers.lease import Lease
 from workers.resources import enqueue, get_channel, get_store
 from workers.runner import JobRunner, ReplayedChange
@@ -40,10 +41,18 @@ class Outcome:
 def _set_status(channel: Channel, job_id: str, status: JobStatus, reason: str | None,
                 from_statuses: list[JobStatus], *, step: int | None = None,
                 command_id: str | None = None) -> bool:
-    with session_scope() as session:
-        return transition_and_announce(session, channel, job_id=job_id, to_status=status,
-                                       from_statuses=from_statuses, reason=reason, step=step,
-                                       command_id=command_id)
+    """One status transition, retried through a database outage: a job whose final write
+    failed would stay ``running`` and later be re-queued as "worker lost", which is false.
+    (The transition is a compare-and-set, so a retry after a lost commit reply is a no-op.)
+    """
+    def write() -> bool:
+        with session_scope() as session:
+            return transition_and_announce(session, channel, job_id=job_id, to_status=status,
+                                           from_statuses=from_statuses, reason=reason,
+                                           step=step, command_id=command_id)
+
+    return retry_db(write, what=f"job {job_id} status {status.value}",
+                    deadline_seconds=get_worker_settings().db_retry_seconds)
 
 
 def _lr_commands(job_id: str) -> tuple[list[SetLRCommand], list[ReplayedChange]]:
@@ -118,7 +127,9 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
     for command in pending:
         listener.push(command)
     listener.start()
-    job_io = ServiceIO(channel, job_id, still_owner=lambda: lease.held, listener=listener)
+    job_io = ServiceIO(channel, job_id, still_owner=lambda: lease.held, listener=listener,
+                       spool_dir=worker_settings.spool_dir,
+                       db_retry_seconds=worker_settings.db_retry_seconds)
     lease.when_lost(job_io.wake.set)
     try:
         runner = JobRunner(job_id, spec, get_store(), job_io, load_upload=_load_upload,

@@ -209,6 +209,10 @@ class JobRunner:
         blobs = (params.getvalue(), trainer_state.getvalue())
 
         def upload() -> bool:
+            # The points up to this step are stored (in the DB, or the worker's spool file
+            # while the DB is down) before the checkpoint is: a resume re-creates only
+            # the points after it.
+            self.io.flush()
             final = write_checkpoint(self.store, meta, blobs[0], blobs[1],
                                      still_owner=self.io.still_owner)
             if final is None:

@@ -39,6 +39,7 @@ from workers.checkpoints import (
     Pruner,
     latest_complete_checkpoint,
     sha256_hex,
+    sweep_interrupted_writes,
     write_checkpoint,
 )
 from workers.hooks import (
@@ -141,6 +142,8 @@ class JobRunner:
     def resume(self) -> CheckpointMeta | None:
         """Load the latest complete checkpoint, if any; returns its meta."""
         loaded = latest_complete_checkpoint(self.store, self.job_id)
+        sweep_interrupted_writes(self.store, self.job_id,
+                                 None if loaded is None else loaded.meta.step)
         if loaded is None:
             return None
         meta = loaded.meta

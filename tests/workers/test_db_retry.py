@@ -8,12 +8,14 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
 from core import repositories as repo
@@ -26,6 +28,8 @@ from tests.services import wait_until
 from tests.workers.db_outage import outage_controller
 from workers.db_retry import retry_db
 from workers.service_io import ControlListener, ServiceIO
+
+T = TypeVar("T")
 
 SPEC = {"name": "t", "model": [{"type": "Dense", "units": 2}],
         "data": {"train": {"builtin": "digits"}}, "loss": {"type": "l2"},
@@ -51,16 +55,25 @@ def _record_steps(io: ServiceIO, steps: range) -> None:
                                                           "lr": 0.1})
 
 
-def _stored(job_id: str) -> list[tuple[int, str, float]]:
+def _read(query: Callable[[Session], T]) -> T:
     # A connection of its own each time: the test reads, it is not the worker under test
     # (whose pooled connections the outage killed and which must recover by itself).
     engine = create_engine(os.environ["RUDDER_DATABASE_URL"], poolclass=NullPool)
     try:
         with session_scope(make_sessionmaker(engine)) as session:
-            return [(p.step, p.name, p.value)
-                    for p in repo.list_metric_points(session, job_id=job_id)]
+            return query(session)
     finally:
         engine.dispose()
+
+
+def _stored(job_id: str) -> list[tuple[int, str, float]]:
+    return _read(lambda session: [(p.step, p.name, p.value)
+                                  for p in repo.list_metric_points(session, job_id=job_id)])
+
+
+def _status(job_id: str) -> str | None:
+    job = _read(lambda session: repo.get_job(session, job_id=job_id))
+    return None if job is None else job.status
 
 
 def _expected(steps: range) -> list[tuple[int, str, float]]:
@@ -189,3 +202,39 @@ def test_retrying_gives_up_at_its_deadline_and_never_retries_a_wrong_write(
         with pytest.raises(sa_exc.OperationalError):
             retry_db(create, what="during outage", deadline_seconds=1.0)
         assert time.monotonic() - started < 5
+
+
+def test_a_job_trained_through_an_outage_keeps_every_point_and_a_true_final_status(
+        worker_env: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    from core.jobspec import parse_spec
+    from tests.workers.test_runner import SPEC as TRAIN_SPEC
+    from workers.lifecycle import run_job
+
+    spec = parse_spec({**TRAIN_SPEC, "epochs": 20}).model_dump(mode="json")
+    with session_scope() as session:
+        user = repo.create_user(session, name="outage")
+        job_id = repo.create_job(session, owner_id=user.id, name="outage", spec=spec,
+                                 queue="cpu").id
+    result: dict[str, str] = {}
+    worker = threading.Thread(target=lambda: result.update(outcome=run_job(job_id).result))
+    with outage_controller(worker_env["RUDDER_DATABASE_URL"]) as outage:
+        worker.start()
+        wait_until(lambda: _status(job_id) == "running", 30, what="job running")
+        outage.start()
+        time.sleep(2.0)
+        outage.end()
+        worker.join(120)
+    assert result == {"outcome": "succeeded"}
+    assert "database write failed" in caplog.text  # the outage did hit the worker's writes
+
+    def final(session: Session) -> tuple[Any, ...]:
+        job = repo.get_job(session, job_id=job_id)
+        assert job is not None
+        points = repo.list_metric_points(session, job_id=job_id, names=["val_accuracy"])
+        rows = repo.list_checkpoints(session, job_id=job_id)
+        return job.status, job.status_reason, [p.epoch for p in points], rows[-1].step, job.step
+
+    status, reason, epochs, last_checkpoint, step = _read(final)
+    assert (status, reason) == ("succeeded", None)
+    assert epochs == list(range(20))  # every epoch's points are stored
+    assert last_checkpoint == step

@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -238,3 +239,35 @@ def test_a_job_trained_through_an_outage_keeps_every_point_and_a_true_final_stat
     assert (status, reason) == ("succeeded", None)
     assert epochs == list(range(20))  # every epoch's points are stored
     assert last_checkpoint == step
+
+
+def test_points_written_while_sqlite_is_locked_wait_and_are_stored_once(
+        worker_env: dict[str, str], channel: Channel, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.migrate import upgrade
+    from tests.workers.conftest import _clear_caches
+
+    database = tmp_path / "rudder.db"
+    upgrade(f"sqlite:///{database}")
+    monkeypatch.setenv("RUDDER_DATABASE_URL", f"sqlite:///{database}")
+    _clear_caches()
+    job_id, _ = _job()
+    io = _service_io(channel, job_id, tmp_path / "spool")
+    _record_steps(io, range(1, 6))
+    io.flush()
+    assert _stored(job_id) == _expected(range(1, 6))
+
+    # Another process's writer holds the lock past the worker's busy timeout (10 s).
+    locker = sqlite3.connect(database, isolation_level=None)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        _record_steps(io, range(6, 41))
+        wait_until(lambda: io.spool.failures >= 1, 30, what="a write refused as locked")
+        assert _stored(job_id) == _expected(range(1, 6))  # (WAL: reads still work)
+        assert (tmp_path / "spool" / f"{job_id}.jsonl").is_file()
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    wait_until(lambda: len(_stored(job_id)) == 80, 30, what="points stored after the lock")
+    io.close()
+    assert _stored(job_id) == _expected(range(1, 41))

@@ -273,32 +273,53 @@ class ServiceIO:
             time.sleep(self.spool.backoff.wait_seconds())
 
     def _write_record(self, record: SpoolRecord) -> None:
-        """One spooled write, in its own transaction (retried whole; idempotent)."""
-        with session_scope() as session:
-            if isinstance(record, PointsBatch):
-                repo.add_metric_points(session, job_id=self.job_id, points=record.points)
-            elif isinstance(record, ProgressUpdate):
-                repo.update_job_progress(session, job_id=self.job_id, step=record.step,
-                                         epoch=record.epoch, current_lr=record.current_lr,
-                                         latest_metrics=record.latest_metrics)
-            else:
-                self._write_lr(session, record.event)
-        if isinstance(record, LRConfirmation):
-            try:  # the DB row is the record; the event only tells the live stream
-                self.channel.publish(self.job_id, record.event)
-            except redis.RedisError as exc:
-                log.warning("job %s: lr event not published: %r", self.job_id, exc)
+        store_record(self.channel, self.job_id, record)
 
-    def _write_lr(self, session: Session, event: LREvent) -> None:
-        """The DB row first (the api answers GET learning-rate from it), then the event."""
-        if event.status == "rejected":
-            repo.mark_lr_change_rejected(session, change_id=event.change_id,
-                                         reason=event.reason or "rejected")
-            return
-        assert event.applied_step is not None and event.applied_at is not None
-        repo.mark_lr_change_applied(
-            session, change_id=event.change_id, applied_step=event.applied_step,
-            applied_lr=event.learning_rate,
-            applied_at=datetime.fromtimestamp(event.applied_at, UTC),
-        )
-        repo.set_current_lr(session, job_id=self.job_id, learning_rate=event.learning_rate)
+
+def store_record(channel: Channel, job_id: str, record: SpoolRecord) -> None:
+    """One spooled write, in its own transaction (retried whole; idempotent)."""
+    with session_scope() as session:
+        if isinstance(record, PointsBatch):
+            repo.add_metric_points(session, job_id=job_id, points=record.points)
+        elif isinstance(record, ProgressUpdate):
+            repo.update_job_progress(session, job_id=job_id, step=record.step,
+                                     epoch=record.epoch, current_lr=record.current_lr,
+                                     latest_metrics=record.latest_metrics)
+        else:
+            _record_lr(session, job_id, record.event)
+    if isinstance(record, LRConfirmation):
+        try:  # the DB row is the record; the event only tells the live stream
+            channel.publish(job_id, record.event)
+        except redis.RedisError as exc:
+            log.warning("job %s: lr event not published: %r", job_id, exc)
+
+
+def _record_lr(session: Session, job_id: str, event: LREvent) -> None:
+    """The DB row (the api answers GET learning-rate from it); the event goes after."""
+    if event.status == "rejected":
+        repo.mark_lr_change_rejected(session, change_id=event.change_id,
+                                     reason=event.reason or "rejected")
+        return
+    assert event.applied_step is not None and event.applied_at is not None
+    repo.mark_lr_change_applied(
+        session, change_id=event.change_id, applied_step=event.applied_step,
+        applied_lr=event.learning_rate,
+        applied_at=datetime.fromtimestamp(event.applied_at, UTC),
+    )
+    repo.set_current_lr(session, job_id=job_id, learning_rate=event.learning_rate)
+
+
+def send_leftover_writes(channel: Channel, job_id: str, spool_dir: Path | None,
+                         deadline_seconds: float) -> None:
+    """Store what an earlier run of the job on this host spooled and could not write
+    before it died, before this run reads the job's LR changes: a change that run
+    applied must be replayed at its step, not applied again as if it were pending."""
+    spool = WriteSpool(job_id, spool_dir)
+    give_up_at = time.monotonic() + deadline_seconds
+    while not spool.drain(lambda record: store_record(channel, job_id, record)):
+        spool.persist()
+        if time.monotonic() + spool.backoff.wait_seconds() > give_up_at:
+            raise TimeoutError(f"job {job_id}: {len(spool)} spooled writes still refused "
+                               f"by the database")
+        time.sleep(spool.backoff.wait_seconds())
+    spool.persist()

@@ -271,3 +271,55 @@ def test_points_written_while_sqlite_is_locked_wait_and_are_stored_once(
     wait_until(lambda: len(_stored(job_id)) == 80, 30, what="points stored after the lock")
     io.close()
     assert _stored(job_id) == _expected(range(1, 41))
+
+
+def _confirm_change_then_wait(job_id: str, change_id: str, spool_dir: str, ready: str) -> None:
+    """Child process: a run that applied an LR change at step 25 while the DB was down."""
+    from workers.resources import get_channel
+
+    io = _service_io(get_channel(), job_id, Path(spool_dir))
+    _record_steps(io, range(1, 6))
+    io.lr_applied(LREvent(change_id=change_id, learning_rate=0.002, mode="scale",
+                          applied_step=25, applied_at=time.time()))
+    io.flush()
+    Path(ready).touch()
+    time.sleep(120)
+
+
+def test_a_change_confirmed_only_in_a_dead_runs_spool_is_replayed_at_its_step(
+        worker_env: dict[str, str], tmp_path: Path) -> None:
+    from core.jobspec import parse_spec
+    from tests.workers.test_runner import SPEC as TRAIN_SPEC
+    from workers.lifecycle import run_job
+
+    spec = parse_spec({**TRAIN_SPEC, "epochs": 3, "lr_scheduler": None}).model_dump(
+        mode="json")
+    with session_scope() as session:
+        user = repo.create_user(session, name="replay")
+        job_id = repo.create_job(session, owner_id=user.id, name="replay", spec=spec,
+                                 queue="cpu").id
+        change_id = repo.create_lr_change(session, job_id=job_id, requested_lr=0.002,
+                                          mode=LRChangeMode.SCALE, requested_by=user.id).id
+    ready = tmp_path / "ready"
+    with outage_controller(worker_env["RUDDER_DATABASE_URL"]) as outage:
+        outage.start()
+        child = multiprocessing.get_context("spawn").Process(
+            target=_confirm_change_then_wait,
+            args=(job_id, change_id, worker_env["RUDDER_WORKER_SPOOL_DIR"], str(ready)))
+        child.start()
+        wait_until(ready.exists, 60, what="the child spooled its confirmation")
+        assert child.pid is not None
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+    # The DB still says "pending"; the next run must not apply it again from step 1.
+    assert run_job(job_id).result == "succeeded"
+    with session_scope() as session:
+        change = repo.list_lr_changes(session, job_id=job_id)[0]
+        lr = {p.step: p.value for p in repo.list_metric_points(session, job_id=job_id,
+                                                               names=["lr"])}
+    assert (change.status, change.applied_step) == ("applied", 25)
+    before = [value for step, value in lr.items() if 5 < step < 25]  # (1-5: the dead run's)
+    after = [value for step, value in lr.items() if step >= 25]
+    assert before and after
+    assert before == pytest.approx([0.01] * len(before))
+    assert after == pytest.approx([0.002] * len(after))

@@ -208,6 +208,12 @@ class Pruner:
         self._complete = self._complete[: self.keep_last]
         return removed
 
+    def forget(self) -> None:
+        """Drop what this pruner knows (a planned removal was not recorded): the next
+        :meth:`plan` lists the store again, so nothing planned is left behind for good."""
+        self._complete = None
+        self._listed = {}
+
     def delete(self, steps: list[int]) -> None:
         for old in steps:
             keys = self._listed.pop(old, None)

@@ -227,9 +227,14 @@ class JobRunner:
             pruned = self._pruner.plan(final.step)
             # One DB transaction adds this checkpoint and drops the pruned ones; their
             # files go after it, so a listed checkpoint always has its files.
-            if not self.io.checkpoint_saved(final.step, final.epoch,
-                                            checkpoint_prefix(self.job_id, final.step), files,
-                                            size, final.sha256, pruned=pruned):
+            try:
+                saved = self.io.checkpoint_saved(final.step, final.epoch,
+                                                 checkpoint_prefix(self.job_id, final.step),
+                                                 files, size, final.sha256, pruned=pruned)
+            except Exception:
+                self._pruner.forget()  # the pruned rows are still there: plan them again
+                raise
+            if not saved:
                 return False
             self._pruner.delete(pruned)
             log.info("job %s checkpoint at step %d (%s) in %.3fs", self.job_id, final.step,

@@ -8,6 +8,7 @@ from workers.checkpoints import (
     META_FILE,
     PARAMS_FILE,
     CheckpointMeta,
+    Pruner,
     checkpoint_prefix,
     latest_complete_checkpoint,
     list_checkpoint_steps,
@@ -107,3 +108,17 @@ def test_resume_sweeps_what_the_dead_run_left_after_its_last_checkpoint(
     store.put(checkpoint_prefix(JOB, 50) + PARAMS_FILE, b"half")
     assert sweep_interrupted_writes(store, "other-job", resumed_step=None) == []
     assert 50 in list_checkpoint_steps(store, JOB)
+
+
+def test_a_pruning_plan_whose_rows_were_not_removed_is_planned_again(
+        store: ObjectStore) -> None:
+    pruner = Pruner(store, JOB, keep_last=1)
+    for step in (10, 20):
+        _write(store, step)
+    assert pruner.plan(20) == [10]
+    pruner.forget()  # recording checkpoint 20 (and dropping 10's row) failed
+    _write(store, 30)
+    removed = pruner.plan(30)
+    assert sorted(removed) == [10, 20]
+    pruner.delete(removed)
+    assert list_checkpoint_steps(store, JOB) == [30]

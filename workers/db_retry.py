@@ -146,7 +146,8 @@ class WriteSpool:
 
     ``add`` queues a record; ``drain(write)`` hands records to ``write`` one at a time in
     order and stops at the first transient failure (the rest wait for the backoff);
-    ``persist()`` mirrors the backlog to ``<dir>/<job>.jsonl`` so it outlives the process.
+    ``persist()`` mirrors the backlog (less progress updates) to ``<dir>/<job>.jsonl`` so it
+    outlives the process.
     A new spool for the same job starts with what that file holds.
     """
 
@@ -208,12 +209,15 @@ class WriteSpool:
         """Make the file hold exactly the backlog (no file when it is empty)."""
         if self._persisted or self.path is None:
             return
-        if not self._records:
+        # Progress is not kept: it is stale by the time another run reads the file, and
+        # that run reports its own.
+        kept = [_encode(r) for r in self._records if not isinstance(r, ProgressUpdate)]
+        if not kept:
             self.path.unlink(missing_ok=True)
             self._persisted = True
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        lines = "".join(json.dumps(_encode(record)) + "\n" for record in self._records)
+        lines = "".join(json.dumps(body) + "\n" for body in kept)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-", suffix=".part")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -241,13 +245,11 @@ class WriteSpool:
                  self.job_id, len(self._records))
 
 
-def _encode(record: SpoolRecord) -> dict[str, Any]:
+def _encode(record: PointsBatch | LRConfirmation) -> dict[str, Any]:
     if isinstance(record, PointsBatch):
         return {"kind": "points", "points": [
             [p.step, p.epoch, p.name, p.value, None if p.time is None else p.time.isoformat()]
             for p in record.points]}
-    if isinstance(record, ProgressUpdate):
-        return {"kind": "progress", **record.__dict__}
     return {"kind": "lr", "event": record.event.model_dump(mode="json")}
 
 
@@ -260,9 +262,4 @@ def _decode(body: dict[str, Any]) -> SpoolRecord:
             for step, epoch, name, value, at in body["points"]])
     if body["kind"] == "lr":
         return LRConfirmation(LREvent.model_validate(body["event"]))
-    if body["kind"] == "progress":
-        return ProgressUpdate(step=int(body["step"]), epoch=int(body["epoch"]),
-                              current_lr=float(body["current_lr"]),
-                              latest_metrics={str(k): float(v) for k, v in
-                                              dict(body["latest_metrics"]).items()})
     raise ValueError(f"unknown spool record kind {body['kind']!r}")

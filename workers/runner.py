@@ -142,8 +142,12 @@ class JobRunner:
     def resume(self) -> CheckpointMeta | None:
         """Load the latest complete checkpoint, if any; returns its meta."""
         loaded = latest_complete_checkpoint(self.store, self.job_id)
-        sweep_interrupted_writes(self.store, self.job_id,
-                                 None if loaded is None else loaded.meta.step)
+        try:
+            sweep_interrupted_writes(self.store, self.job_id,
+                                     None if loaded is None else loaded.meta.step)
+        except Exception:  # noqa: BLE001 - debris costs space, not correctness: train on
+            log.warning("job %s: could not sweep checkpoint debris", self.job_id,
+                        exc_info=True)
         if loaded is None:
             return None
         meta = loaded.meta

@@ -323,3 +323,57 @@ def test_a_change_confirmed_only_in_a_dead_runs_spool_is_replayed_at_its_step(
     assert before and after
     assert before == pytest.approx([0.01] * len(before))
     assert after == pytest.approx([0.002] * len(after))
+
+
+REFUSE_FINAL_STATUS = """
+CREATE FUNCTION refuse_final_status() RETURNS trigger AS $$
+BEGIN
+    IF NEW.status = 'succeeded' THEN
+        RAISE EXCEPTION 'test fault: the final status write fails'
+            USING ERRCODE = 'admin_shutdown';
+    END IF;
+    RETURN NEW;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER refuse_final_status BEFORE UPDATE ON jobs
+    FOR EACH ROW EXECUTE FUNCTION refuse_final_status();
+"""
+
+
+def test_a_failed_final_status_write_is_retried_and_the_job_never_looks_lost(
+        worker_env: dict[str, str], channel: Channel, caplog: pytest.LogCaptureFixture) -> None:
+    """PostgreSQL refuses exactly the write that records success (a trigger raising the
+    error a server shutting down sends), until the test lifts it."""
+    from core.jobspec import parse_spec
+    from tests.workers.test_runner import SPEC as TRAIN_SPEC
+    from workers.lifecycle import run_job
+    from workers.watchdog import sweep
+
+    spec = parse_spec({**TRAIN_SPEC, "epochs": 2}).model_dump(mode="json")
+    with session_scope() as session:
+        user = repo.create_user(session, name="final")
+        job_id = repo.create_job(session, owner_id=user.id, name="final", spec=spec,
+                                 queue="cpu").id
+    fault = create_engine(worker_env["RUDDER_DATABASE_URL"], poolclass=NullPool)
+    with fault.begin() as conn:
+        conn.exec_driver_sql(REFUSE_FINAL_STATUS)
+    result: dict[str, str] = {}
+    worker = threading.Thread(target=lambda: result.update(outcome=run_job(job_id).result))
+    try:
+        worker.start()
+        wait_until(lambda: "status succeeded: database error" in caplog.text, 60,
+                   what="the final status write refused")
+        time.sleep(2.5)  # longer than the lease TTL (2 s): the worker must still hold it
+        assert _status(job_id) == "running"
+        assert sweep(channel, enqueue=lambda job_id, queue: None) == []  # not "lost"
+    finally:
+        with fault.begin() as conn:
+            conn.exec_driver_sql("DROP TRIGGER refuse_final_status ON jobs; "
+                                 "DROP FUNCTION refuse_final_status();")
+        fault.dispose()
+        worker.join(60)
+    assert result == {"outcome": "succeeded"}
+    with session_scope() as session:
+        job = repo.get_job(session, job_id=job_id)
+        history = [(e.status, e.reason) for e in repo.list_status_events(session, job_id=job_id)]
+    assert job is not None and (job.status, job.status_reason) == ("succeeded", None)
+    assert [status for status, _ in history] == ["queued", "running", "succeeded"]

@@ -157,8 +157,23 @@ def _assert_no_debris(store: LocalStore, job_id: str) -> None:
         assert (step_folder / "meta.json").is_file(), step_folder.name
 
 
+@pytest.fixture(params=["postgresql", "sqlite"])
+def database(request: pytest.FixtureRequest, worker_env: dict[str, str], tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> str:
+    """The worker's database: the private PostgreSQL one, or a migrated SQLite file."""
+    if request.param == "sqlite":
+        from core.migrate import upgrade
+        from tests.workers.conftest import _clear_caches
+
+        url = f"sqlite:///{tmp_path / 'rudder.db'}"
+        upgrade(url)
+        monkeypatch.setenv("RUDDER_DATABASE_URL", url)
+        _clear_caches()
+    return str(request.param)
+
+
 def test_worker_killed_writing_a_later_checkpoint_resumes_from_the_previous_one(
-        worker_env: dict[str, str], channel: Channel, tmp_path: Path) -> None:
+        database: str, channel: Channel, tmp_path: Path) -> None:
     from workers.lifecycle import run_job
 
     store = store_from_settings()
@@ -221,7 +236,7 @@ def _uninterrupted_with_change(store: ObjectStore, command: SetLRCommand,
 
 
 def test_lr_change_applied_before_the_kill_is_replayed_at_its_step(
-        worker_env: dict[str, str], channel: Channel, tmp_path: Path,
+        database: str, channel: Channel, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.workers.conftest import _clear_caches
 

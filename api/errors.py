@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
+import botocore.exceptions
+import redis.exceptions
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -26,6 +30,11 @@ _CODES = {
     429: "rate_limited",
     503: "unavailable",
 }
+
+
+# How long a client should wait before retrying after a dependency failed: long enough for
+# a restarting Redis or a busy SQLite writer, short enough that nobody gives up.
+RETRY_AFTER_SECONDS = 2
 
 
 class ApiError(Exception):
@@ -90,11 +99,56 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     return details
 
 
+def unavailable(message: str) -> ApiError:
+    """A 503 for a dependency that failed: the client may simply retry."""
+    return ApiError(503, "unavailable", message,
+                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
 async def _on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 503:
+        headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
     return JSONResponse(
-        error_body(exc.code, exc.message, exc.details), exc.status_code, headers=exc.headers
+        error_body(exc.code, exc.message, exc.details), exc.status_code, headers=headers
     )
+
+
+# Failures of a dependency, not of the request: each is a 503 the client may retry.
+# (Redis refusing a command, sqlalchemy's IntegrityError or DataError, are bugs or bad
+# input and stay what they are.)
+_REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+_DATABASE_DOWN = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError,
+                  sqlalchemy.exc.TimeoutError)
+_STORAGE_DOWN = (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)
+
+
+def dependency_error(exc: BaseException) -> ApiError | None:
+    """The 503 that stands for ``exc`` when it is a dependency failure, else None."""
+    if isinstance(exc, _REDIS_DOWN):
+        return unavailable("the live channel (Redis) is not answering; retry shortly")
+    if isinstance(exc, sqlalchemy.exc.DBAPIError) and _is_sqlite_lock(exc):
+        return unavailable("the database is busy (another writer holds its lock past the "
+                           "busy timeout); retry shortly")
+    if isinstance(exc, _DATABASE_DOWN):
+        return unavailable("the database is not answering; retry shortly")
+    if isinstance(exc, _STORAGE_DOWN):
+        return unavailable("object storage is not answering; retry shortly")
+    return None
+
+
+def _is_sqlite_lock(exc: sqlalchemy.exc.DBAPIError) -> bool:
+    return isinstance(exc.orig, sqlite3.OperationalError) and "locked" in str(exc.orig)
+
+
+async def _on_dependency_error(request: Request, exc: Exception) -> JSONResponse:
+    error = dependency_error(exc)
+    if error is None:  # registered only for the classes dependency_error maps
+        raise exc
+    log.warning("%s %s: %s (%s)", request.method, request.url.path, error.message,
+                type(exc).__name__)
+    return await _on_api_error(request, error)
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -155,4 +209,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _on_api_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    for kind in (*_REDIS_DOWN, *_DATABASE_DOWN, *_STORAGE_DOWN):
+        app.add_exception_handler(kind, _on_dependency_error)
     app.add_middleware(CatchAllErrors)

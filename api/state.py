@@ -64,7 +64,9 @@ class ServiceState:
 
     @classmethod
     def open(cls, settings: Settings) -> ServiceState:
-        engine = make_engine(settings.database_url, sqlite_single_connection=True)
+        engine = make_engine(
+            settings.database_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_seconds
+        )
         channel = async_channel = enqueuer = None
         if settings.redis_url:
             enqueuer = BackgroundEnqueuer(

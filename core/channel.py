@@ -15,6 +15,9 @@ Per job (prefix ``rudder:job:{id}:``):
 Per worker process: ``rudder:worker:{worker_id}`` holds its latest heartbeat (JSON of
 :class:`core.events.WorkerHeartbeat`) with a TTL, so a worker that died drops out. The
 Celery broker keeps each queue's waiting tasks in a list named after the queue.
+
+Api processes: ``rudder:tokens:revoked`` is a pub/sub channel carrying the hash of each
+revoked token, so every api process drops it from its token cache at once.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -50,6 +54,7 @@ from core.events import (
 log = logging.getLogger(__name__)
 
 STREAM_START = "0-0"
+TOKEN_REVOCATIONS = "rudder:tokens:revoked"
 DEFAULT_EVENTS_MAXLEN = 10_000
 CONTROL_MAXLEN = 1_000
 
@@ -416,6 +421,10 @@ class Channel:
         self.client.set(ticket_key(ticket), payload, ex=ttl_s)
         return ticket
 
+    def announce_token_revoked(self, token_hash: str) -> None:
+        """Tell every api process to stop trusting its cached copy of this token."""
+        self.client.publish(TOKEN_REVOCATIONS, token_hash)
+
     def publish_heartbeat(self, heartbeat: WorkerHeartbeat, *, ttl_s: int) -> None:
         """Store a worker's heartbeat; it vanishes ``ttl_s`` after the last one."""
         self.client.set(worker_key(heartbeat.worker_id), heartbeat.model_dump_json(), ex=ttl_s)
@@ -473,3 +482,18 @@ class AsyncChannel:
         """Consume a ticket (GETDEL: a second use finds nothing)."""
         raw = await self.client.getdel(ticket_key(ticket))
         return cast(dict[str, str], json.loads(raw)) if raw else None
+
+    async def token_revocations(self) -> AsyncIterator[str | None]:
+        """Revoked token hashes as they are announced; None each time the subscription is
+        (re)made, since announcements sent while it was down are lost. Raises a
+        ``redis.RedisError`` when Redis cannot be reached."""
+        pubsub = self.client.pubsub()
+        try:
+            await pubsub.subscribe(TOKEN_REVOCATIONS)
+            async for message in pubsub.listen():
+                if message["type"] == "subscribe":
+                    yield None
+                elif message["type"] == "message":
+                    yield str(message["data"])
+        finally:
+            await pubsub.aclose()  # type: ignore[attr-defined]  # stubs predate aclose

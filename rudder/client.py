@@ -223,6 +223,15 @@ class Client:
         """Delete an uploaded data set (409 while a queued or running job uses it)."""
         return self._request("DELETE", f"/v1/datasets/{dataset_id}")
 
+    # ------------------------------------------------------------ tokens
+    def tokens(self) -> Any:
+        """The caller's tokens (revoked and expired ones too); ``current`` marks this one."""
+        return self._request("GET", "/v1/tokens")
+
+    def revoke_token(self, token_id: str) -> Any:
+        """Revoke one of the caller's tokens; it stops working at once."""
+        return self._request("DELETE", f"/v1/tokens/{token_id}")
+
     # ------------------------------------------------------------ live events
     def events(self, job_id: str, last_event_id: str | None = None,
                timeout: float | None = None,

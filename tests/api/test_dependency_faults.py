@@ -4,61 +4,23 @@ SQLite write lock held from another connection, a database that is not there).""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import redis
 
 from core import repositories
 from core.config import Settings
 from core.models import JobStatus
+from tests.api.faults import RedisProcess
 from tests.api.specs import digits_spec
 from tests.conftest import TEST_SECRET, ApiHarness, serve
-from tests.services import free_port, wait_until
-
-
-class RedisProcess:
-    """A redis-server of this test's own, to kill under the api."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._dir = tempfile.mkdtemp(prefix="rudder-redis-fault-")
-        self._process = subprocess.Popen(
-            [shutil.which("redis-server") or "redis-server", "--port", str(self.port),
-             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self._dir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url)
-        try:
-            wait_until(client.ping, 10, what="redis-server")
-        finally:
-            client.close()
-
-    def kill(self) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
-            self._process.wait(timeout=10)
-
-    def close(self) -> None:
-        self.kill()
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-
-@pytest.fixture
-def private_redis() -> Iterator[RedisProcess]:
-    server = RedisProcess()
-    yield server
-    server.close()
+from tests.services import free_port
 
 
 def assert_unavailable(response: httpx.Response, *, mentions: str) -> None:

@@ -100,10 +100,16 @@ class ServiceState:
             enqueuer = BackgroundEnqueuer(
                 settings.redis_url, on_failure=lambda _: telemetry.ENQUEUE_FAILURES.inc()
             )
+            # A Redis that stops answering (frozen, partitioned) must cost a request a few
+            # seconds and a 503, not a worker thread forever.
+            timeout = settings.redis_timeout_seconds
             channel = Channel.from_url(
-                settings.redis_url, events_maxlen=settings.stream.events_maxlen
+                settings.redis_url, events_maxlen=settings.stream.events_maxlen,
+                socket_timeout=timeout,
             )
-            async_channel = AsyncChannel.from_url(settings.redis_url)
+            async_channel = AsyncChannel.from_url(
+                settings.redis_url, socket_timeout=timeout + settings.stream.block_ms / 1000
+            )
         else:
             log.warning("RUDDER_REDIS_URL is not set: live events and enqueueing are off")
         store = open_store(

@@ -226,8 +226,14 @@ class Channel:
         self._admit = client.register_script(_ADMIT_LUA)
 
     @classmethod
-    def from_url(cls, url: str, *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN) -> Channel:
-        client = redis.Redis.from_url(url, decode_responses=True)
+    def from_url(
+        cls, url: str, *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN,
+        socket_timeout: float | None = None,
+    ) -> Channel:
+        """``socket_timeout`` bounds each command (and the connect): a Redis that hangs
+        then fails like one that is down instead of holding the caller forever."""
+        client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=socket_timeout,
+                                      socket_connect_timeout=socket_timeout)
         return cls(client, events_maxlen=events_maxlen)
 
     def close(self) -> None:
@@ -463,8 +469,11 @@ class AsyncChannel:
         self.client = client
 
     @classmethod
-    def from_url(cls, url: str) -> AsyncChannel:
-        return cls(aioredis.Redis.from_url(url, decode_responses=True))
+    def from_url(cls, url: str, *, socket_timeout: float | None = None) -> AsyncChannel:
+        """``socket_timeout`` must exceed the longest XREAD BLOCK it will serve."""
+        return cls(aioredis.Redis.from_url(url, decode_responses=True,
+                                           socket_timeout=socket_timeout,
+                                           socket_connect_timeout=socket_timeout))
 
     async def close(self) -> None:
         await self.client.aclose()  # type: ignore[attr-defined]  # stubs predate aclose

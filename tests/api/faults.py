@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import tempfile
 
@@ -29,6 +30,13 @@ class RedisProcess:
             wait_until(client.ping, 10, what="redis-server")
         finally:
             client.close()
+
+    def freeze(self) -> None:
+        """SIGSTOP: the server keeps its port but answers nothing (a hung Redis)."""
+        self._process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._process.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         if self._process.poll() is None:

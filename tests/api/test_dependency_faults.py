@@ -64,6 +64,27 @@ def test_every_route_that_needs_redis_answers_503_while_it_is_down(
         assert job["status"] == "running"
 
 
+def test_a_redis_that_hangs_is_a_503_after_the_timeout_not_a_request_held_forever(
+    make_settings: Callable[..., Settings], private_redis: RedisProcess
+) -> None:
+    with serve(make_settings(redis_url=private_redis.url, redis_timeout_seconds=1.0)) as api:
+        _, headers = api.make_user()
+        job_id = _running_job(api, headers)
+        private_redis.freeze()
+        try:
+            for method, path in [("POST", f"/v1/jobs/{job_id}/events/ticket"),
+                                 ("POST", f"/v1/jobs/{job_id}/pause"),
+                                 ("GET", f"/v1/jobs/{job_id}/events")]:
+                started = time.monotonic()
+                response = api.client.request(method, path, headers=headers, timeout=30)
+                assert_unavailable(response, mentions="Redis")
+                assert time.monotonic() - started < 10
+        finally:
+            private_redis.thaw()
+        assert api.client.post(f"/v1/jobs/{job_id}/events/ticket",
+                               headers=headers).status_code == 201
+
+
 def test_an_event_stream_ends_cleanly_when_redis_dies_under_it(
     make_settings: Callable[..., Settings], private_redis: RedisProcess
 ) -> None:

@@ -139,16 +139,22 @@ class ServiceState:
         """Evict each token another process (or this one) revokes, for as long as the app
         runs. Announcements made while the subscription was down are lost, so each
         (re)subscription empties the cache: every token is looked up again once."""
+        failing = False  # log once per outage, not once per retry
         while True:
             try:
                 async for token_hash in channel.token_revocations():
                     if token_hash is None:
                         self.token_cache.clear()
+                        if failing:
+                            log.info("following token revocations again")
+                        failing = False
                     else:
                         self.token_cache.evict(token_hash)
             except redis.RedisError as exc:
-                log.warning("token revocations not followed (Redis: %s); cached tokens "
-                            "expire within %g s", exc, self.token_cache.ttl)
+                if not failing:
+                    log.warning("token revocations not followed (Redis: %s); cached tokens "
+                                "expire within %g s", exc, self.token_cache.ttl)
+                failing = True
             await asyncio.sleep(retry_seconds)
 
     async def close(self) -> None:

@@ -14,13 +14,17 @@ from tests.services import free_port, wait_until
 
 
 class RedisProcess:
-    """A redis-server of this test's own, to kill under the api."""
+    """A redis-server of this test's own, to kill (or freeze) under the api and start
+    again on the same port."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._dir = tempfile.mkdtemp(prefix="rudder-redis-fault-")
-        self._process = subprocess.Popen(
+        self._process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
             [shutil.which("redis-server") or "redis-server", "--port", str(self.port),
              "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self._dir],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -28,6 +32,19 @@ class RedisProcess:
         client = redis.Redis.from_url(self.url)
         try:
             wait_until(client.ping, 10, what="redis-server")
+        finally:
+            client.close()
+        return process
+
+    def restart(self) -> None:
+        """Kill it and start an empty one on the same port."""
+        self.kill()
+        self._process = self._start()
+
+    def subscribers(self, channel: str) -> int:
+        client = redis.Redis.from_url(self.url)
+        try:
+            return int(dict(client.pubsub_numsub(channel))[channel.encode()])
         finally:
             client.close()
 

@@ -10,10 +10,12 @@ from datetime import timedelta
 
 import httpx
 
+from core.channel import TOKEN_REVOCATIONS
 from core.config import Settings
 from core.tokens import issue_token
 from tests.api.faults import RedisProcess
 from tests.conftest import ApiHarness, serve
+from tests.services import wait_until
 
 
 def _token_of(headers: dict[str, str]) -> str:
@@ -119,6 +121,31 @@ def test_with_redis_down_revocation_still_works_and_other_processes_follow_withi
         assert revoked.status_code == 204  # the database is the record; Redis only tells
         assert first.client.get("/v1/jobs", headers=owner).status_code == 401
         assert _wait_for_status(second.client, owner, 401, within=ttl + 1.5) <= ttl + 1.5
+
+
+def test_after_a_redis_restart_every_process_follows_revocations_again(
+    make_settings: Callable[..., Settings], private_redis: RedisProcess
+) -> None:
+    settings = make_settings(redis_url=private_redis.url, auth_cache_seconds=60)
+    with serve(settings) as first, serve(settings) as second:
+        _, during = first.make_user()
+        _, after = first.make_user()
+        ids = [first.client.get("/v1/tokens", headers=h).json()["data"][0]["id"]
+               for h in (during, after)]
+        for headers in (during, after):
+            assert second.client.get("/v1/jobs", headers=headers).status_code == 200  # cached
+        private_redis.kill()
+        # revoked while Redis is down: nobody hears of it ...
+        assert first.client.delete(f"/v1/tokens/{ids[0]}", headers=during).status_code == 204
+        private_redis.restart()
+        # ... but each process that subscribes again forgets what it cached meanwhile
+        wait_until(lambda: private_redis.subscribers(TOKEN_REVOCATIONS) == 2, 15,
+                   what="two api processes to subscribe again")
+        # (the subscription counts on the server a moment before the process reads it)
+        assert _wait_for_status(second.client, during, 401, within=1.0) < 1.0
+        assert second.client.get("/v1/jobs", headers=after).status_code == 200  # cached again
+        assert first.client.delete(f"/v1/tokens/{ids[1]}", headers=after).status_code == 204
+        assert _wait_for_status(second.client, after, 401, within=1.0) < 1.0
 
 
 def test_an_expired_token_is_refused_even_while_cached(

@@ -23,7 +23,7 @@ from core.models import JobStatus
 from tests.api.specs import digits_spec
 from tests.conftest import ApiHarness
 
-EXAMPLES = int(os.environ.get("RUDDER_SCHEMATHESIS_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("RUDDER_SCHEMATHESIS_EXAMPLES", "10"))
 SEED = os.environ.get("RUDDER_SCHEMATHESIS_SEED", "14")
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_schema_conformance")

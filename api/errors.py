@@ -164,13 +164,36 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     return JSONResponse(error_body("validation_error", message, details), 422)
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method the OpenAPI document gives the path. (FastAPI makes one route per
+    method, and its 405 named only the methods of whichever route matched the path.)
+    Where several templates fit, the one with the most literal segments wins, as
+    ``/v1/datasets/uploads`` over ``/v1/datasets/{dataset_id}``."""
+    segments = request.url.path.rstrip("/").split("/")
+    best: tuple[int, str] = (-1, "")
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        parts = template.rstrip("/").split("/")
+        if len(parts) != len(segments):
+            continue
+        literal = 0
+        for part, segment in zip(parts, segments, strict=True):
+            if part == segment:
+                literal += 1
+            elif not (part.startswith("{") and segment):
+                break
+        else:
+            if literal > best[0]:
+                best = (literal, ", ".join(sorted(method.upper() for method in operations)))
+    return best[1]
+
+
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _CODES.get(exc.status_code, "error")
-    return JSONResponse(
-        error_body(code, str(exc.detail)), exc.status_code,
-        headers=getattr(exc, "headers", None),
-    )
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
+    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=headers)
 
 
 class CatchAllErrors:

@@ -311,3 +311,17 @@ class TestControlCharacters:
             response = api.client.get(path, params={"cursor": cursor}, headers=headers)
             assert response.status_code == 400, (path, response.text)
             assert _error(response)["details"][0]["field"] == "cursor"
+
+
+def test_a_wrong_method_is_a_405_that_names_every_method_of_the_path(api: ApiHarness) -> None:
+    """FastAPI's 405 named only the first route's methods (GET /v1/jobs/{id} said
+    ``Allow: GET`` although DELETE works too); found by schemathesis."""
+    _, headers = api.make_user()
+    job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    for path, allowed in [(f"/v1/jobs/{job_id}", "DELETE, GET"),
+                          (f"/v1/jobs/{job_id}/learning-rate", "GET, PUT"),
+                          ("/v1/jobs", "GET, POST")]:
+        response = api.client.request("PATCH", path, headers=headers)
+        assert response.status_code == 405
+        assert response.headers["Allow"] == allowed
+        assert _error(response)["code"] == "method_not_allowed"

@@ -132,7 +132,7 @@ def dependency_error(exc: BaseException) -> ApiError | None:
         return unavailable("the database is busy (another writer holds its lock past the "
                            "busy timeout); retry shortly")
     if isinstance(exc, _DATABASE_DOWN):
-        return unavailable("the database is not answering; retry shortly")
+        return unavailable("the database is unavailable or busy; retry shortly")
     if isinstance(exc, _STORAGE_DOWN):
         return unavailable("object storage is not answering; retry shortly")
     return None

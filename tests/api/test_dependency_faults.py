@@ -20,7 +20,7 @@ from core.models import JobStatus
 from tests.api.faults import RedisProcess
 from tests.api.specs import digits_spec
 from tests.conftest import TEST_SECRET, ApiHarness, serve
-from tests.services import free_port
+from tests.services import free_port, wait_until
 
 
 def assert_unavailable(response: httpx.Response, *, mentions: str) -> None:
@@ -179,3 +179,46 @@ def test_a_held_sqlite_lock_is_a_503_after_the_busy_timeout_and_reads_go_on(
         # With the lock released the same submit goes through.
         again = api.client.post("/v1/jobs", json=digits_spec(), headers=headers)
         assert again.status_code == 201
+
+
+def test_a_client_following_events_rides_out_a_redis_restart(
+    make_settings: Callable[..., Settings], private_redis: RedisProcess
+) -> None:
+    """The stream ends when Redis dies, reconnecting gets 503 + Retry-After while it is
+    down, and rudder.Client waits that out and resumes after its Last-Event-ID."""
+    from core.channel import Channel
+    from rudder.client import Client, ServerEvent
+
+    settings = make_settings(redis_url=private_redis.url, stream={"block_ms": 200})
+    with serve(settings) as api:
+        _, headers = api.make_user()
+        job_id = _running_job(api, headers)
+
+        def publish(use: Callable[[Channel], Any]) -> None:
+            channel = Channel.from_url(private_redis.url)
+            try:
+                use(channel)
+            finally:
+                channel.close()
+
+        publish(lambda ch: ch.publish_metric(job_id, step=1, epoch=0, values={"loss": 1.0}))
+        received: list[ServerEvent] = []
+
+        def follow() -> None:
+            token = headers["Authorization"].removeprefix("Bearer ")
+            with Client(api.url, token=token) as client:
+                received.extend(client.events(job_id, unavailable_patience=30))
+
+        follower = threading.Thread(target=follow)
+        follower.start()
+        wait_until(lambda: len(received) == 1, 10, what="the first event")
+        private_redis.kill()
+        down = api.client.get(f"/v1/jobs/{job_id}/events", headers=headers)
+        assert_unavailable(down, mentions="Redis")
+        time.sleep(2)  # the follower meets the 503 at least once
+        private_redis.restart()
+        publish(lambda ch: ch.publish_status(job_id, "succeeded"))
+        follower.join(timeout=30)
+        assert not follower.is_alive()
+    assert [e.type for e in received] == ["metric", "status"]
+    assert received[1].data["status"] == "succeeded"

@@ -66,7 +66,7 @@ headers = {{ Authorization = "Bearer {other_token}" }}
 def test_generated_requests_get_no_server_error_and_no_undocumented_status(
     api: ApiHarness, tmp_path: Path
 ) -> None:
-    _, headers = api.make_user("schemathesis")
+    _, headers = api.make_user()
     _, other = api.make_user()
     config = tmp_path / "schemathesis.toml"
     config.write_text(_config(_jobs_in_every_status(api, headers),

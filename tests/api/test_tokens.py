@@ -5,6 +5,7 @@ token cache's ttl while Redis is down."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -44,8 +45,9 @@ def _wait_for_status(client: httpx.Client, headers: dict[str, str], status: int,
 
 
 def test_a_user_lists_their_own_tokens_and_sees_which_one_is_in_use(api: ApiHarness) -> None:
-    _, first = api.make_user("token-owner")
-    second = _new_token(api, "token-owner", label="laptop", expires_in=timedelta(days=30))
+    owner = f"token-owner-{uuid.uuid4().hex[:8]}"
+    _, first = api.make_user(owner)
+    second = _new_token(api, owner, label="laptop", expires_in=timedelta(days=30))
     _, stranger = api.make_user()
     listed = api.client.get("/v1/tokens", headers=second)
     assert listed.status_code == 200
@@ -75,8 +77,9 @@ def test_a_revoked_token_stops_working_at_once_and_is_listed_as_revoked(
 ) -> None:
     # A long cache ttl: only the revocation itself can make the token stop working.
     with serve(make_settings(auth_cache_seconds=60)) as api:
-        _, keep = api.make_user("revoker")
-        doomed = _new_token(api, "revoker", label="old")
+        owner = f"revoker-{uuid.uuid4().hex[:8]}"
+        _, keep = api.make_user(owner)
+        doomed = _new_token(api, owner, label="old")
         assert api.client.get("/v1/jobs", headers=doomed).status_code == 200  # now cached
         doomed_id = next(t["id"] for t in api.client.get("/v1/tokens", headers=doomed)
                          .json()["data"] if t["current"])
@@ -152,8 +155,9 @@ def test_an_expired_token_is_refused_even_while_cached(
     make_settings: Callable[..., Settings]
 ) -> None:
     with serve(make_settings(auth_cache_seconds=60)) as api:
-        _, keep = api.make_user("expiring")
-        short = _new_token(api, "expiring", expires_in=timedelta(seconds=1))
+        owner = f"expiring-{uuid.uuid4().hex[:8]}"
+        _, keep = api.make_user(owner)
+        short = _new_token(api, owner, expires_in=timedelta(seconds=1))
         assert api.client.get("/v1/jobs", headers=short).status_code == 200
         time.sleep(1.2)
         response = api.client.get("/v1/jobs", headers=short)

@@ -128,9 +128,9 @@ def dependency_error(exc: BaseException) -> ApiError | None:
     """The 503 that stands for ``exc`` when it is a dependency failure, else None."""
     if isinstance(exc, _REDIS_DOWN):
         return unavailable("the live channel (Redis) is not answering; retry shortly")
-    if isinstance(exc, sqlalchemy.exc.DBAPIError) and _is_sqlite_lock(exc):
-        return unavailable("the database is busy (another writer holds its lock past the "
-                           "busy timeout); retry shortly")
+    if isinstance(exc, sqlalchemy.exc.DBAPIError) and _is_lock_wait(exc):
+        return unavailable("the database is busy (another connection held a lock this "
+                           "request needs past the lock timeout); retry shortly")
     if isinstance(exc, _DATABASE_DOWN):
         return unavailable("the database is unavailable or busy; retry shortly")
     if isinstance(exc, _STORAGE_DOWN):
@@ -138,8 +138,11 @@ def dependency_error(exc: BaseException) -> ApiError | None:
     return None
 
 
-def _is_sqlite_lock(exc: sqlalchemy.exc.DBAPIError) -> bool:
-    return isinstance(exc.orig, sqlite3.OperationalError) and "locked" in str(exc.orig)
+def _is_lock_wait(exc: sqlalchemy.exc.DBAPIError) -> bool:
+    """SQLite's "database is locked" or PostgreSQL's lock_not_available (55P03)."""
+    if isinstance(exc.orig, sqlite3.OperationalError):
+        return "locked" in str(exc.orig)
+    return getattr(exc.orig, "sqlstate", None) == "55P03"
 
 
 async def _on_dependency_error(request: Request, exc: Exception) -> JSONResponse:

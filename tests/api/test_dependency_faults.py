@@ -142,7 +142,7 @@ def test_a_held_sqlite_lock_is_a_503_after_the_busy_timeout_and_reads_go_on(
     settings = Settings(
         environment="test", secret_key=TEST_SECRET, redis_url=redis_url,
         database_url=sqlite_url, storage_url=f"file://{tmp_path / 'objects'}",
-        sqlite_busy_timeout_seconds=busy_timeout,
+        database_lock_timeout_seconds=busy_timeout,
     )
     with serve(settings) as api:
         _, headers = api.make_user()
@@ -179,6 +179,42 @@ def test_a_held_sqlite_lock_is_a_503_after_the_busy_timeout_and_reads_go_on(
         # With the lock released the same submit goes through.
         again = api.client.post("/v1/jobs", json=digits_spec(), headers=headers)
         assert again.status_code == 201
+
+
+def test_a_postgresql_row_lock_held_past_the_lock_timeout_is_a_503_and_reads_go_on(
+    postgres_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """The PostgreSQL side of item 6: a write that waits for a row lock another connection
+    holds gives up after ``database_lock_timeout_seconds`` with a 503 instead of holding
+    the request (and a pooled connection) for as long as the lock lasts."""
+    from sqlalchemy import create_engine, text
+
+    lock_timeout = 1.5
+    settings = Settings(
+        environment="test", secret_key=TEST_SECRET, redis_url=redis_url,
+        database_url=postgres_url, storage_url=f"file://{tmp_path / 'objects'}",
+        database_lock_timeout_seconds=lock_timeout,
+    )
+    with serve(settings) as api:
+        _, headers = api.make_user()
+        job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+        holder = create_engine(postgres_url).connect()
+        try:
+            holder.execute(text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"),
+                           {"id": job_id})  # the row lock, held until the rollback
+            started = time.monotonic()
+            paused = api.client.post(f"/v1/jobs/{job_id}/pause", headers=headers)
+            waited = time.monotonic() - started
+            read = api.client.get(f"/v1/jobs/{job_id}", headers=headers)
+        finally:
+            holder.rollback()
+            holder.close()
+            holder.engine.dispose()
+        assert_unavailable(paused, mentions="database is busy")
+        assert lock_timeout - 0.3 <= waited < lock_timeout + 5
+        assert read.status_code == 200 and read.json()["status"] == "queued"
+        again = api.client.post(f"/v1/jobs/{job_id}/pause", headers=headers)
+        assert again.status_code == 202 and again.json()["status"] == "paused"
 
 
 def test_a_client_following_events_rides_out_a_redis_restart(

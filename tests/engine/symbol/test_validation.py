@@ -105,3 +105,27 @@ def test_no_mutated_graph_escapes_as_anything_but_a_symbol_format_error():
             pass
     with pytest.raises(SymbolFormatError, match="nested too deeply"):
         inspect_symbol_json("[" * 100_000, {"data": (1,)})
+
+
+def test_params_are_checked_by_name_and_shape_against_the_graph():
+    import numpy as np
+
+    from engine.ndarray.mxnet_format import read_params, write_params
+    from engine.symbol import check_params
+
+    info = inspect_symbol_json(_user_net().tojson(), {"data": (2, 3, 8, 8)})
+    assert "data" not in info["parameter_names"] and "softmax_label" not in \
+        info["parameter_names"]
+    good = {f"arg:{n}": np.zeros(info["arg_shapes"][n], np.float32)
+            for n in info["parameter_names"] if n in info["arg_shapes"]}
+    good.update({f"aux:{n}": np.ones(s, np.float32) for n, s in info["aux_shapes"].items()})
+    check_params(info, read_params(write_params(good), max_bytes=1 << 20))
+    with pytest.raises(SymbolFormatError, match="no values for .*'fc_bias'"):
+        check_params(info, {k: v for k, v in good.items() if k != "arg:fc_bias"})
+    check_params(info, {"arg:fc_bias": good["arg:fc_bias"]}, allow_missing=True)
+    with pytest.raises(SymbolFormatError, match="'arg:fc_weight' has shape \\(10, 7\\)"):
+        check_params(info, {**good, "arg:fc_weight": np.zeros((10, 7))})
+    with pytest.raises(SymbolFormatError, match="'arg:fc2_weight' is not one of"):
+        check_params(info, {**good, "arg:fc2_weight": np.zeros(1)})
+    with pytest.raises(SymbolFormatError, match="'aux:fc_bias' is not one of the graph's aux"):
+        check_params(info, {**good, "aux:fc_bias": good["arg:fc_bias"]})

@@ -61,9 +61,9 @@ def block_symbol(block: HybridBlock, num_inputs: int | None = None) -> Any:
     return out
 
 
-def export_block(block: HybridBlock, path: str, epoch: int = 0,
-                 remove_amp_cast: bool = True) -> tuple[str, str]:
-    """Write ``path-symbol.json`` and ``path-%04d.params`` as MXNet's ``export`` does."""
+def exported(block: HybridBlock, remove_amp_cast: bool = True) -> tuple[str, bytes]:
+    """What :func:`export_block` writes, in memory: ``(symbol JSON text, params bytes)`` (for
+    callers that store them elsewhere than in files, such as object storage)."""
     params = block.collect_params()
     for param in params.values():
         try:
@@ -74,8 +74,6 @@ def export_block(block: HybridBlock, path: str, epoch: int = 0,
                 "unknown: run a forward pass with real inputs before export"
             ) from None
     sym = block_symbol(block)
-    sym_file = f"{path}-symbol.json"
-    sym.save(sym_file, remove_amp_cast=remove_amp_cast)
     arg_names = set(sym.list_arguments())
     aux_names = set(sym.list_auxiliary_states())
     arrays = {}
@@ -85,15 +83,24 @@ def export_block(block: HybridBlock, path: str, epoch: int = 0,
         elif name in aux_names:
             arrays[f"aux:{name}"] = param._reduce().asnumpy()
         # a parameter the graph does not use is left out, as MXNet leaves it out
+    return sym.tojson(remove_amp_cast), write_params(arrays)
+
+
+def export_block(block: HybridBlock, path: str, epoch: int = 0,
+                 remove_amp_cast: bool = True) -> tuple[str, str]:
+    """Write ``path-symbol.json`` and ``path-%04d.params`` as MXNet's ``export`` does."""
+    text, blob = exported(block, remove_amp_cast)
+    sym_file = f"{path}-symbol.json"
     params_file = f"{path}-{epoch:04d}.params"
-    written = f"{params_file}.tmp-{os.getpid()}"
-    try:
-        with open(written, "wb") as handle:
-            handle.write(write_params(arrays))
-        os.replace(written, params_file)
-    finally:
-        if os.path.exists(written):
-            os.remove(written)
+    for target, content in ((sym_file, text.encode()), (params_file, blob)):
+        written = f"{target}.tmp-{os.getpid()}"  # never a half-written file under the name
+        try:
+            with open(written, "wb") as handle:
+                handle.write(content)
+            os.replace(written, target)
+        finally:
+            if os.path.exists(written):
+                os.remove(written)
     return sym_file, params_file
 
 

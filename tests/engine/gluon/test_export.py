@@ -150,3 +150,26 @@ def test_features_of_an_imported_graph_compose_into_a_new_network_that_exports(t
 def _export(net, path):
     sym_file, params_file = net.export(str(path))
     return sym_file, ["data"], params_file
+
+
+def test_exported_in_memory_is_what_export_writes(tmp_path):
+    from engine.gluon.symbol_block import exported
+    from engine.ndarray.mxnet_format import read_params
+
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(2, 3), nn.BatchNorm(), nn.Flatten(), nn.Dense(2))
+    net.initialize()
+    with pytest.raises(RuntimeError, match="run a forward"):
+        exported(net)
+    net(nd.ones((1, 1, 4, 4)))
+    text, blob = exported(net)
+    sym_file, params_file = net.export(str(tmp_path / "n"), epoch=12)
+    assert params_file.endswith("-0012.params")
+    with open(sym_file) as handle:
+        assert handle.read() == text
+    with open(params_file, "rb") as handle:
+        assert handle.read() == blob
+    names = read_params(blob, max_bytes=1 << 20)
+    assert {k.split(":")[0] for k in names} == {"arg", "aux"}
+    assert sorted(k for k in names if k.startswith("aux:")) == sorted(
+        f"aux:{n}" for n in net.collect_params() if "running" in n)

@@ -120,3 +120,18 @@ nd.save({str(theirs)!r}, {{'a': nd.array([[1, 2]], dtype='float64'), 'b': nd.one
     assert back["b"].shape == (2, 1, 3)
     # what we write is byte for byte what MXNet writes for the same arrays
     assert write_params(back) == theirs.read_bytes()
+
+
+@needs_mxnet
+def test_numpy_mode_files_of_mxnet_load_with_scalars_and_empty_arrays(tmp_path):
+    path = tmp_path / "np.params"
+    run_mxnet(f"""
+mx.npx.set_np()
+mx.npx.save({str(path)!r}, {{'s': mx.np.ones(()) * 2, 'm': mx.np.arange(6).reshape(2, 3),
+                            'e': mx.np.zeros((0, 2))}})
+""")
+    blob = path.read_bytes()
+    assert struct.unpack_from("<I", blob, 24)[0] == 0xF993FACA  # V3: numpy shape semantics
+    back = read_params(blob, max_bytes=LIMIT)
+    assert back["s"].shape == () and float(back["s"]) == 2.0
+    assert back["m"].tolist() == [[0, 1, 2], [3, 4, 5]] and back["e"].shape == (0, 2)

@@ -23,11 +23,13 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from ..ndarray.mxnet_format import write_params
 from ..ndarray.ndarray import NDArray
 from .hybrid.hybrid_block import HybridBlock, _is_symbol
+from .hybrid.trace import Tracer, current_tracer
 from .parameter import DeferredInitializationError
 
 
@@ -164,12 +166,6 @@ class SymbolBlock(HybridBlock):
                                         cast_dtype=True, dtype_source="saved")
         return block
 
-    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
-        # the block already is a static graph and is evaluated as one; there is nothing to
-        # trace (tracing would only see the graph's operators through a second route)
-        super().hybridize(active, **kwargs)
-        self._active = False
-
     def forward(self, x: Any, *args: Any) -> Any:
         inputs = (x, *args)
         if len(inputs) != len(self._input_names):
@@ -186,7 +182,13 @@ class SymbolBlock(HybridBlock):
             values = {name: p.data(ctx) for name, p in self.params.items()}
         values.update(arrays)
         self._check_shapes(values)
-        outputs = self._symbol._evaluate(values)
+        tracer = current_tracer()
+        if tracer is None:
+            outputs = self._symbol._evaluate(values)
+        else:  # hybridized (itself or a parent): each graph node becomes one program step
+            for name, param in self.params.items():
+                tracer.param_slot(param, values[name])
+            outputs = self._symbol._evaluate(values, run_node=partial(_traced_node, tracer))
         return outputs[0] if len(outputs) == 1 else outputs
 
     def _check_shapes(self, values: dict[str, NDArray]) -> None:
@@ -218,3 +220,13 @@ class SymbolBlock(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N803
         raise NotImplementedError("SymbolBlock runs its graph in forward()")
+
+
+def _traced_node(tracer: Tracer, node: Any, inputs: list[NDArray]) -> Any:
+    """Run one graph node as a recorded step of ``tracer`` (replayed by the program)."""
+    spec, params = node.spec, node.params()
+
+    def run(*arrays: NDArray) -> Any:
+        return spec.forward(params, list(arrays))
+
+    return tracer.call(f"{node.op}:{node.name}", run, tuple(inputs), {})

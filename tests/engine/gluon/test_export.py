@@ -173,3 +173,42 @@ def test_exported_in_memory_is_what_export_writes(tmp_path):
     assert {k.split(":")[0] for k in names} == {"arg", "aux"}
     assert sorted(k for k in names if k.startswith("aux:")) == sorted(
         f"aux:{n}" for n in net.collect_params() if "running" in n)
+
+
+def test_an_imported_block_hybridizes_alone_and_inside_a_network_without_falling_back(
+        tmp_path):
+    import warnings
+
+    base = nn.HybridSequential()
+    base.add(nn.Conv2D(4, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"), nn.Flatten(),
+             nn.Dense(3))
+    base.initialize()
+    x = nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 2, 5, 5)))
+    base(x)
+    sym_file, params_file = base.export(str(tmp_path / "b"))
+    for wrap in (False, True):
+        block = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+        net = block
+        if wrap:
+            net = nn.HybridSequential()
+            net.add(block, nn.Dense(2))
+            net[1].initialize()
+        reference = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+        net.hybridize()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fallback to imperative would warn
+            for _ in range(3):  # trace, then replay the program
+                with autograd.record():
+                    out = net(x)
+                out.backward()
+        for _ in range(3):  # the same training forwards move the same BatchNorm statistics
+            with autograd.record():
+                reference(x)
+        expected = reference(x)
+        if wrap:
+            expected = net[1](expected)
+        net(x)  # traces the predict-mode program; the next call replays it
+        np.testing.assert_allclose(net(x).asnumpy(), expected.asnumpy(), rtol=1e-5, atol=1e-6)
+        grad = block.collect_params()[sorted(block.collect_params())[0]].grad()
+        assert np.abs(grad.asnumpy()).sum() > 0
+        assert net._cached_graph is not None and net._cached_graph.programs

@@ -55,6 +55,8 @@ def block_symbol(block: HybridBlock, num_inputs: int | None = None) -> Any:
     ... for several inputs), as MXNet names a hybridized block's inputs."""
     from .. import symbol
 
+    if isinstance(block, SymbolBlock):  # its graph, with its own input names (as MXNet)
+        return block._symbol
     count = num_inputs or _input_count(block)
     names = ["data"] if count == 1 else [f"data{i}" for i in range(count)]
     out = block(*[symbol.var(n) for n in names])

@@ -212,3 +212,15 @@ def test_an_imported_block_hybridizes_alone_and_inside_a_network_without_falling
         grad = block.collect_params()[sorted(block.collect_params())[0]].grad()
         assert np.abs(grad.asnumpy()).sum() > 0
         assert net._cached_graph is not None and net._cached_graph.programs
+
+
+def test_an_imported_block_with_two_inputs_exports_under_its_own_input_names(tmp_path):
+    a, b = symbol.var("image"), symbol.var("mask")
+    graph = symbol.FullyConnected(a * b, num_hidden=2, name="fc")
+    block = gluon.SymbolBlock(graph, [a, b])
+    block.initialize()
+    x, m = nd.ones((1, 3)), nd.array([[1, 0, 1]])
+    expected = block(x, m)
+    sym_file, params_file = block.export(str(tmp_path / "two"))
+    back = gluon.SymbolBlock.imports(sym_file, ["image", "mask"], params_file)
+    np.testing.assert_allclose(back(x, m).asnumpy(), expected.asnumpy(), rtol=1e-6)

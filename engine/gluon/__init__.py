@@ -21,7 +21,8 @@ from .parameter_dict import ParameterDict
 _LAZY = {"Trainer": ("engine.gluon.trainer", "Trainer"),
          "trainer": ("engine.gluon.trainer", None),
          "estimator": ("engine.gluon.estimator", None),
-         "contrib": ("engine.gluon.contrib", None)}
+         "contrib": ("engine.gluon.contrib", None),
+         "model_zoo": ("engine.gluon.model_zoo", None)}
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +37,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Block", "Constant", "DeferredInitializationError", "HybridBlock", "Parameter",
-    "ParameterDict", "Trainer", "data", "estimator", "loss", "nn", "utils",
+    "ParameterDict", "Trainer", "data", "estimator", "loss", "model_zoo", "nn", "utils",
 ]
 __all__ += ["contrib", "rnn"]

@@ -22,7 +22,8 @@ _LAZY = {"Trainer": ("engine.gluon.trainer", "Trainer"),
          "SymbolBlock": ("engine.gluon.symbol_block", "SymbolBlock"),
          "trainer": ("engine.gluon.trainer", None),
          "estimator": ("engine.gluon.estimator", None),
-         "contrib": ("engine.gluon.contrib", None)}
+         "contrib": ("engine.gluon.contrib", None),
+         "model_zoo": ("engine.gluon.model_zoo", None)}
 
 
 def __getattr__(name: str) -> Any:
@@ -37,6 +38,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Block", "Constant", "DeferredInitializationError", "HybridBlock", "Parameter",
-    "ParameterDict", "SymbolBlock", "Trainer", "data", "estimator", "loss", "nn", "utils",
+    "ParameterDict", "SymbolBlock", "Trainer", "data", "estimator", "loss", "model_zoo", "nn",
+    "utils",
 ]
 __all__ += ["contrib", "rnn"]

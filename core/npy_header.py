@@ -124,5 +124,6 @@ def load_npy(raw: bytes | memoryview, *, max_bytes: int) -> np.ndarray:
         )
     flat = np.frombuffer(raw, dtype=header.dtype, count=math.prod(header.shape),
                          offset=header.data_offset)
-    order = "F" if header.fortran_order else "C"
-    return flat.reshape(header.shape, order=order)
+    if header.fortran_order:
+        return flat.reshape(header.shape, order="F")
+    return flat.reshape(header.shape, order="C")

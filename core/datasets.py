@@ -13,9 +13,11 @@ import io
 import math
 import zipfile
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from core.dataset_stats import array_stats
 from core.npy_header import NpyHeaderError, load_npy
 
 REQUIRED_ARRAYS = ("data", "label")
@@ -42,6 +44,7 @@ class ValidatedDataset:
     feature_shape: list[int]
     dtype: str
     num_classes: int | None
+    stats: dict[str, Any]
 
 
 def _check_arrays(
@@ -91,6 +94,7 @@ def _result(fmt: str, data: np.ndarray, label: np.ndarray, raw: bytes) -> Valida
         feature_shape=[int(n) for n in data.shape[1:]],
         dtype=str(data.dtype),
         num_classes=_num_classes(label),
+        stats=array_stats(data, label),
     )
 
 

@@ -7,7 +7,9 @@ so the api and the workers agree on them.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +18,20 @@ from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
 CHUNK_SIZE = 1024 * 1024
+# (part number, etag) pairs of a multipart upload; an alias because ``list`` is also a
+# method name of the stores.
+Parts = list[tuple[int, str]]
+# The local store keeps multipart parts here, under its root; never listed as objects.
+MULTIPART_DIR = ".multipart"
+
+
+def _copy_file(source: Any, target: Any) -> None:
+    """Copy an open file into another in the kernel where it can (no user-space buffer)."""
+    try:
+        while os.copy_file_range(source.fileno(), target.fileno(), 64 * CHUNK_SIZE):
+            pass
+    except (AttributeError, OSError):
+        shutil.copyfileobj(source, target, 8 * CHUNK_SIZE)
 
 # ---- the checkpoint layout (design.md), the one definition api and workers share
 PARAMS_FILE: Final = "params.npz"
@@ -43,8 +59,13 @@ def checkpoint_file_key(job_id: str, step: int, name: CheckpointFileName) -> str
     return checkpoint_prefix(job_id, step) + name
 
 
+def dataset_prefix(dataset_id: str) -> str:
+    """Every object of one data set (deleted with it)."""
+    return f"datasets/{dataset_id}/"
+
+
 def dataset_key(dataset_id: str, fmt: str) -> str:
-    return f"datasets/{dataset_id}/data.{fmt}"
+    return f"{dataset_prefix(dataset_id)}data.{fmt}"
 
 
 class ObjectNotFound(KeyError):
@@ -98,6 +119,31 @@ class ObjectStore(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Delete one object; deleting a missing key is not an error."""
+
+    # ---- multipart writes: parts arrive (in any order, possibly again) as local files
+    # and become one object on completion. ``token`` names one multipart upload.
+    # S3 requires every part but the last to be at least 5 MiB.
+    min_part_size: int = 5 * 1024 * 1024
+
+    @abstractmethod
+    def start_multipart(self, key: str) -> str: ...
+
+    @abstractmethod
+    def put_part(self, key: str, token: str, number: int, path: str) -> str:
+        """Store the file at ``path`` as part ``number`` (1-based); consumes the file.
+        Returns the part's etag."""
+
+    @abstractmethod
+    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
+        """Join ``(number, etag)`` parts, in order, into the object ``key``."""
+
+    @abstractmethod
+    def abort_multipart(self, key: str, token: str) -> None:
+        """Drop the parts of an upload; aborting one that is gone is not an error."""
+
+    def scratch_dir(self) -> str | None:
+        """Where a part being received is best written (None: the system's temp dir)."""
+        return None
 
     def delete_prefix(self, prefix: str) -> int:
         items = self.list(prefix)
@@ -187,12 +233,55 @@ class LocalStore(ObjectStore):
             if not path.is_file() or path.name.startswith(".tmp-"):
                 continue
             key = path.relative_to(self.root).as_posix()
+            if key.startswith(MULTIPART_DIR + "/"):
+                continue
             if key.startswith(prefix):
                 found.append(ObjectInfo(key=key, size=path.stat().st_size))
         return sorted(found, key=lambda item: item.key)
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
+
+    # Parts live under .multipart/<token>/ inside the root, so receiving a part is a
+    # rename on the same filesystem and completing is one sequential copy.
+    min_part_size = 1
+
+    def _parts_dir(self, token: str) -> Path:
+        if not token.isalnum():
+            raise InvalidKey(f"invalid multipart token {token!r}")
+        return self.root / MULTIPART_DIR / token
+
+    def scratch_dir(self) -> str | None:
+        scratch = self.root / MULTIPART_DIR / "incoming"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return str(scratch)
+
+    def start_multipart(self, key: str) -> str:
+        _check_key(key)
+        token = uuid.uuid4().hex
+        self._parts_dir(token).mkdir(parents=True)
+        return token
+
+    def put_part(self, key: str, token: str, number: int, path: str) -> str:
+        directory = self._parts_dir(token)
+        if not directory.is_dir():
+            raise ObjectNotFound(f"multipart upload {token} of {key}")
+        os.replace(path, directory / f"{number:05d}")
+        return f"{token}-{number}"
+
+    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
+        directory = self._parts_dir(token)
+
+        def join(handle: Any) -> None:
+            for number, _ in sorted(parts):
+                with open(directory / f"{number:05d}", "rb") as part:
+                    _copy_file(part, handle)
+
+        self._write_atomically(key, join)
+        shutil.rmtree(directory, ignore_errors=True)
+
+    def abort_multipart(self, key: str, token: str) -> None:
+        shutil.rmtree(self._parts_dir(token), ignore_errors=True)
 
     def check(self) -> None:
         if not os.access(self.root, os.W_OK):
@@ -282,6 +371,38 @@ class S3Store(ObjectStore):
 
     def check(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)
+
+    def start_multipart(self, key: str) -> str:
+        answer = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._key(key))
+        return str(answer["UploadId"])
+
+    def put_part(self, key: str, token: str, number: int, path: str) -> str:
+        try:
+            with open(path, "rb") as body:
+                answer = self.client.upload_part(
+                    Bucket=self.bucket, Key=self._key(key), UploadId=token,
+                    PartNumber=number, Body=body,
+                )
+        finally:
+            Path(path).unlink(missing_ok=True)
+        return str(answer["ETag"])
+
+    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
+        self.client.complete_multipart_upload(
+            Bucket=self.bucket, Key=self._key(key), UploadId=token,
+            MultipartUpload={
+                "Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]
+            },
+        )
+
+    def abort_multipart(self, key: str, token: str) -> None:
+        try:
+            self.client.abort_multipart_upload(
+                Bucket=self.bucket, Key=self._key(key), UploadId=token
+            )
+        except self.client.exceptions.ClientError as exc:
+            if "NoSuchUpload" not in str(exc):
+                raise
 
 
 def open_store(

@@ -15,7 +15,7 @@ from core import repositories
 from core.datasets import DatasetError, ValidatedDataset, validate_upload
 from core.jobspec import PRINTABLE
 from core.models import Dataset, JobStatus, User, is_id, new_id
-from core.storage import dataset_key
+from core.storage import dataset_key, dataset_prefix
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ def _create_row(
         feature_shape=validated.feature_shape,
         dtype=validated.dtype,
         num_classes=validated.num_classes,
+        stats=validated.stats,
     )
     session.commit()
     return dataset
@@ -99,12 +100,17 @@ def undo_object_on_failure(state: ServiceState, *keys: str) -> Iterator[None]:
 ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.PAUSED)
 
 
-def delete_dataset(session: Session, *, state: ServiceState, owner: User, dataset_id: str) -> None:
+def get_owned_dataset(session: Session, *, owner: User, dataset_id: str) -> Dataset:
     dataset = repositories.get_dataset(
         session, dataset_id=dataset_id, owner_id=owner.id
     ) if is_id(dataset_id) else None
     if dataset is None:
         raise not_found("dataset", dataset_id)
+    return dataset
+
+
+def delete_dataset(session: Session, *, state: ServiceState, owner: User, dataset_id: str) -> None:
+    get_owned_dataset(session, owner=owner, dataset_id=dataset_id)
     using = repositories.jobs_using_dataset(
         session, owner_id=owner.id, dataset_id=dataset_id, statuses=ACTIVE_STATUSES
     )
@@ -114,13 +120,13 @@ def delete_dataset(session: Session, *, state: ServiceState, owner: User, datase
             f"dataset {dataset_id} is used by {len(using)} queued, running or paused job(s)",
             details={"jobs": using},
         )
-    key = dataset.storage_key
     repositories.delete_dataset(session, dataset_id=dataset_id)
     session.commit()
+    prefix = dataset_prefix(dataset_id)
     try:
-        state.store.delete(key)
-    except Exception:  # noqa: BLE001 - the row is gone; a leftover object is debris
-        log.exception("dataset %s deleted but its object %s remains", dataset_id, key)
+        state.store.delete_prefix(prefix)
+    except Exception:  # noqa: BLE001 - the row is gone; leftover objects are debris
+        log.exception("dataset %s deleted but objects under %s remain", dataset_id, prefix)
 
 
 def list_owned_datasets(session: Session, *, owner: User) -> list[Dataset]:

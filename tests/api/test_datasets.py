@@ -37,11 +37,16 @@ def test_upload_npz_then_train_on_it(api: ApiHarness) -> None:
     )
     assert response.status_code == 201, response.text
     dataset = response.json()
+    stats = dataset.pop("stats")
     assert dataset | {"id": None, "created_at": None, "sha256": None, "size": None} == {
         "id": None, "name": "blobs", "format": "npz", "size": None, "sha256": None,
         "num_rows": 50, "feature_shape": [8], "dtype": "float32", "num_classes": 3,
-        "created_at": None,
+        "created_at": None, "status": "ready", "reason": None, "files": None,
     }
+    assert (stats["records"], stats["classes"], stats["channels"]) == (50, 3, 8)
+    assert stats["class_counts"] == {"0": 17, "1": 17, "2": 16}
+    np.testing.assert_allclose(stats["mean"], data.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(stats["std"], data.std(axis=0), rtol=1e-5)
     store = open_store(api.settings.storage_url)
     with np.load(io.BytesIO(store.get(f"datasets/{dataset['id']}/data.npz")),
                  allow_pickle=False) as stored:

@@ -75,7 +75,8 @@ class ImageStatsAccumulator:
     _sum_sq: np.ndarray | None = None
     _pixels: int = 0
 
-    def add(self, image: np.ndarray, label: float | int) -> None:
+    def add(self, image: np.ndarray, label: float | str) -> None:
+        """Count one image; ``label`` is a number (RecordIO) or a class name (folders)."""
         if image.ndim == 2:
             image = image[:, :, None]
         if self.channels is None:
@@ -93,7 +94,9 @@ class ImageStatsAccumulator:
         self._sum_sq += np.square(pixels).sum(axis=0)
         self._pixels += pixels.shape[0]
         self.sizes[f"{image.shape[0]}x{image.shape[1]}"] += 1
-        self.labels[str(int(label)) if float(label).is_integer() else str(label)] += 1
+        if isinstance(label, float) and label.is_integer():
+            label = int(label)
+        self.labels[str(label)] += 1
         self.records += 1
 
     def result(self) -> dict[str, Any]:

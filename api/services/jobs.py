@@ -60,6 +60,12 @@ def _check_spec_references(
         dataset = repositories.get_dataset(session, dataset_id=dataset_id, owner_id=owner.id)
         if dataset is None:
             raise field_error(f"data.{split}.dataset", f"dataset {dataset_id} not found")
+        if dataset.status != "ready":
+            why = f" ({dataset.reason})" if dataset.reason else ""
+            raise field_error(
+                f"data.{split}.dataset",
+                f"dataset {dataset_id} is {dataset.status}{why}; only a ready data set trains",
+            )
         if split == "train" and dataset.feature_shape:
             features = math.prod(int(d) for d in dataset.feature_shape)
     size = model_size.estimate(spec, input_features=features)

@@ -17,21 +17,11 @@ from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
+from core.multipart import InPlacePartWriter, Parts, PartWriter, SpooledPartWriter
+
 CHUNK_SIZE = 1024 * 1024
-# (part number, etag) pairs of a multipart upload; an alias because ``list`` is also a
-# method name of the stores.
-Parts = list[tuple[int, str]]
 # The local store keeps multipart parts here, under its root; never listed as objects.
 MULTIPART_DIR = ".multipart"
-
-
-def _copy_file(source: Any, target: Any) -> None:
-    """Copy an open file into another in the kernel where it can (no user-space buffer)."""
-    try:
-        while os.copy_file_range(source.fileno(), target.fileno(), 64 * CHUNK_SIZE):
-            pass
-    except (AttributeError, OSError):
-        shutil.copyfileobj(source, target, 8 * CHUNK_SIZE)
 
 # ---- the checkpoint layout (design.md), the one definition api and workers share
 PARAMS_FILE: Final = "params.npz"
@@ -120,18 +110,17 @@ class ObjectStore(ABC):
     def delete(self, key: str) -> None:
         """Delete one object; deleting a missing key is not an error."""
 
-    # ---- multipart writes: parts arrive (in any order, possibly again) as local files
-    # and become one object on completion. ``token`` names one multipart upload.
-    # S3 requires every part but the last to be at least 5 MiB.
+    # ---- multipart writes: each part is written through a PartWriter as it arrives (in
+    # any order, possibly again) and the parts become one object on completion. ``token``
+    # names one multipart upload. S3 requires every part but the last to be >= 5 MiB.
     min_part_size: int = 5 * 1024 * 1024
 
     @abstractmethod
     def start_multipart(self, key: str) -> str: ...
 
     @abstractmethod
-    def put_part(self, key: str, token: str, number: int, path: str) -> str:
-        """Store the file at ``path`` as part ``number`` (1-based); consumes the file.
-        Returns the part's etag."""
+    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
+        """A writer for part ``number`` (1-based), which starts at byte ``offset``."""
 
     @abstractmethod
     def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
@@ -140,10 +129,6 @@ class ObjectStore(ABC):
     @abstractmethod
     def abort_multipart(self, key: str, token: str) -> None:
         """Drop the parts of an upload; aborting one that is gone is not an error."""
-
-    def scratch_dir(self) -> str | None:
-        """Where a part being received is best written (None: the system's temp dir)."""
-        return None
 
     def delete_prefix(self, prefix: str) -> int:
         items = self.list(prefix)
@@ -242,8 +227,9 @@ class LocalStore(ObjectStore):
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
-    # Parts live under .multipart/<token>/ inside the root, so receiving a part is a
-    # rename on the same filesystem and completing is one sequential copy.
+    # An upload is assembled in place: every part is written at its offset into
+    # .multipart/<token>/data (inside the root, so completing is a rename, not a copy of
+    # gigabytes, and the disk never holds the data twice).
     min_part_size = 1
 
     def _parts_dir(self, token: str) -> Path:
@@ -251,33 +237,28 @@ class LocalStore(ObjectStore):
             raise InvalidKey(f"invalid multipart token {token!r}")
         return self.root / MULTIPART_DIR / token
 
-    def scratch_dir(self) -> str | None:
-        scratch = self.root / MULTIPART_DIR / "incoming"
-        scratch.mkdir(parents=True, exist_ok=True)
-        return str(scratch)
-
     def start_multipart(self, key: str) -> str:
         _check_key(key)
         token = uuid.uuid4().hex
-        self._parts_dir(token).mkdir(parents=True)
+        directory = self._parts_dir(token)
+        directory.mkdir(parents=True)
+        (directory / "data").touch()
         return token
 
-    def put_part(self, key: str, token: str, number: int, path: str) -> str:
-        directory = self._parts_dir(token)
-        if not directory.is_dir():
+    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
+        target = self._parts_dir(token) / "data"
+        if not target.is_file():
             raise ObjectNotFound(f"multipart upload {token} of {key}")
-        os.replace(path, directory / f"{number:05d}")
-        return f"{token}-{number}"
+        return InPlacePartWriter(target, offset, etag=f"{token}-{number}")
 
     def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
         directory = self._parts_dir(token)
-
-        def join(handle: Any) -> None:
-            for number, _ in sorted(parts):
-                with open(directory / f"{number:05d}", "rb") as part:
-                    _copy_file(part, handle)
-
-        self._write_atomically(key, join)
+        data = directory / "data"
+        with open(data, "rb+") as handle:
+            os.fsync(handle.fileno())
+        final = self._path(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(data, final)
         shutil.rmtree(directory, ignore_errors=True)
 
     def abort_multipart(self, key: str, token: str) -> None:
@@ -376,16 +357,16 @@ class S3Store(ObjectStore):
         answer = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._key(key))
         return str(answer["UploadId"])
 
-    def put_part(self, key: str, token: str, number: int, path: str) -> str:
-        try:
+    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
+        def upload(path: str) -> str:
             with open(path, "rb") as body:
                 answer = self.client.upload_part(
                     Bucket=self.bucket, Key=self._key(key), UploadId=token,
                     PartNumber=number, Body=body,
                 )
-        finally:
-            Path(path).unlink(missing_ok=True)
-        return str(answer["ETag"])
+            return str(answer["ETag"])
+
+        return SpooledPartWriter(upload)
 
     def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
         self.client.complete_multipart_upload(

@@ -5,10 +5,7 @@ aborts."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request, Response, status
@@ -18,6 +15,7 @@ from api.deps import CurrentUser, SessionDep, StateDep
 from api.errors import ApiError, field_error
 from api.schemas.datasets import DatasetPublic, UploadCreate, UploadPartPublic, UploadPublic
 from api.services import dataset_uploads as service
+from core.multipart import PartWriter
 
 router = APIRouter(prefix="/v1/datasets/uploads", tags=["datasets"])
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
@@ -63,49 +61,57 @@ async def put_part(
     target = await run_in_threadpool(
         service.part_target, session, owner=user, upload_id=upload_id, number=number
     )
-    path, size, digest = await _receive(request, state.store.scratch_dir(), target.expected_size)
+    writer = await run_in_threadpool(service.open_part, state, target)
     try:
-        if size != target.expected_size:
-            raise ApiError(
-                422, "part_size_mismatch",
-                f"part {number} has {size} bytes but must have {target.expected_size} "
-                "(truncated or too long); send it again",
-                details={"expected_bytes": target.expected_size, "received_bytes": size},
-            )
-        if digest != expected_sha:
-            raise ApiError(
-                422, "checksum_mismatch",
-                f"part {number}'s sha256 is {digest}, not the {expected_sha} sent in "
-                "X-Part-SHA256; send it again",
-                details={"expected": expected_sha, "received": digest},
-            )
-        return await run_in_threadpool(
-            service.store_part, session, state=state, target=target, path=path, sha256=digest
+        size, digest = await _receive(request, writer, target.expected_size)
+        problem = _verify(number, size, digest, target.expected_size, expected_sha)
+    except BaseException:
+        writer.discard()
+        raise
+    if problem is not None:
+        writer.discard()
+        await run_in_threadpool(service.forget_part, session, target=target)
+        raise problem
+    return await run_in_threadpool(
+        service.record_part, session, writer=writer, target=target, sha256=digest
+    )
+
+
+def _verify(
+    number: int, size: int, digest: str, expected_size: int, expected_sha: str
+) -> ApiError | None:
+    if size != expected_size:
+        return ApiError(
+            422, "part_size_mismatch",
+            f"part {number} has {size} bytes but must have {expected_size} "
+            "(truncated or too long); send it again",
+            details={"expected_bytes": expected_size, "received_bytes": size},
         )
-    finally:
-        path.unlink(missing_ok=True)  # consumed by the store on success
+    if digest != expected_sha:
+        return ApiError(
+            422, "checksum_mismatch",
+            f"part {number}'s sha256 is {digest}, not the {expected_sha} sent in "
+            "X-Part-SHA256; send it again",
+            details={"expected": expected_sha, "received": digest},
+        )
+    return None
 
 
-async def _receive(request: Request, directory: str | None, expected: int) -> tuple[Path, int, str]:
-    """Stream the body to a file, hashing as it comes; stop reading past ``expected``.
+async def _receive(request: Request, writer: PartWriter, expected: int) -> tuple[int, str]:
+    """Stream the body into ``writer``, hashing as it comes; nothing past ``expected``
+    bytes is written (on the local store that would land in the next part's range).
 
     Writes are plain blocking writes on the event loop: they land in the page cache in
     microseconds per chunk, cheaper than a thread hop for each one.
     """
-    fd, name = tempfile.mkstemp(dir=directory, prefix="part-", suffix=".part")
-    path, size, hasher = Path(name), 0, hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb", buffering=1024 * 1024) as handle:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > expected:
-                    break
-                hasher.update(chunk)
-                handle.write(chunk)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return path, size, hasher.hexdigest()
+    size, hasher = 0, hashlib.sha256()
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > expected:
+            break
+        hasher.update(chunk)
+        writer.write(chunk)
+    return size, hasher.hexdigest()
 
 
 @router.post("/{upload_id}/complete", status_code=status.HTTP_202_ACCEPTED)

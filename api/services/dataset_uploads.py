@@ -1,8 +1,8 @@
 """Resumable chunked uploads: create, store parts as they arrive, complete, abort.
 
-Part bodies never sit in the api's memory: the route streams each one to a file (in
-the store's scratch directory, so the local store keeps it with a rename) and this
-module hands that file to object storage as one multipart part. Completion joins the
+Part bodies never sit in the api's memory: the route streams each one through the
+store's part writer (on the local store straight into the assembled file at the part's
+offset; on S3 a spooled file that becomes one multipart part). Completion joins the
 parts into the data set's objects, writes the row as ``validating`` and sends
 ``rudder.validate_dataset`` to a worker after the commit.
 """
@@ -13,7 +13,6 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy.orm import Session
 
@@ -32,6 +31,7 @@ from core.models import (
     is_id,
     new_id,
 )
+from core.multipart import PartWriter
 from core.queue import enqueue_dataset_validation
 
 log = logging.getLogger(__name__)
@@ -141,6 +141,7 @@ class PartTarget:
     key: str
     token: str
     store_number: int  # 1-based within its file's multipart upload
+    offset: int  # where the part starts in its file
     expected_size: int
 
 
@@ -157,7 +158,7 @@ def part_target(session: Session, *, owner: User, upload_id: str, number: int) -
             index = number - first
             size = min(upload.part_size, int(f["size"]) - index * upload.part_size)
             target = PartTarget(upload.id, number, str(f["key"]), str(f["token"]), index + 1,
-                                size)
+                                index * upload.part_size, size)
     # Release the connection (the embedded SQLite has one) while the body streams in.
     session.rollback()
     if target is None:
@@ -165,17 +166,28 @@ def part_target(session: Session, *, owner: User, upload_id: str, number: int) -
     return target
 
 
-def store_part(
-    session: Session, *, state: ServiceState, target: PartTarget, path: Path, sha256: str
+def open_part(state: ServiceState, target: PartTarget) -> PartWriter:
+    return state.store.part_writer(target.key, target.token, target.store_number, target.offset)
+
+
+def record_part(
+    session: Session, *, writer: PartWriter, target: PartTarget, sha256: str
 ) -> UploadPartPublic:
-    """Hand a received, verified part to object storage and record it."""
-    etag = state.store.put_part(target.key, target.token, target.store_number, str(path))
+    """Store a received, verified part and record it."""
+    etag = writer.commit()
     part = repositories.record_upload_part(
         session, upload_id=target.upload_id, number=target.number,
         size=target.expected_size, sha256=sha256, etag=etag,
     )
     session.commit()
     return UploadPartPublic.model_validate(part)
+
+
+def forget_part(session: Session, *, target: PartTarget) -> None:
+    """A failed send of a part overwrote (locally) or replaces its earlier bytes: the part
+    counts as missing until it is sent again whole."""
+    repositories.forget_upload_part(session, upload_id=target.upload_id, number=target.number)
+    session.commit()
 
 
 def complete_upload(

@@ -52,6 +52,15 @@ def record_upload_part(
     return part
 
 
+def forget_upload_part(session: Session, *, upload_id: str, number: int) -> None:
+    session.execute(
+        delete(DatasetUploadPart).where(
+            DatasetUploadPart.upload_id == upload_id, DatasetUploadPart.number == number
+        )
+    )
+    session.flush()
+
+
 def claim_upload_for_completion(session: Session, *, upload_id: str) -> bool:
     """Move an open upload to ``completing``; False when another request got there first."""
     result = session.execute(

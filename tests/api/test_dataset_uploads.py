@@ -21,7 +21,7 @@ def _leftovers(api: ApiHarness) -> list[str]:
     found = []
     for folder, _, names in os.walk(root):
         found += [os.path.relpath(os.path.join(folder, n), root) for n in names]
-    return sorted(f for f in found if not f.startswith(".multipart/incoming"))
+    return sorted(found)
 
 
 def test_parts_in_any_order_then_resume_then_complete(api: ApiHarness) -> None:
@@ -73,6 +73,26 @@ def test_a_wrong_checksum_is_refused_and_not_recorded(api: ApiHarness) -> None:
     assert answer.json()["error"]["code"] == "checksum_mismatch"
     state = api.client.get(f"/v1/datasets/uploads/{upload['id']}", headers=headers).json()
     assert state["received"] == [] and state["missing"] == [1, 2]
+
+
+def test_a_failed_resend_makes_a_received_part_missing_again(api: ApiHarness) -> None:
+    """The last send of a part wins: a good part followed by a bad resend is not kept as
+    received (on the local store the bad bytes already overwrote its range)."""
+    _, headers = api.make_user()
+    files = {"a.csv": b"a" * 1000 + b"b" * 500}
+    upload = uploads.create(api.client, headers, files).json()
+    parts = uploads.parts_of(upload, files)
+    assert uploads.put_part(api.client, headers, upload["id"], 1, parts[1]).status_code == 200
+    bad = uploads.put_part(api.client, headers, upload["id"], 1, b"z" * 1000,
+                           sha256="1" * 64)
+    assert bad.status_code == 422
+    state = api.client.get(f"/v1/datasets/uploads/{upload['id']}", headers=headers).json()
+    assert state["missing"] == [1, 2]
+    for number in (1, 2):
+        uploads.put_part(api.client, headers, upload["id"], number, parts[number])
+    done = api.client.post(f"/v1/datasets/uploads/{upload['id']}/complete", headers=headers)
+    store = open_store(api.settings.storage_url)
+    assert store.get(f"datasets/{done.json()['id']}/a.csv") == files["a.csv"]
 
 
 @pytest.mark.parametrize(("number", "data"), [(1, b"x" * 999), (1, b"x" * 1001), (2, b"x" * 499)])

@@ -20,6 +20,7 @@ from typing import Any
 import numpy
 
 from .. import random as _random
+from ..context import cpu
 from ..ndarray.ndarray import NDArray
 from .codec import ImageDecodeError, decode, decode_bgr, encode, encode_bgr
 from .resize import resize as _resize
@@ -30,9 +31,7 @@ def _numpy(src: Any) -> numpy.ndarray:
 
 
 def _wrap(array: numpy.ndarray) -> NDArray:
-    from .. import nd
-
-    return nd.array(array, dtype=array.dtype)
+    return NDArray(array, cpu())  # decoded images live on the cpu, as in MXNet
 
 
 def imdecode(buf: Any, flag: int = 1, to_rgb: int = 1, out: Any = None) -> NDArray:

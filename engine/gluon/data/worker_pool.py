@@ -1,0 +1,208 @@
+"""Worker processes for the DataLoader: batches come back through shared memory.
+
+Python threads cannot decode and augment images in parallel (the per-sample work holds the
+GIL), so ``DataLoader(num_workers=N)`` forks N processes. They inherit the dataset (no
+pickling of it or of its samples); the parent sends only lists of indices over a local
+queue, and each worker writes its batch's arrays into a fresh POSIX shared-memory block and
+answers with the block's name and the arrays' layout (dtypes, shapes, nesting), all plain
+values. The parent copies the arrays out and unlinks the block.
+
+Each worker reseeds ``engine.random`` (and numpy's and Python's global generators) from a
+seed the parent draws when it starts the pool, so random augmentations differ between
+workers yet repeat under ``engine.random.seed``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import random as _py_random
+import traceback
+from collections.abc import Callable
+from multiprocessing import resource_tracker, shared_memory
+from typing import Any
+
+import numpy
+
+from ... import random as _random
+from ...context import cpu
+from ...ndarray.ndarray import NDArray
+
+# a leaf of the batch layout: ("nd" | "np", dtype string, shape, byte offset)
+Layout = Any
+
+
+class WorkerError(RuntimeError):
+    """A worker process raised while building a batch; the message has its traceback."""
+
+
+def processes_available() -> bool:
+    """Whether this process may fork DataLoader workers (Linux fork; not a daemon, such as a
+    Celery prefork child, which may not have children)."""
+    return ("fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon)
+
+
+def _flatten(batch: Any, leaves: list[numpy.ndarray]) -> Layout:
+    if isinstance(batch, NDArray):
+        leaves.append(numpy.ascontiguousarray(batch.asnumpy()))
+        return ("nd", len(leaves) - 1)
+    if isinstance(batch, (numpy.ndarray, numpy.generic)):
+        leaves.append(numpy.ascontiguousarray(batch))
+        return ("np", len(leaves) - 1)
+    if isinstance(batch, (list, tuple)):
+        kind = "list" if isinstance(batch, list) else "tuple"
+        return (kind, [_flatten(item, leaves) for item in batch])
+    raise TypeError(
+        f"a DataLoader worker process can only return arrays (NDArray or numpy) in lists or "
+        f"tuples, got {type(batch).__name__}; use thread_pool=True for other batch types")
+
+
+def _unflatten(layout: Layout, arrays: list[numpy.ndarray]) -> Any:
+    kind, value = layout
+    if kind == "nd":
+        return NDArray(arrays[value], cpu())
+    if kind == "np":
+        return arrays[value]
+    items = [_unflatten(item, arrays) for item in value]
+    return items if kind == "list" else tuple(items)
+
+
+def _write_shared(batch: Any) -> tuple[str, Layout, list[tuple[str, tuple[int, ...], int]]]:
+    leaves: list[numpy.ndarray] = []
+    layout = _flatten(batch, leaves)
+    specs, offset = [], 0
+    for leaf in leaves:
+        specs.append((leaf.dtype.str, tuple(leaf.shape), offset))
+        offset += (leaf.nbytes + 63) // 64 * 64  # keep every array 64-byte aligned
+    block = shared_memory.SharedMemory(create=True, size=max(offset, 1))
+    try:
+        for leaf, (_, _, start) in zip(leaves, specs, strict=True):
+            target = numpy.ndarray(leaf.shape, leaf.dtype, buffer=block.buf, offset=start)
+            target[...] = leaf
+        return block.name, layout, specs
+    finally:
+        block.close()
+
+
+def _read_shared(name: str, layout: Layout, specs: list[tuple[str, tuple[int, ...], int]]) -> Any:
+    block = shared_memory.SharedMemory(name=name)
+    try:
+        arrays = [numpy.ndarray(shape, numpy.dtype(dtype), buffer=block.buf, offset=start).copy()
+                  for dtype, shape, start in specs]
+    finally:
+        block.close()
+        block.unlink()
+    return _unflatten(layout, arrays)
+
+
+def _discard_shared(name: str) -> None:
+    try:
+        block = shared_memory.SharedMemory(name=name)
+    except FileNotFoundError:
+        return
+    block.close()
+    block.unlink()
+
+
+def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Any,
+                 seed: int) -> None:
+    _random.seed(seed)
+    numpy.random.seed(seed % 2**32)
+    _py_random.seed(seed)
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        key, indices = task
+        try:
+            results.put((key, *_write_shared(make_batch(indices))))
+        except Exception:  # the parent re-raises it with the traceback
+            results.put((key, None, traceback.format_exc(), None))
+
+
+class ProcessPool:
+    """``num_workers`` forked processes that turn index lists into batches."""
+
+    def __init__(self, make_batch: Callable[[list[int]], Any], num_workers: int) -> None:
+        # one resource tracker, started before the fork, for the parent and its workers: a
+        # block a worker creates and the parent unlinks is then registered and unregistered
+        # in the same place (each worker would otherwise start its own tracker, which would
+        # report every block as leaked), and a block left by a crash is still cleaned up
+        resource_tracker.ensure_running()
+        context = multiprocessing.get_context("fork")
+        self._tasks = context.Queue()
+        self._results = context.Queue()
+        base = int(_random.generator().integers(0, 2**62))
+        self._workers = [
+            context.Process(target=_worker_loop, daemon=True,
+                            args=(make_batch, self._tasks, self._results, base + i),
+                            name=f"rudder-dataloader-{i}")
+            for i in range(num_workers)]
+        for worker in self._workers:
+            worker.start()
+        self._generation = 0
+        self._ready: dict[tuple[int, int], tuple[Any, ...]] = {}
+
+    def new_pass(self) -> int:
+        """Start a pass: results of an abandoned earlier pass are dropped when they arrive."""
+        self._generation += 1
+        for key in [k for k in self._ready if k[0] != self._generation]:
+            _discard_ready(self._ready.pop(key))
+        return self._generation
+
+    def submit(self, generation: int, number: int, indices: list[int]) -> None:
+        self._tasks.put(((generation, number), list(indices)))
+
+    def result(self, generation: int, number: int, timeout: float) -> Any:
+        """The batch ``number`` of this pass, waiting up to ``timeout`` seconds for it."""
+        key = (generation, number)
+        while key not in self._ready:
+            try:
+                got_key, *payload = self._results.get(timeout=timeout)
+            except queue.Empty:
+                dead = [w.name for w in self._workers if not w.is_alive()]
+                if dead:
+                    raise WorkerError(f"DataLoader worker(s) {', '.join(dead)} died") from None
+                raise TimeoutError(f"DataLoader: no batch within {timeout} s") from None
+            if got_key[0] != self._generation:
+                _discard_ready(tuple(payload))
+                continue
+            self._ready[got_key] = tuple(payload)
+        name, layout, specs = self._ready.pop(key)
+        if name is None:
+            raise WorkerError(f"a DataLoader worker failed:\n{layout}")
+        return _read_shared(name, layout, specs)
+
+    def shutdown(self) -> None:
+        """Stop the workers and free the shared memory of batches nobody took."""
+        for _ in self._workers:
+            self._tasks.put(None)
+        for worker in self._workers:
+            worker.join(timeout=1.0)
+            if worker.is_alive():
+                worker.terminate()
+                worker.join(timeout=1.0)
+        while True:
+            try:
+                _, *payload = self._results.get_nowait()
+            except (queue.Empty, OSError, ValueError):
+                break
+            _discard_ready(tuple(payload))
+        for payload in self._ready.values():
+            _discard_ready(payload)
+        self._ready.clear()
+        self._tasks.close()
+        self._results.close()
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.pid for w in self._workers if w.pid is not None]
+
+
+def _discard_ready(payload: tuple[Any, ...]) -> None:
+    if payload and payload[0] is not None:
+        _discard_shared(payload[0])
+
+
+__all__ = ["ProcessPool", "WorkerError", "processes_available"]

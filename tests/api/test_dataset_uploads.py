@@ -221,3 +221,23 @@ def test_uploads_on_s3_use_multipart(
     dataset = uploads.upload(api.client, headers, {"a.npz": data}, part_size=5 * 1024 * 1024)
     store = open_store(s3_storage_url, endpoint_url=s3_endpoint)
     assert store.get(f"datasets/{dataset['id']}/a.npz") == data
+
+
+def test_a_job_may_only_use_a_ready_data_set_and_image_transforms_on_images(
+    api: ApiHarness,
+) -> None:
+    from tests.api.specs import digits_spec
+
+    _, headers = api.make_user()
+    validating = uploads.upload(api.client, headers, {"a.csv": b"x,label\n1,0\n"})
+    spec = digits_spec(data={"train": {"dataset": validating["id"]}, "batch_size": 1})
+    answer = api.client.post("/v1/jobs", json=spec, headers=headers)
+    assert answer.status_code == 422
+    assert "is validating" in answer.json()["error"]["message"]
+    ready = api.client.post("/v1/datasets", files={"file": ("t.csv", b"x,label\n1,0\n")},
+                            headers=headers).json()
+    spec = digits_spec(data={"train": {"dataset": ready["id"], "transforms": [
+        {"type": "ToTensor"}]}, "batch_size": 1})
+    answer = api.client.post("/v1/jobs", json=spec, headers=headers)
+    assert answer.status_code == 422
+    assert answer.json()["error"]["details"][0]["field"] == "data.train.transforms"

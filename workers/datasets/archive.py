@@ -30,7 +30,7 @@ MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_MEMBERS = 2_000_000
 
 
-def _class_and_name(raw_name: str) -> tuple[str, str] | None:
+def class_and_name(raw_name: str) -> tuple[str, str] | None:
     """(class, file) of an image member; None for a folder entry. ``root/class/file``
     is accepted too (archives made of one top folder)."""
     if raw_name.startswith(("/", "\\")) or "\\" in raw_name or ":" in raw_name.split("/")[0]:
@@ -113,7 +113,7 @@ def _tar_members(path: Path) -> Iterator[tuple[str, int, bytes | None]]:
             yield member.name, member.size, handle.read(member.size)
 
 
-def _members(path: Path) -> Iterator[tuple[str, int, bytes | None]]:
+def members(path: Path) -> Iterator[tuple[str, int, bytes | None]]:
     if zipfile.is_zipfile(path):
         return _zip_members(path)
     try:
@@ -129,8 +129,8 @@ def validate_archive(path: Path) -> Summary:
     never held in memory; labels (sorted class names) are assigned at the end."""
     stats = ImageStatsAccumulator()
     try:
-        for name, _, data in _members(path):
-            located = _class_and_name(name)
+        for name, _, data in members(path):
+            located = class_and_name(name)
             if located is None or located == ("", "") or data is None:
                 continue
             class_name, file_name = located

@@ -137,6 +137,7 @@ class PartTarget:
     """Where part ``number`` goes and how big it must be."""
 
     upload_id: str
+    owner_id: str
     number: int
     key: str
     token: str
@@ -157,8 +158,8 @@ def part_target(session: Session, *, owner: User, upload_id: str, number: int) -
         if first <= number < first + count:
             index = number - first
             size = min(upload.part_size, int(f["size"]) - index * upload.part_size)
-            target = PartTarget(upload.id, number, str(f["key"]), str(f["token"]), index + 1,
-                                index * upload.part_size, size)
+            target = PartTarget(upload.id, upload.owner_id, number, str(f["key"]),
+                                str(f["token"]), index + 1, index * upload.part_size, size)
     # Release the connection (the embedded SQLite has one) while the body streams in.
     session.rollback()
     if target is None:
@@ -173,7 +174,14 @@ def open_part(state: ServiceState, target: PartTarget) -> PartWriter:
 def record_part(
     session: Session, *, writer: PartWriter, target: PartTarget, sha256: str
 ) -> UploadPartPublic:
-    """Store a received, verified part and record it."""
+    """Store a received, verified part and record it, unless the upload was aborted or
+    completed while the part streamed in."""
+    upload = repositories.get_upload(session, upload_id=target.upload_id,
+                                     owner_id=target.owner_id)
+    if upload is None or upload.status != UploadStatus.OPEN.value:
+        writer.discard()
+        raise ApiError(409, "conflict", f"upload {target.upload_id} was aborted or completed "
+                                        f"while part {target.number} was being sent")
     etag = writer.commit()
     part = repositories.record_upload_part(
         session, upload_id=target.upload_id, number=target.number,

@@ -241,3 +241,27 @@ def test_a_job_may_only_use_a_ready_data_set_and_image_transforms_on_images(
     answer = api.client.post("/v1/jobs", json=spec, headers=headers)
     assert answer.status_code == 422
     assert answer.json()["error"]["details"][0]["field"] == "data.train.transforms"
+
+
+def test_a_part_still_streaming_when_the_upload_is_aborted_is_a_409(api: ApiHarness) -> None:
+    import hashlib
+
+    import httpx
+
+    _, headers = api.make_user()
+    data = b"p" * 2000
+    upload = uploads.create(api.client, headers, {"a.csv": data}, part_size=2000).json()
+
+    def body() -> Any:
+        yield data[:1000]
+        with httpx.Client(base_url=api.url) as other:  # abort while this part is in flight
+            gone = other.delete(f"/v1/datasets/uploads/{upload['id']}", headers=headers)
+            assert gone.status_code == 204
+        yield data[1000:]
+
+    answer = api.client.put(
+        f"/v1/datasets/uploads/{upload['id']}/parts/1", content=body(),
+        headers=headers | {"X-Part-SHA256": hashlib.sha256(data).hexdigest()},
+    )
+    assert answer.status_code == 409, answer.text
+    assert _leftovers(api) == []

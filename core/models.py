@@ -278,6 +278,9 @@ class Dataset(Base):
     # Every stored object: [{"path": "train.rec", "key": "datasets/<id>/train.rec",
     # "size": n}]; None for single-object data sets (storage_key).
     files: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, default=None)
+    # When rudder.validate_dataset was last sent: a set still validating long after is
+    # sent again by the worker's sweep (a message lost with Redis, a worker killed).
+    validation_sent_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class DatasetStatus(enum.StrEnum):

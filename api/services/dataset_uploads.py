@@ -30,6 +30,7 @@ from core.models import (
     User,
     is_id,
     new_id,
+    utcnow,
 )
 from core.multipart import PartWriter
 from core.queue import enqueue_dataset_validation
@@ -228,7 +229,7 @@ def complete_upload(
             session, owner_id=owner.id, id=upload.dataset_id, name=upload.name,
             format=str(upload.files[0]["format"]), status=DatasetStatus.VALIDATING.value,
             storage_key=_main_key(upload), size=upload.total_size, sha256="", num_rows=0,
-            feature_shape=[], dtype="", num_classes=None,
+            feature_shape=[], dtype="", num_classes=None, validation_sent_at=utcnow(),
             files=[{"path": f["path"], "key": f["key"], "size": f["size"]} for f in upload.files],
         )
         # Kept (completed) so a client that lost the answer can find its data set.

@@ -19,7 +19,10 @@ from core.repositories.dataset_uploads import (
     forget_upload_part,
     get_upload,
     list_upload_parts,
+    mark_validation_sent,
+    open_uploads_created_before,
     record_upload_part,
+    validations_sent_before,
 )
 from core.repositories.datasets import (
     create_dataset,
@@ -105,6 +108,8 @@ __all__ = [
     "list_metric_points",
     "list_status_events",
     "list_upload_parts",
+    "mark_validation_sent",
+    "open_uploads_created_before",
     "lr_change_times_since",
     "mark_api_token_revoked",
     "mark_lr_change_applied",
@@ -119,4 +124,5 @@ __all__ = [
     "transition_job",
     "update_dataset",
     "update_job_progress",
+    "validations_sent_before",
 ]

@@ -4,12 +4,19 @@ Queries flush and never commit (see core/repositories/__init__.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from core.models import Dataset, DatasetUpload, DatasetUploadPart, UploadStatus
+from core.models import (
+    Dataset,
+    DatasetStatus,
+    DatasetUpload,
+    DatasetUploadPart,
+    UploadStatus,
+)
 
 
 def create_upload(session: Session, *, owner_id: str, **fields: Any) -> DatasetUpload:
@@ -91,3 +98,39 @@ def bytes_held_by(session: Session, *, owner_id: str) -> int:
         )
     )
     return int(stored or 0) + int(pending or 0)
+
+
+def open_uploads_created_before(session: Session, *, cutoff: datetime) -> list[DatasetUpload]:
+    return list(session.scalars(
+        select(DatasetUpload).where(
+            DatasetUpload.status == UploadStatus.OPEN.value, DatasetUpload.created_at < cutoff
+        ).limit(100)
+    ))
+
+
+def validations_sent_before(
+    session: Session, *, cutoff: datetime
+) -> list[tuple[str, datetime | None]]:
+    """(id, sent at) of data sets still validating whose validation was sent before
+    ``cutoff``."""
+    rows = session.execute(
+        select(Dataset.id, Dataset.validation_sent_at).where(
+            Dataset.status == DatasetStatus.VALIDATING.value,
+            Dataset.validation_sent_at < cutoff,
+        ).limit(100)
+    ).all()
+    return [(str(dataset_id), sent_at) for dataset_id, sent_at in rows]
+
+
+def mark_validation_sent(
+    session: Session, *, dataset_id: str, previous: datetime | None, now: datetime
+) -> bool:
+    """Compare-and-set the send time: of several sweeps, exactly one re-sends."""
+    condition = (Dataset.validation_sent_at.is_(None) if previous is None
+                 else Dataset.validation_sent_at == previous)
+    result = session.execute(
+        update(Dataset).where(Dataset.id == dataset_id, condition)
+        .values(validation_sent_at=now)
+    )
+    session.flush()
+    return bool(getattr(result, "rowcount", 0))

@@ -26,6 +26,9 @@ def upgrade() -> None:
         batch.add_column(sa.Column("reason", sa.Text(), nullable=True))
         batch.add_column(sa.Column("stats", sa.JSON(), nullable=True))
         batch.add_column(sa.Column("files", sa.JSON(), nullable=True))
+        batch.add_column(
+            sa.Column("validation_sent_at", sa.DateTime(timezone=True), nullable=True)
+        )
     op.create_table(
         "dataset_uploads",
         sa.Column("id", sa.String(length=36), nullable=False),
@@ -65,6 +68,7 @@ def downgrade() -> None:
     op.drop_index("ix_dataset_uploads_owner", table_name="dataset_uploads")
     op.drop_table("dataset_uploads")
     with op.batch_alter_table("datasets") as batch:
+        batch.drop_column("validation_sent_at")
         batch.drop_column("files")
         batch.drop_column("stats")
         batch.drop_column("reason")

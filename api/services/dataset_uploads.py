@@ -13,6 +13,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy.orm import Session
 
@@ -46,7 +47,7 @@ MAX_PARTS = 10_000  # S3's limit per multipart upload
 def _format_of(paths: list[str]) -> str:
     lowered = sorted(p.lower() for p in paths)
     if len(lowered) == 2:
-        if lowered[0].endswith(".idx") and lowered[1].endswith(".rec"):
+        if sorted(Path(p).suffix for p in lowered) == [".idx", ".rec"]:
             return "recordio"
         raise field_error("files", "two files must be a RecordIO pair: one .rec and one .idx")
     for suffix, fmt in SINGLE_FILE_FORMATS.items():

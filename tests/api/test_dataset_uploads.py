@@ -26,13 +26,13 @@ def _leftovers(api: ApiHarness) -> list[str]:
 
 def test_parts_in_any_order_then_resume_then_complete(api: ApiHarness) -> None:
     _, headers = api.make_user()
-    files = {"train.rec": REC, "train.idx": IDX}
+    files = {"train.rec": REC, "a-train.idx": IDX}  # any names: the suffixes pair them
     created = uploads.create(api.client, headers, files, part_size=1000)
     assert created.status_code == 201, created.text
     upload = created.json()
     assert upload["total_parts"] == 6 and upload["missing"] == [1, 2, 3, 4, 5, 6]
     assert [(f["path"], f["first_part"], f["parts"]) for f in upload["files"]] == [
-        ("train.rec", 1, 5), ("train.idx", 6, 1)
+        ("train.rec", 1, 5), ("a-train.idx", 6, 1)
     ]
     parts = uploads.parts_of(upload, files)
     for number in (5, 2, 6):  # out of order, then the client is "interrupted"
@@ -55,10 +55,10 @@ def test_parts_in_any_order_then_resume_then_complete(api: ApiHarness) -> None:
     assert dataset["id"] == upload["dataset_id"]
     store = open_store(api.settings.storage_url)
     assert store.get(f"datasets/{dataset['id']}/train.rec") == REC
-    assert store.get(f"datasets/{dataset['id']}/train.idx") == IDX
+    assert store.get(f"datasets/{dataset['id']}/a-train.idx") == IDX
     shown = api.client.get(f"/v1/datasets/{dataset['id']}", headers=headers).json()
     assert shown["status"] == "validating"
-    assert [f["path"] for f in shown["files"]] == ["train.rec", "train.idx"]
+    assert [f["path"] for f in shown["files"]] == ["train.rec", "a-train.idx"]
     # Deleting the data set removes both objects and no multipart debris is left.
     assert api.client.delete(f"/v1/datasets/{dataset['id']}", headers=headers).status_code == 204
     assert _leftovers(api) == []

@@ -56,6 +56,7 @@ from core.repositories.lr_changes import (
     mark_lr_change_rejected,
 )
 from core.repositories.metrics import (
+    MetricColumns,
     MetricPointIn,
     add_metric_points,
     list_metric_points,
@@ -114,6 +115,7 @@ __all__ = [
     "mark_api_token_revoked",
     "mark_lr_change_applied",
     "mark_lr_change_rejected",
+    "MetricColumns",
     "metric_columns",
     "metric_steps_by_time",
     "new_job_row",

@@ -38,7 +38,7 @@ from .. import random as _random
 from ..context import cpu
 from ..io import DataBatch, DataDesc, DataIter
 from ..ndarray.ndarray import NDArray
-from .codec import decode
+from .codec import decode, decode_rgb_batch
 from .resize import resize as _resize
 
 # MXNet parameters accepted with only their default value (anything else is refused)
@@ -83,14 +83,19 @@ class _BatchBuilder:
         labels = numpy.empty((count, self.label_width), numpy.float32)
         rng = _random.generator()
         flips = rng.random(count) < 0.5 if self.rand_mirror else numpy.full(count, self.mirror)
-        for i, record in enumerate(records):
-            header, payload = unpack(record)
+        where = rng.random((count, 2))  # crop positions, as fractions of the free room
+        headers, payloads = zip(*(unpack(record) for record in records), strict=True)
+        if channels == 3:
+            images = decode_rgb_batch(list(payloads))
+        else:
+            images = [decode(payload, 0) for payload in payloads]
+        for i, (header, img) in enumerate(zip(headers, images, strict=True)):
             labels[i] = self._label(header)
-            img = self._fit(decode(payload, 1 if channels == 3 else 0))
+            img = self._fit(img)
             y = img.shape[0] - height
             x = img.shape[1] - width
             if self.rand_crop:
-                y, x = int(rng.integers(0, y + 1)), int(rng.integers(0, x + 1))
+                y, x = int(where[i, 0] * (y + 1)), int(where[i, 1] * (x + 1))
             else:
                 y, x = y // 2, x // 2
             crop = img[y:y + height, x:x + width]

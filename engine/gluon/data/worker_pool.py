@@ -14,12 +14,15 @@ workers yet repeat under ``engine.random.seed``.
 
 from __future__ import annotations
 
+import _posixshmem
+import mmap
 import multiprocessing
-import queue
+import os
 import random as _py_random
 import traceback
 from collections.abc import Callable
 from multiprocessing import resource_tracker, shared_memory
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import numpy
@@ -86,13 +89,21 @@ def _write_shared(batch: Any) -> tuple[str, Layout, list[tuple[str, tuple[int, .
 
 
 def _read_shared(name: str, layout: Layout, specs: list[tuple[str, tuple[int, ...], int]]) -> Any:
-    block = shared_memory.SharedMemory(name=name)
+    """The batch in block ``name``, as arrays that map the block itself (no copy).
+
+    The name is unlinked at once; the memory stays mapped until the last array using it is
+    garbage-collected (the arrays hold the mmap).
+    """
+    path = "/" + name.lstrip("/")
+    fd = _posixshmem.shm_open(path, os.O_RDWR, mode=0o600)
     try:
-        arrays = [numpy.ndarray(shape, numpy.dtype(dtype), buffer=block.buf, offset=start).copy()
-                  for dtype, shape, start in specs]
+        mapping = mmap.mmap(fd, os.fstat(fd).st_size)
     finally:
-        block.close()
-        block.unlink()
+        os.close(fd)
+        _posixshmem.shm_unlink(path)
+        resource_tracker.unregister(path, "shared_memory")  # registered by the worker
+    arrays = [numpy.frombuffer(mapping, numpy.dtype(dtype), int(numpy.prod(shape)), start)
+              .reshape(shape) for dtype, shape, start in specs]
     return _unflatten(layout, arrays)
 
 
@@ -105,7 +116,7 @@ def _discard_shared(name: str) -> None:
     block.unlink()
 
 
-def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Any,
+def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Connection,
                  seed: int) -> None:
     _random.seed(seed)
     numpy.random.seed(seed % 2**32)
@@ -116,9 +127,9 @@ def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: An
             return
         key, indices = task
         try:
-            results.put((key, *_write_shared(make_batch(indices))))
+            results.send((key, *_write_shared(make_batch(indices))))
         except Exception:  # the parent re-raises it with the traceback
-            results.put((key, None, traceback.format_exc(), None))
+            results.send((key, None, traceback.format_exc(), None))
 
 
 class ProcessPool:
@@ -131,16 +142,21 @@ class ProcessPool:
         # report every block as leaked), and a block left by a crash is still cleaned up
         resource_tracker.ensure_running()
         context = multiprocessing.get_context("fork")
-        self._tasks = context.Queue()
-        self._results = context.Queue()
+        # no feeder threads: a Queue's feeder thread in a worker waits for the GIL while the
+        # worker builds its next batch, which delayed finished batches by up to tens of ms
+        self._tasks = context.SimpleQueue()
         base = int(_random.generator().integers(0, 2**62))
-        self._workers = [
-            context.Process(target=_worker_loop, daemon=True,
-                            args=(make_batch, self._tasks, self._results, base + i),
-                            name=f"rudder-dataloader-{i}")
-            for i in range(num_workers)]
-        for worker in self._workers:
+        self._workers = []
+        self._results: list[Connection] = []
+        for i in range(num_workers):
+            reader, writer = context.Pipe(duplex=False)
+            worker = context.Process(target=_worker_loop, daemon=True,
+                                     args=(make_batch, self._tasks, writer, base + i),
+                                     name=f"rudder-dataloader-{i}")
             worker.start()
+            writer.close()
+            self._workers.append(worker)
+            self._results.append(reader)
         self._generation = 0
         self._ready: dict[tuple[int, int], tuple[Any, ...]] = {}
 
@@ -158,17 +174,21 @@ class ProcessPool:
         """The batch ``number`` of this pass, waiting up to ``timeout`` seconds for it."""
         key = (generation, number)
         while key not in self._ready:
-            try:
-                got_key, *payload = self._results.get(timeout=timeout)
-            except queue.Empty:
+            readable = wait(self._results, timeout=timeout)
+            if not readable:
                 dead = [w.name for w in self._workers if not w.is_alive()]
                 if dead:
-                    raise WorkerError(f"DataLoader worker(s) {', '.join(dead)} died") from None
-                raise TimeoutError(f"DataLoader: no batch within {timeout} s") from None
-            if got_key[0] != self._generation:
-                _discard_ready(tuple(payload))
-                continue
-            self._ready[got_key] = tuple(payload)
+                    raise WorkerError(f"DataLoader worker(s) {', '.join(dead)} died")
+                raise TimeoutError(f"DataLoader: no batch within {timeout} s")
+            for connection in readable:
+                try:
+                    got_key, *payload = connection.recv()  # type: ignore[union-attr]
+                except EOFError:
+                    raise WorkerError("a DataLoader worker exited unexpectedly") from None
+                if got_key[0] != self._generation:
+                    _discard_ready(tuple(payload))
+                    continue
+                self._ready[got_key] = tuple(payload)
         name, layout, specs = self._ready.pop(key)
         if name is None:
             raise WorkerError(f"a DataLoader worker failed:\n{layout}")
@@ -183,17 +203,18 @@ class ProcessPool:
             if worker.is_alive():
                 worker.terminate()
                 worker.join(timeout=1.0)
-        while True:
+        for connection in self._results:
             try:
-                _, *payload = self._results.get_nowait()
-            except (queue.Empty, OSError, ValueError):
-                break
-            _discard_ready(tuple(payload))
+                while connection.poll():
+                    _, *payload = connection.recv()
+                    _discard_ready(tuple(payload))
+            except (EOFError, OSError):
+                pass
+            connection.close()
         for payload in self._ready.values():
             _discard_ready(payload)
         self._ready.clear()
         self._tasks.close()
-        self._results.close()
 
     @property
     def pids(self) -> list[int]:

@@ -4,8 +4,8 @@ Python threads cannot decode and augment images in parallel (the per-sample work
 GIL), so ``DataLoader(num_workers=N)`` forks N processes. They inherit the dataset (no
 pickling of it or of its samples); the parent sends only lists of indices over a local
 queue, and each worker writes its batch's arrays into a fresh POSIX shared-memory block and
-answers with the block's name and the arrays' layout (dtypes, shapes, nesting), all plain
-values. The parent copies the arrays out and unlinks the block.
+answers over a pipe with the block's name and the arrays' layout (dtypes, shapes,
+nesting), all plain values. The parent maps the block (no copy) and unlinks its name.
 
 Each worker reseeds ``engine.random`` (and numpy's and Python's global generators) from a
 seed the parent draws when it starts the pool, so random augmentations differ between
@@ -19,9 +19,10 @@ import mmap
 import multiprocessing
 import os
 import random as _py_random
+import secrets
 import traceback
+import weakref
 from collections.abc import Callable
-from multiprocessing import resource_tracker, shared_memory
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -71,21 +72,26 @@ def _unflatten(layout: Layout, arrays: list[numpy.ndarray]) -> Any:
     return items if kind == "list" else tuple(items)
 
 
-def _write_shared(batch: Any) -> tuple[str, Layout, list[tuple[str, tuple[int, ...], int]]]:
+def _write_shared(batch: Any, name: str) -> tuple[Layout, list[tuple[str, tuple[int, ...], int]]]:
+    """Write the batch's arrays into a new shared-memory block ``name``."""
     leaves: list[numpy.ndarray] = []
     layout = _flatten(batch, leaves)
     specs, offset = [], 0
     for leaf in leaves:
         specs.append((leaf.dtype.str, tuple(leaf.shape), offset))
         offset += (leaf.nbytes + 63) // 64 * 64  # keep every array 64-byte aligned
-    block = shared_memory.SharedMemory(create=True, size=max(offset, 1))
+    fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
     try:
-        for leaf, (_, _, start) in zip(leaves, specs, strict=True):
-            target = numpy.ndarray(leaf.shape, leaf.dtype, buffer=block.buf, offset=start)
-            target[...] = leaf
-        return block.name, layout, specs
+        os.ftruncate(fd, max(offset, 1))
+        mapping = mmap.mmap(fd, max(offset, 1))
     finally:
-        block.close()
+        os.close(fd)
+    for leaf, (_, _, start) in zip(leaves, specs, strict=True):
+        target = numpy.ndarray(leaf.shape, leaf.dtype, buffer=mapping, offset=start)
+        target[...] = leaf
+        del target  # the mapping cannot close while an array uses it
+    mapping.close()
+    return layout, specs
 
 
 def _read_shared(name: str, layout: Layout, specs: list[tuple[str, tuple[int, ...], int]]) -> Any:
@@ -94,30 +100,38 @@ def _read_shared(name: str, layout: Layout, specs: list[tuple[str, tuple[int, ..
     The name is unlinked at once; the memory stays mapped until the last array using it is
     garbage-collected (the arrays hold the mmap).
     """
-    path = "/" + name.lstrip("/")
-    fd = _posixshmem.shm_open(path, os.O_RDWR, mode=0o600)
+    fd = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
     try:
         mapping = mmap.mmap(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
-        _posixshmem.shm_unlink(path)
-        resource_tracker.unregister(path, "shared_memory")  # registered by the worker
+        _posixshmem.shm_unlink(name)
     arrays = [numpy.frombuffer(mapping, numpy.dtype(dtype), int(numpy.prod(shape)), start)
               .reshape(shape) for dtype, shape, start in specs]
     return _unflatten(layout, arrays)
 
 
-def _discard_shared(name: str) -> None:
-    try:
-        block = shared_memory.SharedMemory(name=name)
-    except FileNotFoundError:
+def _remove_blocks(prefix: str) -> None:
+    """Unlink every block of a pool (batches never taken, or left by a dead worker)."""
+    folder, stem = "/dev/shm", prefix.lstrip("/")
+    if not os.path.isdir(folder):
         return
-    block.close()
-    block.unlink()
+    for entry in os.listdir(folder):
+        if entry.startswith(stem + "-"):
+            try:
+                _posixshmem.shm_unlink("/" + entry)
+            except FileNotFoundError:
+                pass
 
 
 def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Connection,
-                 seed: int) -> None:
+                 seed: int, prefix: str) -> None:
+    if hasattr(os, "SCHED_BATCH"):
+        # a worker woken by a new task must not preempt the training loop that sent it:
+        # with Linux's wakeup preemption the loop lost its core for the whole batch build
+        # (~4 ms of every step on a busy 2-core machine); SCHED_BATCH keeps the worker's
+        # fair share of the CPU but gives up that preemption
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     _random.seed(seed)
     numpy.random.seed(seed % 2**32)
     _py_random.seed(seed)
@@ -126,8 +140,9 @@ def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Co
         if task is None:
             return
         key, indices = task
+        name = f"{prefix}-{key[0]}-{key[1]}"
         try:
-            results.send((key, *_write_shared(make_batch(indices))))
+            results.send((key, name, *_write_shared(make_batch(indices), name)))
         except Exception:  # the parent re-raises it with the traceback
             results.send((key, None, traceback.format_exc(), None))
 
@@ -136,11 +151,12 @@ class ProcessPool:
     """``num_workers`` forked processes that turn index lists into batches."""
 
     def __init__(self, make_batch: Callable[[list[int]], Any], num_workers: int) -> None:
-        # one resource tracker, started before the fork, for the parent and its workers: a
-        # block a worker creates and the parent unlinks is then registered and unregistered
-        # in the same place (each worker would otherwise start its own tracker, which would
-        # report every block as leaked), and a block left by a crash is still cleaned up
-        resource_tracker.ensure_running()
+        # Blocks are named after the pool, so that shutdown (or, failing that, interpreter
+        # exit) can remove any left behind. multiprocessing's resource tracker is not used:
+        # each registration is a message to its process, and under load unregistering a
+        # block took ~20 ms of the training loop's time per batch.
+        self._prefix = f"/rudder-dl-{os.getpid()}-{secrets.token_hex(4)}"
+        self._cleanup = weakref.finalize(self, _remove_blocks, self._prefix)
         context = multiprocessing.get_context("fork")
         # no feeder threads: a Queue's feeder thread in a worker waits for the GIL while the
         # worker builds its next batch, which delayed finished batches by up to tens of ms
@@ -151,7 +167,8 @@ class ProcessPool:
         for i in range(num_workers):
             reader, writer = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_loop, daemon=True,
-                                     args=(make_batch, self._tasks, writer, base + i),
+                                     args=(make_batch, self._tasks, writer, base + i,
+                                           self._prefix),
                                      name=f"rudder-dataloader-{i}")
             worker.start()
             writer.close()
@@ -204,17 +221,10 @@ class ProcessPool:
                 worker.terminate()
                 worker.join(timeout=1.0)
         for connection in self._results:
-            try:
-                while connection.poll():
-                    _, *payload = connection.recv()
-                    _discard_ready(tuple(payload))
-            except (EOFError, OSError):
-                pass
             connection.close()
-        for payload in self._ready.values():
-            _discard_ready(payload)
         self._ready.clear()
         self._tasks.close()
+        self._cleanup()  # every block of this pool: taken ones are unlinked already
 
     @property
     def pids(self) -> list[int]:
@@ -223,7 +233,10 @@ class ProcessPool:
 
 def _discard_ready(payload: tuple[Any, ...]) -> None:
     if payload and payload[0] is not None:
-        _discard_shared(payload[0])
+        try:
+            _posixshmem.shm_unlink(payload[0])
+        except FileNotFoundError:
+            pass
 
 
 __all__ = ["ProcessPool", "WorkerError", "processes_available"]

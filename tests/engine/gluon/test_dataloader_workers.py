@@ -23,7 +23,7 @@ class Draws(Dataset):
 
 
 def shm_entries():
-    return {name for name in os.listdir("/dev/shm") if name.startswith("psm_")}
+    return {name for name in os.listdir("/dev/shm") if name.startswith("rudder-dl-")}
 
 
 def test_each_worker_draws_its_own_random_numbers_and_a_seed_repeats_them():

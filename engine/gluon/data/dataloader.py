@@ -159,12 +159,12 @@ class DataLoader:
         return not self._thread_pool and self._bulk is None and processes_available()
 
     def _process_batches(self) -> Iterator[Any]:
+        ahead = max(self._prefetch, 1)
         if self._processes is None:
-            self._processes = ProcessPool(self._make_batch, self._num_workers)
+            self._processes = ProcessPool(self._make_batch, self._num_workers, ahead)
         pool = self._processes
         generation = pool.new_pass()
-        # as with threads: indices drawn here in order, at most `prefetch` batches ahead
-        ahead = max(self._prefetch, 1)
+        # as with threads: indices drawn here in order, at most `ahead` batches ahead
         submitted = taken = 0
         for indices in self._batch_sampler:
             pool.submit(generation, submitted, indices)

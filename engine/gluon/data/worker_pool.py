@@ -3,9 +3,11 @@
 Python threads cannot decode and augment images in parallel (the per-sample work holds the
 GIL), so ``DataLoader(num_workers=N)`` forks N processes. They inherit the dataset (no
 pickling of it or of its samples); the parent sends only lists of indices over a local
-queue, and each worker writes its batch's arrays into a fresh POSIX shared-memory block and
-answers over a pipe with the block's name and the arrays' layout (dtypes, shapes,
-nesting), all plain values. The parent maps the block (no copy) and unlinks its name.
+queue, and each worker writes its batch's arrays into one of its POSIX shared-memory
+blocks (a ring, reused) and answers over a pipe with the block's name and the arrays'
+layout (dtypes, shapes, nesting), all plain values. The parent copies the arrays out of
+its own long-lived mapping of the block. A worker never gets far enough ahead to reuse a
+block whose batch the parent has not read.
 
 Each worker reseeds ``engine.random`` (and numpy's and Python's global generators) from a
 seed the parent draws when it starts the pool, so random augmentations differ between
@@ -72,43 +74,67 @@ def _unflatten(layout: Layout, arrays: list[numpy.ndarray]) -> Any:
     return items if kind == "list" else tuple(items)
 
 
-def _write_shared(batch: Any, name: str) -> tuple[Layout, list[tuple[str, tuple[int, ...], int]]]:
-    """Write the batch's arrays into a new shared-memory block ``name``."""
-    leaves: list[numpy.ndarray] = []
-    layout = _flatten(batch, leaves)
-    specs, offset = [], 0
-    for leaf in leaves:
-        specs.append((leaf.dtype.str, tuple(leaf.shape), offset))
-        offset += (leaf.nbytes + 63) // 64 * 64  # keep every array 64-byte aligned
-    fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
-    try:
-        os.ftruncate(fd, max(offset, 1))
-        mapping = mmap.mmap(fd, max(offset, 1))
-    finally:
-        os.close(fd)
-    for leaf, (_, _, start) in zip(leaves, specs, strict=True):
-        target = numpy.ndarray(leaf.shape, leaf.dtype, buffer=mapping, offset=start)
-        target[...] = leaf
-        del target  # the mapping cannot close while an array uses it
-    mapping.close()
-    return layout, specs
+class _Slots:
+    """A worker's ring of reusable shared-memory blocks (writing into fresh tmpfs pages
+    for every batch cost more than the copy the parent makes out of a reused one)."""
+
+    def __init__(self, prefix: str, count: int) -> None:
+        self._prefix = prefix
+        self._count = count
+        self._next = 0
+        self._maps: dict[str, mmap.mmap] = {}
+
+    def write(self, batch: Any) -> tuple[str, Layout, list[tuple[str, tuple[int, ...], int]]]:
+        leaves: list[numpy.ndarray] = []
+        layout = _flatten(batch, leaves)
+        specs, size = [], 0
+        for leaf in leaves:
+            specs.append((leaf.dtype.str, tuple(leaf.shape), size))
+            size += (leaf.nbytes + 63) // 64 * 64  # keep every array 64-byte aligned
+        name = f"{self._prefix}-{self._next}"
+        self._next = (self._next + 1) % self._count
+        mapping = self._maps.get(name)
+        if mapping is None or len(mapping) < size:
+            if mapping is not None:
+                mapping.close()
+            fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_RDWR, mode=0o600)
+            try:
+                os.ftruncate(fd, max(size, 1))
+                mapping = self._maps[name] = mmap.mmap(fd, max(size, 1))
+            finally:
+                os.close(fd)
+        for leaf, (_, _, start) in zip(leaves, specs, strict=True):
+            target = numpy.ndarray(leaf.shape, leaf.dtype, buffer=mapping, offset=start)
+            target[...] = leaf
+            del target  # the mapping cannot be closed or resized while an array uses it
+        return name, layout, specs
 
 
-def _read_shared(name: str, layout: Layout, specs: list[tuple[str, tuple[int, ...], int]]) -> Any:
-    """The batch in block ``name``, as arrays that map the block itself (no copy).
+class _SlotReader:
+    """The parent's mappings of the workers' slots, kept open; batches are copied out."""
 
-    The name is unlinked at once; the memory stays mapped until the last array using it is
-    garbage-collected (the arrays hold the mmap).
-    """
-    fd = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
-    try:
-        mapping = mmap.mmap(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-        _posixshmem.shm_unlink(name)
-    arrays = [numpy.frombuffer(mapping, numpy.dtype(dtype), int(numpy.prod(shape)), start)
-              .reshape(shape) for dtype, shape, start in specs]
-    return _unflatten(layout, arrays)
+    def __init__(self) -> None:
+        self._maps: dict[str, mmap.mmap] = {}
+
+    def read(self, name: str, layout: Layout,
+             specs: list[tuple[str, tuple[int, ...], int]]) -> Any:
+        end = max((start + numpy.dtype(dtype).itemsize * int(numpy.prod(shape))
+                   for dtype, shape, start in specs), default=0)
+        mapping = self._maps.get(name)
+        if mapping is None or len(mapping) < end:  # new, or grown by the worker
+            fd = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
+            try:
+                mapping = self._maps[name] = mmap.mmap(fd, os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
+        arrays = [numpy.frombuffer(mapping, numpy.dtype(dtype), int(numpy.prod(shape)), start)
+                  .reshape(shape).copy() for dtype, shape, start in specs]
+        return _unflatten(layout, arrays)
+
+    def close(self) -> None:
+        for mapping in self._maps.values():
+            mapping.close()
+        self._maps.clear()
 
 
 def _remove_blocks(prefix: str) -> None:
@@ -125,7 +151,8 @@ def _remove_blocks(prefix: str) -> None:
 
 
 def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Connection,
-                 seed: int, prefix: str) -> None:
+                 seed: int, prefix: str, slots_count: int) -> None:
+    slots = _Slots(prefix, slots_count)
     if hasattr(os, "SCHED_BATCH"):
         # a worker woken by a new task must not preempt the training loop that sent it:
         # with Linux's wakeup preemption the loop lost its core for the whole batch build
@@ -140,9 +167,8 @@ def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Co
         if task is None:
             return
         key, indices = task
-        name = f"{prefix}-{key[0]}-{key[1]}"
         try:
-            results.send((key, name, *_write_shared(make_batch(indices), name)))
+            results.send((key, *slots.write(make_batch(indices))))
         except Exception:  # the parent re-raises it with the traceback
             results.send((key, None, traceback.format_exc(), None))
 
@@ -150,7 +176,9 @@ def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Co
 class ProcessPool:
     """``num_workers`` forked processes that turn index lists into batches."""
 
-    def __init__(self, make_batch: Callable[[list[int]], Any], num_workers: int) -> None:
+    def __init__(self, make_batch: Callable[[list[int]], Any], num_workers: int,
+                 ahead: int) -> None:
+        """``ahead``: the most batches the caller submits beyond the one it reads next."""
         # Blocks are named after the pool, so that shutdown (or, failing that, interpreter
         # exit) can remove any left behind. multiprocessing's resource tracker is not used:
         # each registration is a message to its process, and under load unregistering a
@@ -168,12 +196,13 @@ class ProcessPool:
             reader, writer = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_loop, daemon=True,
                                      args=(make_batch, self._tasks, writer, base + i,
-                                           self._prefix),
+                                           f"{self._prefix}-w{i}", ahead + 2),
                                      name=f"rudder-dataloader-{i}")
             worker.start()
             writer.close()
             self._workers.append(worker)
             self._results.append(reader)
+        self._reader = _SlotReader()
         self._generation = 0
         self._ready: dict[tuple[int, int], tuple[Any, ...]] = {}
 
@@ -209,7 +238,7 @@ class ProcessPool:
         name, layout, specs = self._ready.pop(key)
         if name is None:
             raise WorkerError(f"a DataLoader worker failed:\n{layout}")
-        return _read_shared(name, layout, specs)
+        return self._reader.read(name, layout, specs)
 
     def shutdown(self) -> None:
         """Stop the workers and free the shared memory of batches nobody took."""
@@ -224,7 +253,8 @@ class ProcessPool:
             connection.close()
         self._ready.clear()
         self._tasks.close()
-        self._cleanup()  # every block of this pool: taken ones are unlinked already
+        self._reader.close()
+        self._cleanup()  # unlink every slot of this pool
 
     @property
     def pids(self) -> list[int]:
@@ -232,11 +262,5 @@ class ProcessPool:
 
 
 def _discard_ready(payload: tuple[Any, ...]) -> None:
-    if payload and payload[0] is not None:
-        try:
-            _posixshmem.shm_unlink(payload[0])
-        except FileNotFoundError:
-            pass
-
-
+    """A result nobody will take: its slot is simply reused."""
 __all__ = ["ProcessPool", "WorkerError", "processes_available"]

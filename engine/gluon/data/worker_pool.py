@@ -34,6 +34,8 @@ from ... import random as _random
 from ...context import cpu
 from ...ndarray.ndarray import NDArray
 
+_CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
 # a leaf of the batch layout: ("nd" | "np", dtype string, shape, byte offset)
 Layout = Any
 
@@ -67,7 +69,7 @@ def _flatten(batch: Any, leaves: list[numpy.ndarray]) -> Layout:
 def _unflatten(layout: Layout, arrays: list[numpy.ndarray]) -> Any:
     kind, value = layout
     if kind == "nd":
-        return NDArray(arrays[value], cpu())
+        return NDArray(arrays[value], _CPU)
     if kind == "np":
         return arrays[value]
     items = [_unflatten(item, arrays) for item in value]

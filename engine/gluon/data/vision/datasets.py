@@ -31,6 +31,8 @@ from ....ndarray.ndarray import NDArray
 from ...data.dataset import Dataset
 from ..record_dataset import RecordFileDataset
 
+_CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
 Transform = Callable[[Any, Any], Any]
 
 
@@ -58,7 +60,7 @@ class _InMemoryImages(Dataset):
         return len(self._label)
 
     def __getitem__(self, idx: int) -> Any:
-        data, label = NDArray(self._images[idx], cpu()), self._label[idx]
+        data, label = NDArray(self._images[idx], _CPU), self._label[idx]
         if self._transform is not None:
             return self._transform(data, label)
         return data, label
@@ -206,7 +208,7 @@ class ImageRecordDataset(RecordFileDataset):
         from .... import recordio
 
         header, payload = recordio.unpack(super().__getitem__(idx))
-        img = NDArray(image.decode(payload, self._flag), cpu())
+        img = NDArray(image.decode(payload, self._flag), _CPU)
         if self._transform is not None:
             return self._transform(img, header.label)
         return img, header.label
@@ -300,7 +302,7 @@ class ImageListDataset(Dataset):
 
     def __getitem__(self, idx: int) -> Any:
         label, path = self._items[idx]
-        return image.imread(path, self._flag), NDArray(label, cpu())
+        return image.imread(path, self._flag), NDArray(label, _CPU)
 
 
 __all__ = ["CIFAR10", "CIFAR100", "FashionMNIST", "ImageFolderDataset", "ImageListDataset",

@@ -29,13 +29,15 @@ from ...block import Block
 from ...nn import Sequential
 from . import image_ops
 
+_CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
 
 def _as_numpy(x: Any) -> numpy.ndarray:
     return x.asnumpy() if isinstance(x, NDArray) else numpy.asarray(x)
 
 
 def _like(result: numpy.ndarray, x: Any) -> Any:
-    return NDArray(result, cpu()) if isinstance(x, NDArray) else result
+    return NDArray(result, _CPU) if isinstance(x, NDArray) else result
 
 
 class _ArrayTransform(Block):

@@ -170,3 +170,15 @@ def test_crop_resize_matches_mxnet():
     assert np.abs(ours - run["crop_resize"].astype(int)).max() <= 1
     with pytest.raises(ValueError, match="exceeds the 24x20 image"):
         transforms.CropResize(20, 0, 10, 7)(IMG)
+
+
+def test_transforms_are_created_by_name_for_job_specs():
+    pipeline = transforms.Compose([transforms.create("Resize", size=8),
+                                   transforms.create("totensor"),
+                                   transforms.create("NORMALIZE", mean=0.5, std=0.5)])
+    assert pipeline(IMG).shape == (3, 8, 8)
+    assert "randomcolorjitter" in transforms.TRANSFORMS
+    with pytest.raises(ValueError, match="unknown transform 'Rotate'"):
+        transforms.create("Rotate", rotation_degrees=30)
+    with pytest.raises(TypeError):
+        transforms.create("Resize", width=3)

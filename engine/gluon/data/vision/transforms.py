@@ -11,6 +11,8 @@ values (see :mod:`.image_ops`); random ones draw from ``engine.random``, so
 ...                         transforms.Normalize(0.5, 0.25)])
 >>> t(np.full((8, 6, 3), 255, np.uint8)).shape
 (3, 4, 4)
+>>> type(transforms.create("randomflipleftright")).__name__
+'RandomFlipLeftRight'
 """
 
 from __future__ import annotations
@@ -25,11 +27,21 @@ from .... import random as _random
 from ....context import cpu
 from ....image.resize import resize as _resize
 from ....ndarray.ndarray import NDArray
+from ....registry import Registry
 from ...block import Block
 from ...nn import Sequential
 from . import image_ops
 
 _CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
+
+TRANSFORMS = Registry("transform")
+"""The transforms a job spec may name (every one that takes plain parameters)."""
+
+
+def create(name: str, **kwargs: Any) -> Block:
+    """A transform from its class name, case-insensitive: ``create("resize", size=32)``."""
+    return TRANSFORMS.create(name, **kwargs)
 
 
 def _as_numpy(x: Any) -> numpy.ndarray:
@@ -59,6 +71,7 @@ class Compose(Sequential):
             self.add(transform)
 
 
+@TRANSFORMS.register
 class Cast(_ArrayTransform):
     """Cast to ``dtype``."""
 
@@ -70,6 +83,7 @@ class Cast(_ArrayTransform):
         return x.astype(self._dtype)
 
 
+@TRANSFORMS.register
 class ToTensor(_ArrayTransform):
     """HWC (or NHWC) in [0, 255] → CHW (NCHW) float32 in [0, 1)."""
 
@@ -77,6 +91,7 @@ class ToTensor(_ArrayTransform):
         return image_ops.to_tensor(x)
 
 
+@TRANSFORMS.register
 class Normalize(_ArrayTransform):
     """``(x - mean) / std`` per channel of a CHW (or NCHW) tensor."""
 
@@ -97,6 +112,7 @@ def _size_pair(size: int | Sequence[int]) -> tuple[int, int]:
     return int(w), int(h)
 
 
+@TRANSFORMS.register
 class Resize(_ArrayTransform):
     """Resize to ``size`` (an int: square, or the short side with ``keep_ratio``; a pair:
     (width, height))."""
@@ -127,6 +143,7 @@ class Resize(_ArrayTransform):
         return _resize(x, w, h, self._interpolation)
 
 
+@TRANSFORMS.register
 class CenterCrop(_ArrayTransform):
     """Crop the center ``size`` (int, or (width, height)); upsample if the image is smaller."""
 
@@ -139,6 +156,7 @@ class CenterCrop(_ArrayTransform):
         return image.center_crop(x, self._size, self._interpolation)[0].asnumpy()
 
 
+@TRANSFORMS.register
 class CropResize(_ArrayTransform):
     """Crop the box at (``x``, ``y``) of ``width`` x ``height``; with ``size`` (an int: square,
     or (width, height)), resize the crop to it (``interpolation`` None means bilinear; MXNet
@@ -167,6 +185,7 @@ class CropResize(_ArrayTransform):
         return _resize(out, *self._size, self._interpolation)
 
 
+@TRANSFORMS.register
 class RandomResizedCrop(_ArrayTransform):
     """Crop a random area (``scale`` of the image) with a random aspect ratio (``ratio``)
     and resize it to ``size``."""
@@ -191,12 +210,14 @@ class _Flip(_ArrayTransform):
         return numpy.ascontiguousarray(numpy.flip(x, axis))
 
 
+@TRANSFORMS.register
 class RandomFlipLeftRight(_Flip):
     """Mirror the image left-right with probability 1/2."""
 
     axis = 1
 
 
+@TRANSFORMS.register
 class RandomFlipTopBottom(_Flip):
     """Flip the image upside down with probability 1/2."""
 
@@ -219,24 +240,28 @@ class _RandomFactor(_ArrayTransform):
         raise NotImplementedError
 
 
+@TRANSFORMS.register
 class RandomBrightness(_RandomFactor):
     """Scale brightness by a random factor in [max(0, 1 - brightness), 1 + brightness]."""
 
     kernel = staticmethod(image_ops.brightness)
 
 
+@TRANSFORMS.register
 class RandomContrast(_RandomFactor):
     """Scale contrast by a random factor in [max(0, 1 - contrast), 1 + contrast]."""
 
     kernel = staticmethod(image_ops.contrast)
 
 
+@TRANSFORMS.register
 class RandomSaturation(_RandomFactor):
     """Scale saturation by a random factor in [max(0, 1 - saturation), 1 + saturation]."""
 
     kernel = staticmethod(image_ops.saturation)
 
 
+@TRANSFORMS.register
 class RandomHue(_RandomFactor):
     """Rotate the hue by a random number of turns in [max(0, 1 - hue), 1 + hue] (MXNet's
     range: a whole turn plus up to ``hue`` either way)."""
@@ -244,6 +269,7 @@ class RandomHue(_RandomFactor):
     kernel = staticmethod(image_ops.hue)
 
 
+@TRANSFORMS.register
 class RandomColorJitter(_ArrayTransform):
     """Brightness, contrast, saturation and hue jitter, in a random order; each factor is
     ``1 + U(-amount, amount)`` (hue: ``U(-hue, hue)`` turns); an amount of 0 skips it."""
@@ -265,6 +291,7 @@ class RandomColorJitter(_ArrayTransform):
         return x
 
 
+@TRANSFORMS.register
 class RandomLighting(_ArrayTransform):
     """AlexNet-style PCA lighting noise, weights drawn from N(0, ``alpha``)."""
 
@@ -295,5 +322,5 @@ __all__ = [
     "Cast", "CenterCrop", "Compose", "CropResize", "Normalize", "RandomApply", "RandomBrightness",
     "RandomColorJitter", "RandomContrast", "RandomFlipLeftRight", "RandomFlipTopBottom",
     "RandomHue", "RandomLighting", "RandomResizedCrop", "RandomSaturation", "Resize",
-    "ToTensor",
+    "TRANSFORMS", "ToTensor", "create",
 ]

@@ -12,7 +12,9 @@ mean/std normalisation to NCHW float32, batch 128, shuffled, 2 workers each:
   random crop, RandomFlipLeftRight, ToTensor, Normalize), the Gluon way.
 
 Each round times every contender in turn over ``--passes`` full passes after one warm-up
-pass; figures are the median images/s over the rounds (target: engine >= mxnet).
+pass; figures are the median images/s over the rounds (target: engine >= mxnet), and the
+CPU time each spent per image (all its threads/processes, warm-up included), which says
+more than images/s when the machine is shared.
 
 Then a small CNN (Conv16-ReLU-Pool-Conv32-ReLU-Pool-Dense10, SGD) trains on the
 engine-iter batches for ``--steps`` steps and the fraction of the loop spent waiting for the
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -74,11 +77,13 @@ def iter_kwargs(path: str) -> dict:
 
 
 MXNET_CODE = """
-import time
+import resource, time
 import mxnet as mx
+cpu0 = resource.getrusage(resource.RUSAGE_SELF)
 it = mx.io.ImageRecordIter(**{kwargs})
+total = 0
 for b in it:
-    pass
+    total += b.data[0].shape[0] - b.pad
 rates = []
 for p in range({passes}):
     it.reset()
@@ -87,40 +92,57 @@ for p in range({passes}):
         n += b.data[0].shape[0] - b.pad
     b.data[0].wait_to_read()
     rates.append(n / (time.perf_counter() - start))
+    total += n
+del it
+cpu1 = resource.getrusage(resource.RUSAGE_SELF)
 result['rate'] = sum(rates) / len(rates)
+result['cpu_us'] = 1e6 * (cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime) / total
 """
 
 
-def time_mxnet(path: str, passes: int) -> float:
+def time_mxnet(path: str, passes: int) -> tuple[float, float]:
     code = MXNET_CODE.replace("{kwargs}", repr(iter_kwargs(path))).replace("{passes}",
                                                                           str(passes))
-    return float(run_in_anchor("mxnet", code, threads=WORKERS, timeout=600).json["rate"])
+    run = run_in_anchor("mxnet", code, threads=WORKERS, timeout=600)
+    return float(run.json["rate"]), float(run.json["cpu_us"])
 
 
-def time_passes(batches, passes: int) -> float:
-    for _ in batches():  # warm-up: workers started, files in the page cache
-        pass
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have ended (the workers)."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                             resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def time_passes(make, passes: int) -> tuple[float, float]:
+    """(images/s over the timed passes, CPU µs per image over the loader's whole life,
+    workers included)."""
+    cpu = cpu_seconds()
+    batches, close = make()
+    total = sum(data.shape[0] - pad for data, pad in batches())  # warm-up pass
     rates = []
     for _ in range(passes):
         start, n = time.perf_counter(), 0
         for data, pad in batches():
             n += data.shape[0] - pad
         rates.append(n / (time.perf_counter() - start))
-    return sum(rates) / len(rates)
+        total += n
+    close()
+    return sum(rates) / len(rates), 1e6 * (cpu_seconds() - cpu) / total
 
 
-def time_engine_iter(path: str, passes: int) -> float:
-    it = engine.io.ImageRecordIter(**iter_kwargs(path))
+def time_engine_iter(path: str, passes: int) -> tuple[float, float]:
+    def make():
+        it = engine.io.ImageRecordIter(**iter_kwargs(path))
 
-    def batches():
-        it.reset()
-        for b in it:
-            yield b.data[0], b.pad
+        def batches():
+            it.reset()
+            for b in it:
+                yield b.data[0], b.pad
 
-    try:
-        return time_passes(batches, passes)
-    finally:
-        it.close()
+        return batches, it.close
+
+    return time_passes(make, passes)
 
 
 def gluon_loader(path: str):
@@ -137,17 +159,17 @@ def gluon_loader(path: str):
                       last_batch="discard")
 
 
-def time_engine_gluon(path: str, passes: int) -> float:
-    loader = gluon_loader(path)
+def time_engine_gluon(path: str, passes: int) -> tuple[float, float]:
+    def make():
+        loader = gluon_loader(path)
 
-    def batches():
-        for data, _ in loader:
-            yield data, 0
+        def batches():
+            for data, _ in loader:
+                yield data, 0
 
-    try:
-        return time_passes(batches, passes)
-    finally:
-        loader.close()
+        return batches, loader.close
+
+    return time_passes(make, passes)
 
 
 def data_wait_fraction(path: str, steps: int) -> tuple[float, float, float]:
@@ -209,16 +231,20 @@ def main() -> None:
         else:
             print("(MXNet anchor not built: bench/setup; engine figures only)")
         rates: dict[str, list[float]] = {name: [] for name in contenders}
+        cpus: dict[str, list[float]] = {name: [] for name in contenders}
         for _ in range(args.rounds):
             for name, timer in contenders.items():
-                rates[name].append(timer(path, args.passes))
+                rate, cpu = timer(path, args.passes)
+                rates[name].append(rate)
+                cpus[name].append(cpu)
         medians = {name: statistics.median(values) for name, values in rates.items()}
+        cpu_medians = {name: statistics.median(values) for name, values in cpus.items()}
         for name, values in rates.items():
-            line = f"{name:13s} {medians[name]:9.0f} images/s  (rounds: "
-            line += ", ".join(f"{v:.0f}" for v in values) + ")"
+            line = (f"{name:13s} {medians[name]:9.0f} images/s  "
+                    f"{cpu_medians[name]:5.1f} CPU us/image")
             if "mxnet" in medians and name != "mxnet":
-                line += f"  {medians[name] / medians['mxnet']:.2f}x mxnet"
-            print(line)
+                line += f"  ({medians[name] / medians['mxnet']:.2f}x mxnet's images/s)"
+            print(line + "  rounds: " + ", ".join(f"{v:.0f}" for v in values))
         wait, step_ms, rate = data_wait_fraction(path, args.steps)
         print(f"small CNN on engine-iter batches: {100 * wait:.1f}% of the loop waiting for "
               f"data ({step_ms:.0f} ms/step, {rate:.0f} images/s; target < 5%)")

@@ -9,9 +9,11 @@ layout (dtypes, shapes, nesting), all plain values. The parent copies the arrays
 its own long-lived mapping of the block. A worker never gets far enough ahead to reuse a
 block whose batch the parent has not read.
 
-Each worker reseeds ``engine.random`` (and numpy's and Python's global generators) from a
-seed the parent draws when it starts the pool, so random augmentations differ between
-workers yet repeat under ``engine.random.seed``.
+Before each batch the worker reseeds ``engine.random`` (and numpy's and Python's global
+generators) from the pass's seed and the batch's number, both chosen by the parent, so a
+batch's random augmentations do not depend on which worker builds it: they repeat under
+``engine.random.seed``, and with a seeded DataLoader they are a pure function of
+(seed, epoch, batch), so a job resumed mid-epoch sees the same batches.
 """
 
 from __future__ import annotations
@@ -152,8 +154,20 @@ def _remove_blocks(prefix: str) -> None:
                 pass
 
 
+def batch_seed(pass_seed: int, number: int) -> int:
+    """The seed of batch ``number`` of a pass (a 63-bit int from both)."""
+    state = numpy.random.SeedSequence([pass_seed, number]).generate_state(2, numpy.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1]))
+
+
+def _seed_everything(seed: int) -> None:
+    _random.seed(seed)
+    numpy.random.seed(seed % 2**32)
+    _py_random.seed(seed)
+
+
 def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Connection,
-                 seed: int, prefix: str, slots_count: int) -> None:
+                 prefix: str, slots_count: int) -> None:
     slots = _Slots(prefix, slots_count)
     if hasattr(os, "SCHED_BATCH"):
         # a worker woken by a new task must not preempt the training loop that sent it:
@@ -161,15 +175,13 @@ def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Co
         # (~4 ms of every step on a busy 2-core machine); SCHED_BATCH keeps the worker's
         # fair share of the CPU but gives up that preemption
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    _random.seed(seed)
-    numpy.random.seed(seed % 2**32)
-    _py_random.seed(seed)
     while True:
         task = tasks.get()
         if task is None:
             return
-        key, indices = task
+        key, indices, seed = task
         try:
+            _seed_everything(seed)
             results.send((key, *slots.write(make_batch(indices))))
         except Exception:  # the parent re-raises it with the traceback
             results.send((key, None, traceback.format_exc(), None))
@@ -191,13 +203,12 @@ class ProcessPool:
         # no feeder threads: a Queue's feeder thread in a worker waits for the GIL while the
         # worker builds its next batch, which delayed finished batches by up to tens of ms
         self._tasks = context.SimpleQueue()
-        base = int(_random.generator().integers(0, 2**62))
         self._workers = []
         self._results: list[Connection] = []
         for i in range(num_workers):
             reader, writer = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_loop, daemon=True,
-                                     args=(make_batch, self._tasks, writer, base + i,
+                                     args=(make_batch, self._tasks, writer,
                                            f"{self._prefix}-w{i}", ahead + 2),
                                      name=f"rudder-dataloader-{i}")
             worker.start()
@@ -215,8 +226,9 @@ class ProcessPool:
             _discard_ready(self._ready.pop(key))
         return self._generation
 
-    def submit(self, generation: int, number: int, indices: list[int]) -> None:
-        self._tasks.put(((generation, number), list(indices)))
+    def submit(self, generation: int, number: int, indices: list[int], seed: int) -> None:
+        """Ask for batch ``number`` of this pass, its random draws seeded with ``seed``."""
+        self._tasks.put(((generation, number), list(indices), seed))
 
     def result(self, generation: int, number: int, timeout: float) -> Any:
         """The batch ``number`` of this pass, waiting up to ``timeout`` seconds for it."""

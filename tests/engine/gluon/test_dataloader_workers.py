@@ -95,3 +95,22 @@ def test_no_shared_memory_is_left_behind_after_an_abandoned_pass():
     assert len(list(loader)) == 8  # the next pass ignores the old pass's batches
     loader.close()
     assert shm_entries() - before == set()
+
+
+def _load_in_a_daemon(connection):
+    loader = DataLoader(Draws(), batch_size=4, num_workers=2)
+    batches = [x.shape[0] for x, _ in loader]
+    connection.send((batches, loader._processes is None))
+
+
+def test_a_daemon_process_falls_back_to_threads():
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_load_in_a_daemon, args=(writer,), daemon=True)
+    child.start()
+    assert reader.poll(60)
+    batches, used_threads = reader.recv()
+    child.join(10)
+    assert batches == [4, 4, 4, 4] and used_threads  # daemons may not have children

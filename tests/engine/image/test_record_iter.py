@@ -132,3 +132,11 @@ def test_unsupported_parameters_are_refused_by_name(tmp_path):
     it = ImageRecordIter(path_imgrec=path, data_shape=(3, 30, 8), batch_size=2,
                          preprocess_threads=0)
     assert next(it).data[0].shape == (2, 3, 30, 8)  # enlarged to fit, as MXNet does
+
+
+@needs_mxnet
+def test_grayscale_batches_within_one_level(tmp_path):
+    path, _ = write_rec(tmp_path, count=4, fmt=".jpg")
+    kwargs = dict(path_imgrec=path, data_shape=(1, 10, 10), batch_size=4, mean_r=100.0,
+                  std_r=50.0, preprocess_threads=1)
+    compare_with_mxnet(kwargs, tolerance=1 / 50 + 1e-6)

@@ -140,3 +140,22 @@ def test_grayscale_batches_within_one_level(tmp_path):
     kwargs = dict(path_imgrec=path, data_shape=(1, 10, 10), batch_size=4, mean_r=100.0,
                   std_r=50.0, preprocess_threads=1)
     compare_with_mxnet(kwargs, tolerance=1 / 50 + 1e-6)
+
+
+def test_module_fit_learns_from_image_records(tmp_path):
+    import engine as mx
+
+    path = str(tmp_path / "two.rec")
+    writer = recordio.MXIndexedRecordIO(path[:-4] + ".idx", path, "w")
+    for i in range(64):  # class 1 is bright, class 0 dark
+        pixels = np.full((10, 10, 3), 200 * (i % 2), np.uint8)
+        writer.write_idx(i, recordio.pack_img((0, float(i % 2), i, 0), pixels, img_fmt=".png"))
+    writer.close()
+    it = ImageRecordIter(path_imgrec=path, data_shape=(3, 8, 8), batch_size=16, rand_crop=True,
+                         rand_mirror=True, scale=1 / 255, preprocess_threads=2)
+    net = mx.sym.FullyConnected(mx.sym.flatten(mx.sym.Variable("data")), num_hidden=2)
+    mod = mx.mod.Module(mx.sym.SoftmaxOutput(net, name="softmax"), context=mx.cpu())
+    mod.fit(it, num_epoch=3, optimizer="sgd", optimizer_params={"learning_rate": 0.5})
+    it.reset()
+    assert mod.score(it, "acc")[0][1] == 1.0
+    it.close()

@@ -261,12 +261,12 @@ def _concat(a: NDArray, b: NDArray) -> NDArray:
 
 def __getattr__(name: str) -> Any:
     # ImageRecordIter needs Pillow: imported on first use so `engine.io` stays light
-    if name == "ImageRecordIter":
-        from .image.record_iter import ImageRecordIter
+    if name in ("ImageRecordIter", "ImageRecordUInt8Iter"):
+        from .image import record_iter
 
-        return ImageRecordIter
+        return getattr(record_iter, name)
     raise AttributeError(f"module 'engine.io' has no attribute {name!r}")
 
 
 __all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]
-__all__ += ["ImageRecordIter"]  # noqa: F822 - provided by __getattr__
+__all__ += ["ImageRecordIter", "ImageRecordUInt8Iter"]  # noqa: F822 - from __getattr__

@@ -159,3 +159,17 @@ def test_module_fit_learns_from_image_records(tmp_path):
     it.reset()
     assert mod.score(it, "acc")[0][1] == 1.0
     it.close()
+
+
+@needs_mxnet
+def test_uint8_iterator_gives_mxnets_raw_pixels(tmp_path):
+    path, _ = write_rec(tmp_path, count=6)
+    kwargs = dict(path_imgrec=path, data_shape=(3, 9, 11), batch_size=3, preprocess_threads=1)
+    run = run_mxnet(
+        f"it = mx.io.ImageRecordUInt8Iter(**{kwargs!r})\n"
+        "outputs['d'] = np.concatenate([b.data[0].asnumpy() for b in it])\n")
+    from engine.io import ImageRecordUInt8Iter
+
+    ours = np.concatenate([b.data[0].asnumpy() for b in ImageRecordUInt8Iter(**kwargs)])
+    assert ours.dtype == np.uint8 == run["d"].dtype
+    np.testing.assert_array_equal(ours, run["d"])

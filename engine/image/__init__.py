@@ -14,6 +14,7 @@ said otherwise. Interpolation codes follow MXNet/OpenCV: 0 nearest, 1 bilinear,
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -25,13 +26,15 @@ from ..ndarray.ndarray import NDArray
 from .codec import ImageDecodeError, decode, decode_bgr, encode, encode_bgr
 from .resize import resize as _resize
 
+_CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
 
 def _numpy(src: Any) -> numpy.ndarray:
     return src.asnumpy() if isinstance(src, NDArray) else numpy.asarray(src)
 
 
 def _wrap(array: numpy.ndarray) -> NDArray:
-    return NDArray(array, cpu())  # decoded images live on the cpu, as in MXNet
+    return NDArray(array, _CPU)  # decoded images live on the cpu, as in MXNet
 
 
 def imdecode(buf: Any, flag: int = 1, to_rgb: int = 1, out: Any = None) -> NDArray:
@@ -136,11 +139,12 @@ def random_size_crop(src: Any, size: tuple[int, int], area: Any, ratio: tuple[fl
     if isinstance(area, (int, float)):
         area = (area, 1.0)
     rng = _random.generator()
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
     for _ in range(10):
         target_area = rng.uniform(area[0], area[1]) * h * w
-        new_ratio = numpy.exp(rng.uniform(numpy.log(ratio[0]), numpy.log(ratio[1])))
-        new_w = int(round(numpy.sqrt(target_area * new_ratio)))
-        new_h = int(round(numpy.sqrt(target_area / new_ratio)))
+        new_ratio = math.exp(rng.uniform(*log_ratio))
+        new_w = int(round(math.sqrt(target_area * new_ratio)))
+        new_h = int(round(math.sqrt(target_area / new_ratio)))
         if new_w <= w and new_h <= h:
             x0 = int(rng.integers(0, w - new_w + 1))
             y0 = int(rng.integers(0, h - new_h + 1))

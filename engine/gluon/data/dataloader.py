@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy
 
+from ... import random as _random
 from ...ndarray.ndarray import NDArray
 from .dataset import ArrayDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
-from .worker_pool import ProcessPool, processes_available
+from .worker_pool import ProcessPool, batch_seed, processes_available
 
 
 def default_batchify_fn(data: list[Any]) -> Any:
@@ -88,6 +89,8 @@ class DataLoader:
         self._pin_memory = pin_memory
         self._pool: ThreadPoolExecutor | None = None
         self._processes: ProcessPool | None = None
+        self._seed = seed
+        self._epoch = 0
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -120,8 +123,10 @@ class DataLoader:
         self._iter = None
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next iteration yield epoch ``epoch``'s order (with a seeded shuffle)."""
+        """Make the next iteration yield epoch ``epoch``'s order (with a seeded shuffle) and,
+        in worker processes, its augmentations."""
         self._batch_sampler.set_epoch(epoch)
+        self._epoch = int(epoch)
 
     def __iter__(self) -> Iterator[Any]:
         if self._iter is None and not self.auto_reload and self._num_workers == 0:
@@ -159,15 +164,16 @@ class DataLoader:
         return not self._thread_pool and self._bulk is None and processes_available()
 
     def _process_batches(self) -> Iterator[Any]:
+        ahead = max(self._prefetch, 1)
         if self._processes is None:
-            self._processes = ProcessPool(self._make_batch, self._num_workers)
+            self._processes = ProcessPool(self._make_batch, self._num_workers, ahead)
         pool = self._processes
         generation = pool.new_pass()
-        # as with threads: indices drawn here in order, at most `prefetch` batches ahead
-        ahead = max(self._prefetch, 1)
+        # as with threads: indices drawn here in order, at most `ahead` batches ahead
         submitted = taken = 0
+        pass_seed = self._pass_seed()
         for indices in self._batch_sampler:
-            pool.submit(generation, submitted, indices)
+            pool.submit(generation, submitted, indices, batch_seed(pass_seed, submitted))
             submitted += 1
             if submitted - taken > ahead:
                 yield pool.result(generation, taken, self._timeout)
@@ -175,6 +181,14 @@ class DataLoader:
         while taken < submitted:
             yield pool.result(generation, taken, self._timeout)
             taken += 1
+
+    def _pass_seed(self) -> int:
+        """Seed of this pass's augmentations in worker processes: from (seed, epoch) for a
+        seeded loader, else a draw from engine.random."""
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        if self._seed is not None:
+            return batch_seed(int(self._seed), epoch)
+        return int(_random.generator().integers(0, 2**62))
 
     def close(self) -> None:
         """Stop the worker processes/threads now (they are also stopped when the loader is

@@ -23,26 +23,34 @@ class Draws(Dataset):
 
 
 def shm_entries():
-    return {name for name in os.listdir("/dev/shm") if name.startswith("psm_")}
+    return {name for name in os.listdir("/dev/shm") if name.startswith("rudder-dl-")}
 
 
-def test_each_worker_draws_its_own_random_numbers_and_a_seed_repeats_them():
-    def run():
-        engine.random.seed(5)
-        loader = DataLoader(Draws(), batch_size=2, num_workers=2)
-        per_worker = {}
-        for x, pid in loader:
-            for value, p in zip(x.asnumpy().tolist(), pid.asnumpy().tolist(), strict=True):
-                per_worker.setdefault(p, []).append(value)
-        loader.close()
-        return list(per_worker.values())
+def draws(num_workers, seed=None, epoch=None):
+    loader = DataLoader(Draws(), batch_size=2, num_workers=num_workers, seed=seed)
+    if epoch is not None:
+        loader.set_epoch(epoch)
+    values = [v for x, _ in loader for v in x.asnumpy().tolist()]
+    loader.close()
+    return values
 
-    first, second = run(), run()
-    values = [v for stream in first for v in stream]
-    assert len(set(values)) == len(values) == 16  # forked workers did not share one stream
-    # which worker takes which batch varies, but each worker's stream repeats under the seed
-    for stream in second:
-        assert any(stream[:len(s)] == s[:len(stream)] for s in first)
+
+def test_augmentations_do_not_depend_on_which_worker_builds_a_batch():
+    engine.random.seed(5)
+    first = draws(2)
+    assert len(set(first)) == len(first) == 16  # workers do not share one stream
+    engine.random.seed(5)
+    assert draws(2) == first
+    engine.random.seed(5)
+    assert draws(3) == first  # per-batch seeds: the worker count does not matter
+
+
+def test_a_seeded_loader_replays_an_epochs_augmentations():
+    engine.random.seed(1)
+    epoch3 = draws(2, seed=42, epoch=3)
+    engine.random.seed(99)  # the engine's generator does not matter with a loader seed
+    assert draws(1, seed=42, epoch=3) == epoch3
+    assert draws(2, seed=42, epoch=4) != epoch3
 
 
 def test_a_failing_sample_reports_the_workers_traceback():
@@ -87,3 +95,22 @@ def test_no_shared_memory_is_left_behind_after_an_abandoned_pass():
     assert len(list(loader)) == 8  # the next pass ignores the old pass's batches
     loader.close()
     assert shm_entries() - before == set()
+
+
+def _load_in_a_daemon(connection):
+    loader = DataLoader(Draws(), batch_size=4, num_workers=2)
+    batches = [x.shape[0] for x, _ in loader]
+    connection.send((batches, loader._processes is None))
+
+
+def test_a_daemon_process_falls_back_to_threads():
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_load_in_a_daemon, args=(writer,), daemon=True)
+    child.start()
+    assert reader.poll(60)
+    batches, used_threads = reader.recv()
+    child.join(10)
+    assert batches == [4, 4, 4, 4] and used_threads  # daemons may not have children

@@ -154,3 +154,31 @@ def test_bad_inputs_are_clear_errors():
         transforms.Normalize((0.1, 0.2), 1.0)(np.zeros((3, 2, 2), np.float32))
     with pytest.raises(ValueError, match=r"\(height, width, channels\)"):
         transforms.ToTensor()(np.zeros((2, 2), np.uint8))
+
+
+@needs_mxnet
+def test_crop_resize_matches_mxnet():
+    run = run_mxnet(
+        "x = nd.array(inputs['img'], dtype='uint8')\n"
+        "T = gluon.data.vision.transforms\n"
+        "outputs['crop'] = T.CropResize(3, 2, 10, 7)(x)\n"
+        # MXNet 1.9.1 passes interpolation=None on to its resize op, which refuses it
+        "outputs['crop_resize'] = T.CropResize(3, 2, 10, 7, size=(5, 4), interpolation=1)(x)\n",
+        {"img": IMG})
+    np.testing.assert_array_equal(transforms.CropResize(3, 2, 10, 7)(IMG), run["crop"])
+    ours = transforms.CropResize(3, 2, 10, 7, size=(5, 4))(IMG).astype(int)
+    assert np.abs(ours - run["crop_resize"].astype(int)).max() <= 1
+    with pytest.raises(ValueError, match="exceeds the 24x20 image"):
+        transforms.CropResize(20, 0, 10, 7)(IMG)
+
+
+def test_transforms_are_created_by_name_for_job_specs():
+    pipeline = transforms.Compose([transforms.create("Resize", size=8),
+                                   transforms.create("totensor"),
+                                   transforms.create("NORMALIZE", mean=0.5, std=0.5)])
+    assert pipeline(IMG).shape == (3, 8, 8)
+    assert "randomcolorjitter" in transforms.TRANSFORMS
+    with pytest.raises(ValueError, match="unknown transform 'Rotate'"):
+        transforms.create("Rotate", rotation_degrees=30)
+    with pytest.raises(TypeError):
+        transforms.create("Resize", width=3)

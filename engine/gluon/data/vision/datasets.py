@@ -31,6 +31,8 @@ from ....ndarray.ndarray import NDArray
 from ...data.dataset import Dataset
 from ..record_dataset import RecordFileDataset
 
+_CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
 Transform = Callable[[Any, Any], Any]
 
 
@@ -43,7 +45,7 @@ def _missing(root: str, names: Sequence[str], dataset: str) -> FileNotFoundError
 class _InMemoryImages(Dataset):
     """Images and labels held as numpy arrays; samples are (NDArray image, label)."""
 
-    _data: numpy.ndarray
+    _images: numpy.ndarray
     _label: numpy.ndarray
 
     def __init__(self, root: str, transform: Transform | None) -> None:
@@ -58,7 +60,7 @@ class _InMemoryImages(Dataset):
         return len(self._label)
 
     def __getitem__(self, idx: int) -> Any:
-        data, label = NDArray(self._data[idx], cpu()), self._label[idx]
+        data, label = NDArray(self._images[idx], _CPU), self._label[idx]
         if self._transform is not None:
             return self._transform(data, label)
         return data, label
@@ -113,7 +115,7 @@ class MNIST(_InMemoryImages):
         data = _read_idx_file(data_path, 2051, 3)
         if len(data) != len(label):
             raise ValueError(f"{self._name}: {len(data)} images but {len(label)} labels")
-        self._data = data.reshape(len(label), data.shape[1], data.shape[2], 1)
+        self._images = data.reshape(len(label), data.shape[1], data.shape[2], 1)
         self._label = label
 
 
@@ -166,7 +168,7 @@ class CIFAR10(_InMemoryImages):
             rows = raw.reshape(-1, width)
             data.append(rows[:, self._label_bytes:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
             label.append(rows[:, self._label_column()].astype(numpy.int32))
-        self._data = numpy.ascontiguousarray(numpy.concatenate(data))
+        self._images = numpy.ascontiguousarray(numpy.concatenate(data))
         self._label = numpy.concatenate(label)
 
 
@@ -206,7 +208,7 @@ class ImageRecordDataset(RecordFileDataset):
         from .... import recordio
 
         header, payload = recordio.unpack(super().__getitem__(idx))
-        img = NDArray(image.decode(payload, self._flag), cpu())
+        img = NDArray(image.decode(payload, self._flag), _CPU)
         if self._transform is not None:
             return self._transform(img, header.label)
         return img, header.label
@@ -300,7 +302,7 @@ class ImageListDataset(Dataset):
 
     def __getitem__(self, idx: int) -> Any:
         label, path = self._items[idx]
-        return image.imread(path, self._flag), NDArray(label, cpu())
+        return image.imread(path, self._flag), NDArray(label, _CPU)
 
 
 __all__ = ["CIFAR10", "CIFAR100", "FashionMNIST", "ImageFolderDataset", "ImageListDataset",

@@ -11,6 +11,8 @@ results are bit-identical where MXNet is deterministic, including its quirks:
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy
 
 F32 = numpy.float32
@@ -44,18 +46,28 @@ def normalize(x: numpy.ndarray, mean: tuple[float, ...], std: tuple[float, ...])
         raise ValueError(f"Input tensor must have shape (channels, height, width), or "
                          f"(N, channels, height, width), but got {x.shape}")
     channels = x.shape[0] if x.ndim == 3 else x.shape[1]
+    m, s = _channel_constants(tuple(mean), tuple(std), channels, x.shape)
+    dtype = x.dtype if x.dtype.kind == "f" else numpy.dtype(F32)
+    if dtype != F32:
+        m, s = m.astype(dtype), s.astype(dtype)
+    out = numpy.subtract(x, m, dtype=dtype)
+    out /= s
+    return out
+
+
+@lru_cache(maxsize=64)
+def _channel_constants(mean: tuple[float, ...], std: tuple[float, ...], channels: int,
+                       shape: tuple[int, ...]) -> tuple[numpy.ndarray, numpy.ndarray]:
     if channels not in (1, 3):
         raise ValueError(f"The channel dimension must have 1 or 3 elements, but got input with "
-                         f"shape {x.shape}")
+                         f"shape {shape}")
     for name, values in (("mean", mean), ("std", std)):
         if len(values) not in (1, channels):
-            raise ValueError(f"Invalid {name} for input with shape {x.shape}. {name} must have "
+            raise ValueError(f"Invalid {name} for input with shape {shape}. {name} must have "
                              f"either 1 or {channels} elements, but got {tuple(values)}")
-    shape = (-1, 1, 1)
-    m = numpy.broadcast_to(numpy.asarray(mean, F32), (channels,)).reshape(shape)
-    s = numpy.broadcast_to(numpy.asarray(std, F32), (channels,)).reshape(shape)
-    dtype = x.dtype if x.dtype.kind == "f" else F32
-    return ((x.astype(dtype, copy=False) - m.astype(dtype)) / s.astype(dtype)).astype(dtype)
+    m = numpy.broadcast_to(numpy.asarray(mean, F32), (channels,)).reshape(-1, 1, 1).copy()
+    s = numpy.broadcast_to(numpy.asarray(std, F32), (channels,)).reshape(-1, 1, 1).copy()
+    return m, s
 
 
 def _image_check(x: numpy.ndarray) -> None:

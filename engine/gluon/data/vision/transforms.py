@@ -11,6 +11,8 @@ values (see :mod:`.image_ops`); random ones draw from ``engine.random``, so
 ...                         transforms.Normalize(0.5, 0.25)])
 >>> t(np.full((8, 6, 3), 255, np.uint8)).shape
 (3, 4, 4)
+>>> type(transforms.create("randomflipleftright")).__name__
+'RandomFlipLeftRight'
 """
 
 from __future__ import annotations
@@ -25,9 +27,21 @@ from .... import random as _random
 from ....context import cpu
 from ....image.resize import resize as _resize
 from ....ndarray.ndarray import NDArray
+from ....registry import Registry
 from ...block import Block
 from ...nn import Sequential
 from . import image_ops
+
+_CPU = cpu()  # one context object for all the arrays made here (not one per image)
+
+
+TRANSFORMS = Registry("transform")
+"""The transforms a job spec may name (every one that takes plain parameters)."""
+
+
+def create(name: str, **kwargs: Any) -> Block:
+    """A transform from its class name, case-insensitive: ``create("resize", size=32)``."""
+    return TRANSFORMS.create(name, **kwargs)
 
 
 def _as_numpy(x: Any) -> numpy.ndarray:
@@ -35,7 +49,7 @@ def _as_numpy(x: Any) -> numpy.ndarray:
 
 
 def _like(result: numpy.ndarray, x: Any) -> Any:
-    return NDArray(result, cpu()) if isinstance(x, NDArray) else result
+    return NDArray(result, _CPU) if isinstance(x, NDArray) else result
 
 
 class _ArrayTransform(Block):
@@ -57,6 +71,7 @@ class Compose(Sequential):
             self.add(transform)
 
 
+@TRANSFORMS.register
 class Cast(_ArrayTransform):
     """Cast to ``dtype``."""
 
@@ -68,6 +83,7 @@ class Cast(_ArrayTransform):
         return x.astype(self._dtype)
 
 
+@TRANSFORMS.register
 class ToTensor(_ArrayTransform):
     """HWC (or NHWC) in [0, 255] → CHW (NCHW) float32 in [0, 1)."""
 
@@ -75,6 +91,7 @@ class ToTensor(_ArrayTransform):
         return image_ops.to_tensor(x)
 
 
+@TRANSFORMS.register
 class Normalize(_ArrayTransform):
     """``(x - mean) / std`` per channel of a CHW (or NCHW) tensor."""
 
@@ -95,6 +112,7 @@ def _size_pair(size: int | Sequence[int]) -> tuple[int, int]:
     return int(w), int(h)
 
 
+@TRANSFORMS.register
 class Resize(_ArrayTransform):
     """Resize to ``size`` (an int: square, or the short side with ``keep_ratio``; a pair:
     (width, height))."""
@@ -125,6 +143,7 @@ class Resize(_ArrayTransform):
         return _resize(x, w, h, self._interpolation)
 
 
+@TRANSFORMS.register
 class CenterCrop(_ArrayTransform):
     """Crop the center ``size`` (int, or (width, height)); upsample if the image is smaller."""
 
@@ -137,6 +156,36 @@ class CenterCrop(_ArrayTransform):
         return image.center_crop(x, self._size, self._interpolation)[0].asnumpy()
 
 
+@TRANSFORMS.register
+class CropResize(_ArrayTransform):
+    """Crop the box at (``x``, ``y``) of ``width`` x ``height``; with ``size`` (an int: square,
+    or (width, height)), resize the crop to it (``interpolation`` None means bilinear; MXNet
+    1.9.1 itself fails on None when resizing)."""
+
+    def __init__(self, x: int, y: int, width: int, height: int,
+                 size: int | Sequence[int] | None = None,
+                 interpolation: int | None = None) -> None:
+        super().__init__()
+        self._box = (int(x), int(y), int(width), int(height))
+        self._size = None if size is None else _size_pair(size)
+        self._interpolation = 1 if interpolation is None else interpolation
+
+    def apply(self, x: numpy.ndarray) -> numpy.ndarray:
+        left, top, width, height = self._box
+        rows, cols = (x.shape[0], x.shape[1]) if x.ndim == 3 else (x.shape[1], x.shape[2])
+        if left < 0 or top < 0 or left + width > cols or top + height > rows:
+            raise ValueError(f"crop box (x={left}, y={top}, width={width}, height={height}) "
+                             f"exceeds the {cols}x{rows} image")
+        out = x[top:top + height, left:left + width] if x.ndim == 3 else \
+            x[:, top:top + height, left:left + width]
+        if self._size is None:
+            return numpy.ascontiguousarray(out)
+        if out.ndim == 4:
+            return numpy.stack([_resize(item, *self._size, self._interpolation) for item in out])
+        return _resize(out, *self._size, self._interpolation)
+
+
+@TRANSFORMS.register
 class RandomResizedCrop(_ArrayTransform):
     """Crop a random area (``scale`` of the image) with a random aspect ratio (``ratio``)
     and resize it to ``size``."""
@@ -161,12 +210,14 @@ class _Flip(_ArrayTransform):
         return numpy.ascontiguousarray(numpy.flip(x, axis))
 
 
+@TRANSFORMS.register
 class RandomFlipLeftRight(_Flip):
     """Mirror the image left-right with probability 1/2."""
 
     axis = 1
 
 
+@TRANSFORMS.register
 class RandomFlipTopBottom(_Flip):
     """Flip the image upside down with probability 1/2."""
 
@@ -189,24 +240,28 @@ class _RandomFactor(_ArrayTransform):
         raise NotImplementedError
 
 
+@TRANSFORMS.register
 class RandomBrightness(_RandomFactor):
     """Scale brightness by a random factor in [max(0, 1 - brightness), 1 + brightness]."""
 
     kernel = staticmethod(image_ops.brightness)
 
 
+@TRANSFORMS.register
 class RandomContrast(_RandomFactor):
     """Scale contrast by a random factor in [max(0, 1 - contrast), 1 + contrast]."""
 
     kernel = staticmethod(image_ops.contrast)
 
 
+@TRANSFORMS.register
 class RandomSaturation(_RandomFactor):
     """Scale saturation by a random factor in [max(0, 1 - saturation), 1 + saturation]."""
 
     kernel = staticmethod(image_ops.saturation)
 
 
+@TRANSFORMS.register
 class RandomHue(_RandomFactor):
     """Rotate the hue by a random number of turns in [max(0, 1 - hue), 1 + hue] (MXNet's
     range: a whole turn plus up to ``hue`` either way)."""
@@ -214,6 +269,7 @@ class RandomHue(_RandomFactor):
     kernel = staticmethod(image_ops.hue)
 
 
+@TRANSFORMS.register
 class RandomColorJitter(_ArrayTransform):
     """Brightness, contrast, saturation and hue jitter, in a random order; each factor is
     ``1 + U(-amount, amount)`` (hue: ``U(-hue, hue)`` turns); an amount of 0 skips it."""
@@ -235,6 +291,7 @@ class RandomColorJitter(_ArrayTransform):
         return x
 
 
+@TRANSFORMS.register
 class RandomLighting(_ArrayTransform):
     """AlexNet-style PCA lighting noise, weights drawn from N(0, ``alpha``)."""
 
@@ -262,8 +319,8 @@ class RandomApply(Sequential):
 
 
 __all__ = [
-    "Cast", "CenterCrop", "Compose", "Normalize", "RandomApply", "RandomBrightness",
+    "Cast", "CenterCrop", "Compose", "CropResize", "Normalize", "RandomApply", "RandomBrightness",
     "RandomColorJitter", "RandomContrast", "RandomFlipLeftRight", "RandomFlipTopBottom",
     "RandomHue", "RandomLighting", "RandomResizedCrop", "RandomSaturation", "Resize",
-    "ToTensor",
+    "TRANSFORMS", "ToTensor", "create",
 ]

@@ -113,20 +113,22 @@ def _extract_images(archive: Path, target: Path) -> None:
 
 def build_transforms(specs: list[Any] | None, normalize: tuple[list[float], list[float]] | None
                      ) -> Any:
-    """The spec's transforms, then ToTensor if absent (the network takes CHW floats), then
-    the automatic Normalize if asked for and none was given."""
+    """The spec's transforms, with ToTensor added if absent (the network takes CHW
+    floats), then the automatic Normalize if asked for and none was given."""
     blocks = []
     names = [spec.type for spec in specs or []]
     for spec in specs or []:
         params = spec.model_dump(exclude={"type"})
-        factory = getattr(vision_transforms, spec.type)
         if isinstance(spec, transform_spec.RandomBrightness | transform_spec.RandomContrast
                       | transform_spec.RandomSaturation | transform_spec.RandomHue):
-            blocks.append(factory(*params.values()))
-        else:
-            blocks.append(factory(**params))
+            # MXNet names the amount after the transform (brightness=...); the engine's
+            # constructors share one ``amount``.
+            params = {"amount": next(iter(params.values()))}
+        blocks.append(vision_transforms.create(spec.type, **params))
     if "ToTensor" not in names:
-        blocks.append(vision_transforms.ToTensor())
+        # Before Normalize, which works on CHW tensors, as in MXNet; else last.
+        at = names.index("Normalize") if "Normalize" in names else len(blocks)
+        blocks.insert(at, vision_transforms.ToTensor())
     if normalize is not None and "Normalize" not in names:
         blocks.append(vision_transforms.Normalize(*normalize))
     return vision_transforms.Compose(blocks)

@@ -116,3 +116,23 @@ def test_an_uploaded_recordio_trains_through_the_cache(home: Path, channel: Chan
     cache = home / "cache" / "datasets" / dataset_id
     assert (cache / "data.rec").read_bytes() == rec
     assert _job(job_id).latest_metrics["train_accuracy"] > 0
+
+
+def test_every_spec_transform_builds_through_the_engine_registry() -> None:
+    import typing
+
+    from core import transform_spec
+    from workers.data_sources import build_transforms
+
+    examples = {"Normalize": {"mean": [0.5, 0.4, 0.3], "std": 0.2}, "Resize": {"size": 6},
+                "CenterCrop": {"size": 4}, "RandomResizedCrop": {"size": 4},
+                "RandomBrightness": {"brightness": 0.3}, "RandomContrast": {"contrast": 0.3},
+                "RandomSaturation": {"saturation": 0.3}, "RandomHue": {"hue": 0.1},
+                "Cast": {"dtype": "float32"}}
+    (union, _) = typing.get_args(transform_spec.Transform)
+    for model in typing.get_args(union):
+        name = model.model_fields["type"].annotation.__args__[0]
+        spec = model(type=name, **examples.get(name, {}))
+        pipeline = build_transforms([spec], None)
+        image = np.full((8, 8, 3), 128, np.uint8)
+        assert pipeline(image).shape[0] in (1, 3), name  # ends CHW (ToTensor appended)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,22 +252,34 @@ class Client:
         return self._request("DELETE", f"/v1/datasets/uploads/{upload_id}")
 
     def send_parts(self, upload: dict[str, Any], paths: dict[str, Path],
-                   on_part: Callable[[int], None] | None = None) -> None:
-        """Send every part the upload is missing, read from ``paths`` (by file name) one
-        part at a time; ``on_part(bytes)`` after each."""
+                   on_part: Callable[[int], None] | None = None,
+                   connections: int = 2) -> None:
+        """Send every part the upload is missing, read from ``paths`` (by file name), over
+        ``connections`` parallel requests (so at most that many parts are in memory);
+        ``on_part(bytes)`` after each."""
         size = int(upload["part_size"])
         missing = set(upload["missing"])
-        for planned in upload["files"]:
-            with open(paths[planned["path"]], "rb") as handle:
-                for index in range(int(planned["parts"])):
-                    number = int(planned["first_part"]) + index
-                    if number not in missing:
-                        continue
-                    handle.seek(index * size)
-                    data = handle.read(size)
-                    self.put_part(upload["id"], number, data)
-                    if on_part is not None:
-                        on_part(len(data))
+        todo = [(paths[planned["path"]], int(planned["first_part"]) + index, index * size)
+                for planned in upload["files"] for index in range(int(planned["parts"]))
+                if int(planned["first_part"]) + index in missing]
+
+        def send(item: tuple[Path, int, int]) -> int:
+            path, number, offset = item
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                data = handle.read(size)
+            self.put_part(upload["id"], number, data)
+            return len(data)
+
+        pool = ThreadPoolExecutor(max(1, connections), thread_name_prefix="rudder-upload")
+        try:
+            for sent in pool.map(send, todo):
+                if on_part is not None:
+                    on_part(sent)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)  # stop sending the rest
+            raise
+        pool.shutdown()
 
     def delete_dataset(self, dataset_id: str) -> Any:
         """Delete an uploaded data set (409 while a queued or running job uses it)."""

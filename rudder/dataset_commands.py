@@ -71,7 +71,7 @@ def _resumable_upload(client: Client, state: Path) -> dict[str, Any] | None:
 
 
 def upload_in_parts(client: Client, paths: list[Path], name: str, *, quiet: bool,
-                    part_size: int | None = None) -> dict[str, Any]:
+                    part_size: int | None = None, connections: int = 2) -> dict[str, Any]:
     state = _state_file(client.url, paths)
     upload = _resumable_upload(client, state)
     if upload is None:
@@ -88,7 +88,8 @@ def upload_in_parts(client: Client, paths: list[Path], name: str, *, quiet: bool
                   console=console(), disable=quiet, transient=False) as progress:
         task = progress.add_task(name, total=upload["total_size"], completed=received)
         advance: Callable[[int], None] = lambda n: progress.advance(task, n)  # noqa: E731
-        client.send_parts(upload, {p.name: p for p in paths}, on_part=advance)
+        client.send_parts(upload, {p.name: p for p in paths}, on_part=advance,
+                          connections=connections)
     dataset: dict[str, Any] = client.complete_upload(upload["id"])
     state.unlink(missing_ok=True)
     return dataset
@@ -113,7 +114,8 @@ def cmd_upload(args: argparse.Namespace) -> int:
             dataset = client.upload_dataset(path, name=name)
         else:
             dataset = upload_in_parts(client, paths, name, quiet=args.quiet,
-                                      part_size=args.part_size)
+                                      part_size=args.part_size,
+                                      connections=args.connections)
             dataset = _wait_for_validation(client, dataset, args.wait)
     if args.quiet:
         print(dataset["id"])
@@ -176,6 +178,8 @@ def add_commands(sub: argparse._SubParsersAction[Any], command: Callable[..., An
                    help="send a small .npz/.csv in parts too (validated by a worker)")
     p.add_argument("--part-size", type=int, metavar="BYTES",
                    help="bytes per part (default: the server's)")
+    p.add_argument("--connections", type=int, default=2, metavar="N",
+                   help="parts sent at once (default 2; each holds one part in memory)")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="wait up to SECONDS for the worker's validation (exit 1 if invalid)")
     p.add_argument("-q", "--quiet", action="store_true",

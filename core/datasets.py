@@ -1,8 +1,10 @@
-"""Validation of uploaded data sets (``.npz`` or CSV) before they are stored.
+"""Validation of ``.npz`` and CSV data sets: in the request for the single-request
+upload (``POST /v1/datasets``), in the worker for chunked ones.
 
-Whatever was uploaded is stored as an ``.npz`` with exactly two arrays, ``data`` and
-``label``, so the worker has one loader. Nothing is ever unpickled: ``np.load`` runs with
-``allow_pickle=False`` and object arrays are refused.
+The single-request path stores whatever was uploaded as an ``.npz`` with exactly two
+arrays, ``data`` and ``label``, so the worker has one loader. Nothing is ever unpickled:
+``.npy`` headers are parsed with strict limits (core.npy_header) and the arrays are read
+from the bytes actually present; object arrays are refused.
 """
 
 from __future__ import annotations

@@ -10,11 +10,14 @@ with the 413.
 from __future__ import annotations
 
 import json
+import re
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UPLOAD_PATHS = ("/v1/datasets",)
+# PUT /v1/datasets/uploads/{id}/parts/{n}: bounded by the part size, not the upload's.
+PART_PATH = re.compile(r"^/v1/datasets/uploads/[^/]+/parts/[^/]+$")
 
 
 class BodyTooLarge(HTTPException):
@@ -23,12 +26,18 @@ class BodyTooLarge(HTTPException):
 
 
 class BodySizeLimit:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, max_upload_bytes: int):
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, max_upload_bytes: int,
+        max_part_bytes: int | None = None,
+    ):
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_upload_bytes = max_upload_bytes
+        self.max_part_bytes = max_part_bytes or max_upload_bytes
 
     def _limit(self, path: str) -> int:
+        if PART_PATH.match(path):
+            return self.max_part_bytes
         return self.max_upload_bytes if path.startswith(UPLOAD_PATHS) else self.max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

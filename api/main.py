@@ -18,6 +18,7 @@ from api.openapi import install_openapi
 from api.routes import (
     checkpoints,
     dashboard,
+    dataset_uploads,
     datasets,
     docs,
     events,
@@ -77,11 +78,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         BodySizeLimit,
         max_body_bytes=settings.limits.max_spec_bytes,
         max_upload_bytes=settings.limits.max_upload_bytes + 64 * 1024,  # multipart framing
+        max_part_bytes=settings.limits.max_upload_part_bytes,
     )
     app.add_middleware(telemetry.RequestMetrics)
     for module in (health, jobs, learning_rate, metrics, events, checkpoints, timeline,
                    workers, tokens):
         app.include_router(module.router)
+    app.include_router(dataset_uploads.router)
     app.include_router(datasets.router)
     app.include_router(dashboard.router)
     app.mount("/static", StaticFiles(directory=dashboard.DASHBOARD_DIR), name="static")

@@ -31,6 +31,11 @@ class RequestLimits(BaseModel):
     """Size limits on what clients may send."""
 
     max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # Chunked uploads (POST /v1/datasets/uploads): each part is at most this, so a part
+    # request is bounded like any other; the whole upload is bounded by the quota.
+    max_upload_part_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    default_upload_part_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+    max_dataset_bytes_per_user: int = Field(default=50 * 1024**3, ge=1)
     max_spec_bytes: int = Field(default=64 * 1024, ge=1)
     max_dataset_rows: int = Field(default=5_000_000, ge=1)
     max_dataset_features: int = Field(default=1_000_000, ge=1)

@@ -1,8 +1,10 @@
-"""Validation of uploaded data sets (``.npz`` or CSV) before they are stored.
+"""Validation of ``.npz`` and CSV data sets: in the request for the single-request
+upload (``POST /v1/datasets``), in the worker for chunked ones.
 
-Whatever was uploaded is stored as an ``.npz`` with exactly two arrays, ``data`` and
-``label``, so the worker has one loader. Nothing is ever unpickled: ``np.load`` runs with
-``allow_pickle=False`` and object arrays are refused.
+The single-request path stores whatever was uploaded as an ``.npz`` with exactly two
+arrays, ``data`` and ``label``, so the worker has one loader. Nothing is ever unpickled:
+``.npy`` headers are parsed with strict limits (core.npy_header) and the arrays are read
+from the bytes actually present; object arrays are refused.
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import math
 import zipfile
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from core.dataset_stats import array_stats
+from core.npy_header import NpyHeaderError, load_npy
 
 REQUIRED_ARRAYS = ("data", "label")
 LABEL_COLUMN = "label"
@@ -39,6 +46,7 @@ class ValidatedDataset:
     feature_shape: list[int]
     dtype: str
     num_classes: int | None
+    stats: dict[str, Any]
 
 
 def _check_arrays(
@@ -88,35 +96,38 @@ def _result(fmt: str, data: np.ndarray, label: np.ndarray, raw: bytes) -> Valida
         feature_shape=[int(n) for n in data.shape[1:]],
         dtype=str(data.dtype),
         num_classes=_num_classes(label),
+        stats=array_stats(data, label),
     )
 
 
 def validate_npz(raw: bytes, *, max_rows: int, max_features: int) -> ValidatedDataset:
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            inflated = sum(info.file_size for info in archive.infolist())
-    except zipfile.BadZipFile as exc:
-        raise DatasetError("not a valid .npz file (expected a zip of .npy arrays)") from exc
-    if inflated > MAX_INFLATION * max(len(raw), 1) + 1_000_000:
-        raise DatasetError("the .npz inflates too much; refusing to load it")
-    try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
-            found = sorted(archive.files)
+            members = {info.filename: info for info in archive.infolist()}
+            inflated = sum(info.file_size for info in members.values())
+            allowed = MAX_INFLATION * max(len(raw), 1) + 1_000_000
+            if inflated > allowed:
+                raise DatasetError("the .npz inflates too much; refusing to load it")
+            found = sorted(name.removesuffix(".npy") for name in members)
             if found != sorted(REQUIRED_ARRAYS):
                 raise DatasetError(
                     f"the .npz must hold exactly the arrays 'data' and 'label', found {found}"
                 )
-            data, label = archive["data"], archive["label"]
+            arrays = {
+                name.removesuffix(".npy"): load_npy(archive.read(name), max_bytes=allowed)
+                for name in members
+            }
     except DatasetError:
         raise
-    except ValueError as exc:  # numpy says "Object arrays cannot be loaded ..." for pickles
-        if "pickle" in str(exc).lower() or "object arrays" in str(exc).lower():
+    except NpyHeaderError as exc:
+        if "numeric" in str(exc) and "object" in str(exc):
             raise DatasetError(
                 "the .npz contains pickled (object) arrays, which are never loaded"
             ) from exc
         raise DatasetError(f"cannot read the .npz: {exc}") from exc
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise DatasetError(f"cannot read the .npz: {exc}") from exc
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+        raise DatasetError("not a valid .npz file (expected a zip of .npy arrays)") from exc
+    data, label = arrays["data"], arrays["label"]
     _check_arrays(data, label, max_rows=max_rows, max_features=max_features)
     return _result("npz", data, label, raw)
 
@@ -152,6 +163,14 @@ def validate_csv(raw: bytes, *, max_rows: int, max_features: int) -> ValidatedDa
             values = [float(v) for v in row]
         except ValueError as exc:
             raise DatasetError(f"line {line_number}: {exc}") from exc
+        for column, value in zip(header, values, strict=True):
+            # float("1e400") is inf: refuse it here, before a cast makes it int64 min.
+            if not math.isfinite(value):
+                raise DatasetError(
+                    f"line {line_number}, column {column!r}: {value} is not a finite number "
+                    "(NaN and infinities are refused)",
+                    field=LABEL_COLUMN if column == LABEL_COLUMN else "file",
+                )
         labels.append(values.pop(label_index))
         features.append(values)
     if not features:

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from core import spec_params
+from core.transform_spec import Transforms
 
 MAX_LAYERS = 256
 MAX_PARAMS = 32
@@ -210,16 +211,31 @@ class MetricSpec(NamedComponent):
 # ---------------------------------------------------------------- data and the rest
 
 
-# Data sets that ship with scikit-learn (no network at run time): name -> feature count.
-# The one list: the worker loads ``sklearn.datasets.load_<name>``, the size estimate
+# Built-in data sets, no network at run time: name -> feature count. The one list: the
+# worker loads ``sklearn.datasets.load_<name>`` for the tables, and generates the image
+# sets (synthetic, in MNIST's and CIFAR-10's file formats) locally; the size estimate
 # reads the feature count.
-BUILTIN_DATASETS: dict[str, int] = {"digits": 64, "iris": 4, "wine": 13, "breast_cancer": 30}
-BuiltinName = Literal["digits", "iris", "wine", "breast_cancer"]
+BUILTIN_DATASETS: dict[str, int] = {
+    "digits": 64, "iris": 4, "wine": 13, "breast_cancer": 30,
+    "mnist": 28 * 28 * 1, "cifar10": 32 * 32 * 3,
+}
+BuiltinName = Literal["digits", "iris", "wine", "breast_cancer", "mnist", "cifar10"]
+IMAGE_BUILTINS = frozenset({"mnist", "cifar10"})
 
 
 class BuiltinSource(StrictModel):
     builtin: BuiltinName
     split: Literal["train", "val", "test"] = "train"
+    transforms: Transforms | None = Field(
+        default=None, description="image transforms (image sets only), applied in order"
+    )
+
+    @model_validator(mode="after")
+    def _transforms_need_images(self) -> BuiltinSource:
+        if self.transforms and self.builtin not in IMAGE_BUILTINS:
+            raise ValueError(f"transforms apply to image sets ({sorted(IMAGE_BUILTINS)}), "
+                             f"not to {self.builtin!r}")
+        return self
 
 
 DATASET_ID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -228,6 +244,9 @@ DATASET_ID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-
 
 class DatasetSource(StrictModel):
     dataset: str = Field(description="the id of an uploaded data set (a uuid)")
+    transforms: Transforms | None = Field(
+        default=None, description="image transforms (RecordIO and image-folder sets only)"
+    )
 
     @field_validator("dataset")
     @classmethod
@@ -272,6 +291,11 @@ class DataSpec(StrictModel):
     val: DataSource | None = None
     batch_size: int = Field(default=64, ge=1, le=65_536)
     shuffle: bool = True
+    normalize: Literal["auto"] | None = Field(
+        default=None,
+        description="auto: normalise with the training set's per-channel mean/std (the "
+                    "stats computed when it was validated)",
+    )
 
 
 class CompressionSpec(StrictModel):

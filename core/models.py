@@ -271,3 +271,60 @@ class Dataset(Base):
     dtype: Mapped[str] = mapped_column(String(32))
     num_classes: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Chunked uploads are validated by a worker after completion (DatasetStatus); the
+    # small single-request upload is validated in the request and born ready.
+    status: Mapped[str] = mapped_column(String(16), default="ready", server_default="ready")
+    reason: Mapped[str | None] = mapped_column(Text, default=None)
+    # Computed at validation: record count, classes, image sizes, per-channel mean/std.
+    stats: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # Every stored object: [{"path": "train.rec", "key": "datasets/<id>/train.rec",
+    # "size": n}]; None for single-object data sets (storage_key).
+    files: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, default=None)
+    # When rudder.validate_dataset was last sent: a set still validating long after is
+    # sent again by the worker's sweep (a message lost with Redis, a worker killed).
+    validation_sent_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class DatasetStatus(enum.StrEnum):
+    VALIDATING = "validating"
+    READY = "ready"
+    INVALID = "invalid"
+
+
+class UploadStatus(enum.StrEnum):
+    OPEN = "open"
+    COMPLETING = "completing"
+    COMPLETED = "completed"
+
+
+class DatasetUpload(Base):
+    """A resumable chunked upload: files cut into numbered parts, each stored (an S3
+    multipart part, or a part file of the local store) as it arrives."""
+
+    __tablename__ = "dataset_uploads"
+    __table_args__ = (Index("ix_dataset_uploads_owner", "owner_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16), default=UploadStatus.OPEN.value)
+    part_size: Mapped[int] = mapped_column(BigInteger)
+    total_size: Mapped[int] = mapped_column(BigInteger)
+    # [{"path", "size", "key", "token", "first_part", "parts"}]: part numbers are global
+    # across the files, file i owning first_part .. first_part + parts - 1.
+    files: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    dataset_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class DatasetUploadPart(Base):
+    __tablename__ = "dataset_upload_parts"
+
+    upload_id: Mapped[str] = mapped_column(
+        ForeignKey("dataset_uploads.id", ondelete="CASCADE"), primary_key=True
+    )
+    number: Mapped[int] = mapped_column(Integer, primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    etag: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

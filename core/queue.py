@@ -19,6 +19,7 @@ from celery import Celery
 
 log = logging.getLogger("rudder.queue")
 TRAIN_TASK: Final = "rudder.train"
+VALIDATE_DATASET_TASK: Final = "rudder.validate_dataset"
 QUEUES: Final = ("cpu", "gpu")
 
 
@@ -157,3 +158,12 @@ def _publish_batch(producer: Any) -> AbstractContextManager[Any]:
     each message is its own round trip."""
     batch = getattr(producer, "batch", None)
     return batch() if batch is not None else nullcontext()
+
+
+def enqueue_dataset_validation(dataset_id: str, *, broker_url: str) -> str:
+    """Send ``rudder.validate_dataset(dataset_id)`` to the cpu queue (after commit)."""
+    result = _client(broker_url).send_task(
+        VALIDATE_DATASET_TASK, args=[dataset_id], queue="cpu", retry=True,
+        retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
+    )
+    return str(result.id)

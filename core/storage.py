@@ -7,7 +7,9 @@ so the api and the workers agree on them.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +17,11 @@ from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
+from core.multipart import InPlacePartWriter, Parts, PartWriter, SpooledPartWriter
+
 CHUNK_SIZE = 1024 * 1024
+# The local store keeps multipart parts here, under its root; never listed as objects.
+MULTIPART_DIR = ".multipart"
 
 # ---- the checkpoint layout (design.md), the one definition api and workers share
 PARAMS_FILE: Final = "params.npz"
@@ -43,8 +49,13 @@ def checkpoint_file_key(job_id: str, step: int, name: CheckpointFileName) -> str
     return checkpoint_prefix(job_id, step) + name
 
 
+def dataset_prefix(dataset_id: str) -> str:
+    """Every object of one data set (deleted with it)."""
+    return f"datasets/{dataset_id}/"
+
+
 def dataset_key(dataset_id: str, fmt: str) -> str:
-    return f"datasets/{dataset_id}/data.{fmt}"
+    return f"{dataset_prefix(dataset_id)}data.{fmt}"
 
 
 class ObjectNotFound(KeyError):
@@ -98,6 +109,26 @@ class ObjectStore(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Delete one object; deleting a missing key is not an error."""
+
+    # ---- multipart writes: each part is written through a PartWriter as it arrives (in
+    # any order, possibly again) and the parts become one object on completion. ``token``
+    # names one multipart upload. S3 requires every part but the last to be >= 5 MiB.
+    min_part_size: int = 5 * 1024 * 1024
+
+    @abstractmethod
+    def start_multipart(self, key: str) -> str: ...
+
+    @abstractmethod
+    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
+        """A writer for part ``number`` (1-based), which starts at byte ``offset``."""
+
+    @abstractmethod
+    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
+        """Join ``(number, etag)`` parts, in order, into the object ``key``."""
+
+    @abstractmethod
+    def abort_multipart(self, key: str, token: str) -> None:
+        """Drop the parts of an upload; aborting one that is gone is not an error."""
 
     def delete_prefix(self, prefix: str) -> int:
         items = self.list(prefix)
@@ -202,6 +233,8 @@ class LocalStore(ObjectStore):
             if not path.is_file() or path.name.startswith(".tmp-"):
                 continue
             key = path.relative_to(self.root).as_posix()
+            if key.startswith(MULTIPART_DIR + "/"):
+                continue
             if key.startswith(prefix):
                 found.append(ObjectInfo(key=key, size=path.stat().st_size))
         return sorted(found, key=lambda item: item.key)
@@ -237,6 +270,43 @@ class LocalStore(ObjectStore):
         if top != self.root and not any(top.iterdir()):
             self._remove_empty_parents(top)
         return removed
+
+    # An upload is assembled in place: every part is written at its offset into
+    # .multipart/<token>/data (inside the root, so completing is a rename, not a copy of
+    # gigabytes, and the disk never holds the data twice).
+    min_part_size = 1
+
+    def _parts_dir(self, token: str) -> Path:
+        if not token.isalnum():
+            raise InvalidKey(f"invalid multipart token {token!r}")
+        return self.root / MULTIPART_DIR / token
+
+    def start_multipart(self, key: str) -> str:
+        _check_key(key)
+        token = uuid.uuid4().hex
+        directory = self._parts_dir(token)
+        directory.mkdir(parents=True)
+        (directory / "data").touch()
+        return token
+
+    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
+        target = self._parts_dir(token) / "data"
+        if not target.is_file():
+            raise ObjectNotFound(f"multipart upload {token} of {key}")
+        return InPlacePartWriter(target, offset, etag=f"{token}-{number}")
+
+    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
+        directory = self._parts_dir(token)
+        data = directory / "data"
+        with open(data, "rb+") as handle:
+            os.fsync(handle.fileno())
+        final = self._path(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(data, final)
+        shutil.rmtree(directory, ignore_errors=True)
+
+    def abort_multipart(self, key: str, token: str) -> None:
+        shutil.rmtree(self._parts_dir(token), ignore_errors=True)
 
     def check(self) -> None:
         if not os.access(self.root, os.W_OK):
@@ -338,6 +408,38 @@ class S3Store(ObjectStore):
 
     def check(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)
+
+    def start_multipart(self, key: str) -> str:
+        answer = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._key(key))
+        return str(answer["UploadId"])
+
+    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
+        def upload(path: str) -> str:
+            with open(path, "rb") as body:
+                answer = self.client.upload_part(
+                    Bucket=self.bucket, Key=self._key(key), UploadId=token,
+                    PartNumber=number, Body=body,
+                )
+            return str(answer["ETag"])
+
+        return SpooledPartWriter(upload)
+
+    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
+        self.client.complete_multipart_upload(
+            Bucket=self.bucket, Key=self._key(key), UploadId=token,
+            MultipartUpload={
+                "Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]
+            },
+        )
+
+    def abort_multipart(self, key: str, token: str) -> None:
+        try:
+            self.client.abort_multipart_upload(
+                Bucket=self.bucket, Key=self._key(key), UploadId=token
+            )
+        except self.client.exceptions.ClientError as exc:
+            if "NoSuchUpload" not in str(exc):
+                raise
 
 
 def open_store(

@@ -259,4 +259,14 @@ def _concat(a: NDArray, b: NDArray) -> NDArray:
     return NDArray(a.xp.concatenate([a.raw, b.raw], axis=0), a.context)
 
 
+def __getattr__(name: str) -> Any:
+    # ImageRecordIter needs Pillow: imported on first use so `engine.io` stays light
+    if name in ("ImageRecordIter", "ImageRecordUInt8Iter"):
+        from .image import record_iter
+
+        return getattr(record_iter, name)
+    raise AttributeError(f"module 'engine.io' has no attribute {name!r}")
+
+
 __all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]
+__all__ += ["ImageRecordIter", "ImageRecordUInt8Iter"]  # noqa: F822 - from __getattr__

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rudder import __version__
+from rudder import __version__, dataset_commands
 from rudder import commands as c
 from rudder.client import RudderError
 
@@ -118,25 +118,6 @@ def _add_job_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the API's JSON answer")
 
 
-def _add_dataset_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("datasets", help="upload and manage your data sets",
-                       description="upload and manage your data sets")
-    dsub = p.add_subparsers(dest="datasets_command", required=True, metavar="COMMAND")
-    p = _command(dsub, "upload", "upload a .npz (arrays data, label) or .csv (label last)",
-                 "rudder datasets upload train.npz --name my-digits", c.cmd_datasets_upload)
-    p.add_argument("file", metavar="FILE", help="a .npz or .csv file")
-    p.add_argument("--name", help="a name to show (default: the file name)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only the dataset id")
-    p = _command(dsub, "ls", "list your data sets", "rudder datasets ls", c.cmd_datasets_ls)
-    p.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    for name, what, func in (("show", "show one data set as JSON", c.cmd_datasets_show),
-                             ("rm", "delete a data set no queued or running job uses",
-                              c.cmd_datasets_rm)):
-        p = _command(dsub, name, what, f"rudder datasets {name} 5b2e91", func)
-        p.add_argument("dataset", metavar="DATASET",
-                       help="dataset id, or a unique prefix of it (6 or more characters)")
-
-
 def _add_local_commands(sub: argparse._SubParsersAction) -> None:
     p = _command(sub, "up", "run the whole service here: SQLite, local store, Redis, API, "
                  "one worker (Ctrl-C stops it in order)", "rudder up --port 8001", c.cmd_up)
@@ -180,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_local_commands(sub)
     _add_job_commands(sub)
-    _add_dataset_commands(sub)
+    dataset_commands.add_commands(sub, _command)
     return parser
 
 

@@ -13,10 +13,12 @@ Configuration comes from arguments or the environment: ``RUDDER_URL`` (default
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,6 +229,66 @@ class Client:
 
     def datasets(self) -> Any:
         return self._request("GET", "/v1/datasets")
+
+    def dataset(self, dataset_id: str) -> Any:
+        """One data set with its status (validating, ready, invalid + reason) and stats."""
+        return self._request("GET", f"/v1/datasets/{dataset_id}")
+
+    def create_upload(self, name: str, files: list[tuple[str, int]],
+                      part_size: int | None = None) -> Any:
+        """Start a chunked upload of ``(file name, size)`` files; the answer numbers the
+        parts (``files[i].first_part`` .. ``+ parts - 1``, ``part_size`` bytes each)."""
+        body: dict[str, Any] = {"name": name,
+                                "files": [{"path": p, "size": n} for p, n in files]}
+        if part_size is not None:
+            body["part_size"] = part_size
+        return self._request("POST", "/v1/datasets/uploads", json=body)
+
+    def upload_state(self, upload_id: str) -> Any:
+        """Which parts arrived (``received``) and which are ``missing``."""
+        return self._request("GET", f"/v1/datasets/uploads/{upload_id}")
+
+    def put_part(self, upload_id: str, number: int, data: bytes) -> Any:
+        digest = hashlib.sha256(data).hexdigest()
+        return self._request("PUT", f"/v1/datasets/uploads/{upload_id}/parts/{number}",
+                             content=data, headers={"X-Part-SHA256": digest})
+
+    def complete_upload(self, upload_id: str) -> Any:
+        """Join the parts; returns the data set, ``validating`` until a worker checked it."""
+        return self._request("POST", f"/v1/datasets/uploads/{upload_id}/complete")
+
+    def abort_upload(self, upload_id: str) -> Any:
+        return self._request("DELETE", f"/v1/datasets/uploads/{upload_id}")
+
+    def send_parts(self, upload: dict[str, Any], paths: dict[str, Path],
+                   on_part: Callable[[int], None] | None = None,
+                   connections: int = 2) -> None:
+        """Send every part the upload is missing, read from ``paths`` (by file name), over
+        ``connections`` parallel requests (so at most that many parts are in memory);
+        ``on_part(bytes)`` after each."""
+        size = int(upload["part_size"])
+        missing = set(upload["missing"])
+        todo = [(paths[planned["path"]], int(planned["first_part"]) + index, index * size)
+                for planned in upload["files"] for index in range(int(planned["parts"]))
+                if int(planned["first_part"]) + index in missing]
+
+        def send(item: tuple[Path, int, int]) -> int:
+            path, number, offset = item
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                data = handle.read(size)
+            self.put_part(upload["id"], number, data)
+            return len(data)
+
+        pool = ThreadPoolExecutor(max(1, connections), thread_name_prefix="rudder-upload")
+        try:
+            for sent in pool.map(send, todo):
+                if on_part is not None:
+                    on_part(sent)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)  # stop sending the rest
+            raise
+        pool.shutdown()
 
     def delete_dataset(self, dataset_id: str) -> Any:
         """Delete an uploaded data set (409 while a queued or running job uses it)."""

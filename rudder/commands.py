@@ -278,56 +278,6 @@ def _download(client: Client, job: str, items: list[dict[str, Any]], which: str,
     return 0
 
 
-# ------------------------------------------------------------------ datasets
-
-
-def cmd_datasets_upload(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
-    with client_of(args) as client:
-        dataset = client.upload_dataset(path, name=args.name)
-    print(dataset["id"] if args.quiet else
-          f"uploaded {dataset['id']} ({dataset.get('num_rows')} rows, "
-          f"features {dataset.get('feature_shape')}); use it as data.train: "
-          f"{{dataset: {dataset['id']}}}")
-    return 0
-
-
-def cmd_datasets_ls(args: argparse.Namespace) -> int:
-    with client_of(args) as client:
-        rows = client.datasets().get("data", [])
-    if args.json:
-        print_json(rows)
-        return 0
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("ID", "NAME", "ROWS", "FEATURES", "CLASSES", "SIZE"):
-        table.add_column(name, no_wrap=name == "ID", overflow="ellipsis",
-                         justify="right" if name in ("ROWS", "CLASSES", "SIZE") else "left")
-    for row in rows:
-        table.add_row(row["id"], row.get("name", ""), str(row.get("num_rows")),
-                      "x".join(map(str, row.get("feature_shape") or [])),
-                      str(row.get("num_classes")), str(row.get("size")))
-    console().print(table)
-    return 0
-
-
-def cmd_datasets_show(args: argparse.Namespace) -> int:
-    with client_of(args) as client:
-        full = dataset_id(client, args.dataset)
-        rows = client.datasets().get("data", [])
-    print_json(next(row for row in rows if row["id"] == full))
-    return 0
-
-
-def cmd_datasets_rm(args: argparse.Namespace) -> int:
-    with client_of(args) as client:
-        full = dataset_id(client, args.dataset)
-        client.delete_dataset(full)
-    print(f"deleted dataset {full}")
-    return 0
-
-
 # ------------------------------------------------------------------ local operator commands
 
 

@@ -21,6 +21,7 @@ import engine.lr_scheduler
 import engine.metric
 from core.jobspec import (
     BUILTIN_DATASETS,
+    IMAGE_BUILTINS,
     BuiltinSource,
     DatasetSource,
     JobSpec,
@@ -31,6 +32,7 @@ from core.jobspec import (
 )
 from engine.ndarray.creation import array
 from engine.ndarray.nn_ops import softmax
+from workers.synthetic_data import synthetic_images
 
 T = TypeVar("T")
 
@@ -58,6 +60,13 @@ def create_component(factory: Callable[..., T], what: str, component: NamedCompo
 def _load_builtin(name: str) -> tuple[np.ndarray, np.ndarray]:
     from sklearn import datasets
 
+    if name in IMAGE_BUILTINS:
+        # As a table (pixels in [0, 1], flattened); jobs read them as images instead.
+        train, labels = synthetic_images(name, "train")
+        test, test_labels = synthetic_images(name, "test")
+        pixels = np.concatenate([train, test]).reshape(len(train) + len(test), -1)
+        return (pixels / np.float32(255)).astype(np.float32), np.concatenate(
+            [labels, test_labels]).astype(np.float32)
     if name not in BUILTIN_DATASETS:
         raise SpecError(f"unknown built-in data set {name!r}; available: "
                         f"{sorted(BUILTIN_DATASETS)}")

@@ -10,14 +10,18 @@ from __future__ import annotations
 import logging
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from core import repositories as repo
 from core.channel import Channel
+from core.config import get_settings
+from core.datasets import validate_csv
 from core.db import session_scope
 from core.events import LogEvent, SetLRCommand
 from core.job_status import transition_and_announce
-from core.models import JobStatus, LRChangeStatus
+from core.models import DatasetStatus, JobStatus, LRChangeStatus
 from workers.build import SpecError
+from workers.data_sources import StoredDataset
 from workers.db_retry import retry_db
 from workers.lease import Lease
 from workers.resources import enqueue, get_channel, get_store
@@ -76,8 +80,25 @@ def _load_upload(dataset_id: str) -> bytes:
         dataset = repo.get_dataset(session, dataset_id=dataset_id)
         if dataset is None:
             raise SpecError(f"dataset {dataset_id} does not exist")
-        key = dataset.storage_key
-    return get_store().get(key)
+        key, raw_csv = dataset.storage_key, dataset.format == "csv" and bool(dataset.files)
+    raw = get_store().get(key)
+    if raw_csv:  # a chunked CSV upload is stored as sent; the loader reads npz
+        limits = get_settings().limits
+        return validate_csv(raw, max_rows=limits.max_dataset_rows,
+                            max_features=limits.max_dataset_features).npz_bytes
+    return raw
+
+
+def _lookup_dataset(dataset_id: str) -> StoredDataset:
+    with session_scope() as session:
+        dataset = repo.get_dataset(session, dataset_id=dataset_id)
+        if dataset is None:
+            raise SpecError(f"dataset {dataset_id} does not exist")
+        if dataset.status != DatasetStatus.READY.value:
+            raise SpecError(f"dataset {dataset_id} is {dataset.status}, not ready")
+        files = dataset.files or [{"path": f"data.{dataset.format}",
+                                   "key": dataset.storage_key, "size": dataset.size}]
+        return StoredDataset(dataset.id, dataset.format, list(files), dataset.stats)
 
 
 def requeue(job_id: str) -> None:
@@ -145,6 +166,8 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
     lease.when_lost(job_io.wake.set)
     try:
         runner = JobRunner(job_id, spec, get_store(), job_io, load_upload=_load_upload,
+                           lookup_dataset=_lookup_dataset,
+                           data_cache=Path(get_settings().home) / "cache",
                            replay=replay, pacing=worker_settings.pacing())
         result = runner.run()
     except Exception as exc:  # noqa: BLE001 - any failure ends the job as failed, with why

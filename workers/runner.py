@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import io
 import logging
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 import engine
@@ -31,7 +34,7 @@ from core.events import LogEvent, LREvent, SetLRCommand
 from core.jobspec import JobSpec, parse_spec
 from core.storage import ObjectStore, checkpoint_prefix
 from engine.ndarray.creation import array
-from workers import build
+from workers import build, data_sources
 from workers.checkpoint_writer import CheckpointWriter
 from workers.checkpoints import (
     META_FILE,
@@ -42,6 +45,7 @@ from workers.checkpoints import (
     sweep_interrupted_writes,
     write_checkpoint,
 )
+from workers.data_sources import StoredDataset
 from workers.hooks import (
     STOP_CANCEL,
     STOP_LEASE_LOST,
@@ -90,6 +94,8 @@ class JobRunner:
         job_io: JobIO,
         *,
         load_upload: Callable[[str], bytes] | None = None,
+        lookup_dataset: Callable[[str], StoredDataset] | None = None,
+        data_cache: Path | None = None,
         replay: list[ReplayedChange] | None = None,
         pacing: Pacing | None = None,
     ) -> None:
@@ -103,6 +109,8 @@ class JobRunner:
         self._replay = sorted(replay or [], key=lambda r: r.applied_step)
         self._applied_ids: set[str] = set()
         self._load_upload = load_upload or _no_uploads
+        self._lookup_dataset = lookup_dataset or _no_datasets
+        self._data_cache = data_cache or Path(tempfile.gettempdir()) / "rudder-cache"
         self.pacing = pacing or Pacing()
         self.loop_seconds = 0.0  # time inside the training loop, for logs and benchmarks
         self.checkpoint_every = self.spec.checkpoint.every_steps
@@ -111,27 +119,43 @@ class JobRunner:
         self.data_seed = self.spec.seed
 
     # ---------------------------------------------------------------- building
+    def _build_data(self, spec: JobSpec) -> Any:
+        """The train/val loaders; returns one input batch for materialising shapes."""
+        data_spec = spec.data
+        batch_size, shuffle = data_spec.batch_size, data_spec.shuffle
+        if data_sources.is_image_source(data_spec.train, self._lookup_dataset):
+            cache = data_sources.DatasetCache(self._data_cache, self.store)
+            splits = data_sources.image_splits(data_spec, cache, self._lookup_dataset,
+                                               seed=self.data_seed)
+            self.train_data, self.val_data = splits.train, splits.val
+            return splits.sample.as_in_context(self.ctx)
+        train_x, train_y = build.source_arrays(data_spec.train, self._load_upload)
+        val = build.source_arrays(data_spec.val, self._load_upload) if data_spec.val else None
+        if data_spec.normalize == "auto":
+            # The training set's per-feature mean/std, for both splits.
+            mean, std = train_x.mean(axis=0), np.maximum(train_x.std(axis=0), 1e-6)
+            train_x = (train_x - mean) / std
+            val = ((val[0] - mean) / std, val[1]) if val is not None else None
+        self.train_data = build.make_loader(train_x, train_y, batch_size, shuffle,
+                                            self.data_seed, self.ctx)
+        self.val_data = None
+        if val is not None:
+            self.val_data = build.make_loader(val[0], val[1], batch_size, False,
+                                              self.data_seed, self.ctx)
+        return array(train_x[:1], ctx=self.ctx)
+
     def build(self) -> None:
         spec = self.spec
         self.ctx = build.pick_context(spec.device)
         engine.random.seed(self.data_seed)
-        data_spec = spec.data
-        train_x, train_y = build.source_arrays(data_spec.train, self._load_upload)
-        batch_size, shuffle = data_spec.batch_size, data_spec.shuffle
-        self.train_data = build.make_loader(train_x, train_y, batch_size, shuffle,
-                                            self.data_seed, self.ctx)
-        self.val_data = None
-        if data_spec.val is not None:
-            val_x, val_y = build.source_arrays(data_spec.val, self._load_upload)
-            self.val_data = build.make_loader(val_x, val_y, batch_size, False, self.data_seed,
-                                              self.ctx)
+        sample = self._build_data(spec)
         self.net = build.build_network(spec.model)
         initializer = build.create_component(engine.initializer.create, "initializer",
                                              spec.initializer)
         self.net.initialize(initializer, ctx=self.ctx)
         # Materialise deferred shapes now (an inference pass draws no random numbers), so
         # a checkpoint can be loaded into the parameters before training starts.
-        self.net(array(train_x[:1], ctx=self.ctx))
+        self.net(sample)
         self.loss = build.create_component(engine.gluon.loss.create, "loss", spec.loss)
         self.trainer = build.build_trainer(spec, self.net)
         # A Loss metric on each split gives train_loss / val_loss points.
@@ -339,6 +363,10 @@ def _validated(spec: Mapping[str, Any]) -> JobSpec:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "spec"
         raise build.SpecError(f"invalid spec: {where}: {first['msg']}") from exc
+
+
+def _no_datasets(dataset_id: str) -> StoredDataset:
+    raise build.SpecError(f"dataset {dataset_id!r}: uploads are not available here")
 
 
 def _no_uploads(dataset_id: str) -> bytes:

@@ -23,6 +23,7 @@ from core.db import session_scope
 from core.job_status import transition_and_announce
 from core.models import JobStatus, utcnow
 from workers import resources
+from workers.datasets.sweep import sweep_datasets
 from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ class Watchdog:
             try:
                 sweep(self._channel)
                 resend_stale_queued(self._channel)
+                sweep_datasets(resources.get_store())
             except Exception:  # noqa: BLE001 - keep watching; a DB blip must not end recovery
                 log.exception("watchdog sweep failed")
 

@@ -9,7 +9,7 @@ from api.deps import CurrentUser, SessionDep, StateDep
 from api.errors import field_error
 from api.schemas.datasets import DatasetPublic, DatasetsPublic
 from api.services.datasets import delete_dataset as delete_dataset_service
-from api.services.datasets import list_owned_datasets, store_upload
+from api.services.datasets import get_owned_dataset, list_owned_datasets, store_upload
 from core.jobspec import PRINTABLE
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
@@ -40,6 +40,15 @@ async def upload_dataset(
 def list_datasets(session: SessionDep, user: CurrentUser) -> DatasetsPublic:
     rows = list_owned_datasets(session, owner=user)
     return DatasetsPublic(data=[DatasetPublic.model_validate(r) for r in rows])
+
+
+@router.get("/{dataset_id}")
+def get_dataset(dataset_id: str, session: SessionDep, user: CurrentUser) -> DatasetPublic:
+    """One data set: its status (``validating``, ``ready``, ``invalid`` with a reason) and
+    what validation computed (records, classes, image sizes, per-channel mean/std)."""
+    return DatasetPublic.model_validate(
+        get_owned_dataset(session, owner=user, dataset_id=dataset_id)
+    )
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)

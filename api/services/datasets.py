@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
-from api.errors import ApiError, not_found
+from api.errors import ApiError, field_error, not_found
 from api.state import ServiceState
 from core import repositories
-from core.datasets import DatasetError, validate_upload
+from core.datasets import DatasetError, ValidatedDataset, validate_upload
+from core.jobspec import PRINTABLE
 from core.models import Dataset, JobStatus, User, is_id, new_id
-from core.storage import dataset_key
+from core.storage import dataset_key, dataset_prefix
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +23,7 @@ log = logging.getLogger(__name__)
 def store_upload(
     session: Session, *, state: ServiceState, owner: User, filename: str, name: str, raw: bytes
 ) -> Dataset:
+    check_dataset_name(name)
     limits = state.settings.limits
     if len(raw) > limits.max_upload_bytes:
         raise ApiError(
@@ -38,8 +43,20 @@ def store_upload(
         ) from exc
     dataset_id = new_id()
     key = dataset_key(dataset_id, "npz")
-    # Object first, row second: a row never points at a missing object.
+    # Object first, row second: a row never points at a missing object, and an object
+    # whose row could not be written is deleted again rather than left behind.
     state.store.put(key, validated.npz_bytes)
+    with undo_object_on_failure(state, key):
+        dataset = _create_row(
+            session, owner, dataset_id, name, key, validated
+        )
+    return dataset
+
+
+def _create_row(
+    session: Session, owner: User, dataset_id: str, name: str, key: str,
+    validated: ValidatedDataset,
+) -> Dataset:
     dataset = repositories.create_dataset(
         session,
         owner_id=owner.id,
@@ -53,21 +70,47 @@ def store_upload(
         feature_shape=validated.feature_shape,
         dtype=validated.dtype,
         num_classes=validated.num_classes,
+        stats=validated.stats,
     )
     session.commit()
     return dataset
+
+
+def check_dataset_name(name: str) -> None:
+    """A name may come from the file name, which the form's pattern did not check;
+    PostgreSQL refuses NUL in text, so refuse control characters here as a 422."""
+    if not name or len(name) > 255 or not re.match(PRINTABLE, name):
+        raise field_error("name", "must be 1 to 255 characters without control characters")
+
+
+@contextmanager
+def undo_object_on_failure(state: ServiceState, *keys: str) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        for key in keys:
+            try:
+                state.store.delete(key)
+            except Exception:  # noqa: BLE001 - the sweep in workers removes it later
+                log.exception("could not undo object %s after a failed row write", key)
+        raise
 
 
 # A job in one of these may still read the data set (a paused one when it resumes).
 ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.PAUSED)
 
 
-def delete_dataset(session: Session, *, state: ServiceState, owner: User, dataset_id: str) -> None:
+def get_owned_dataset(session: Session, *, owner: User, dataset_id: str) -> Dataset:
     dataset = repositories.get_dataset(
         session, dataset_id=dataset_id, owner_id=owner.id
     ) if is_id(dataset_id) else None
     if dataset is None:
         raise not_found("dataset", dataset_id)
+    return dataset
+
+
+def delete_dataset(session: Session, *, state: ServiceState, owner: User, dataset_id: str) -> None:
+    get_owned_dataset(session, owner=owner, dataset_id=dataset_id)
     using = repositories.jobs_using_dataset(
         session, owner_id=owner.id, dataset_id=dataset_id, statuses=ACTIVE_STATUSES
     )
@@ -77,13 +120,13 @@ def delete_dataset(session: Session, *, state: ServiceState, owner: User, datase
             f"dataset {dataset_id} is used by {len(using)} queued, running or paused job(s)",
             details={"jobs": using},
         )
-    key = dataset.storage_key
     repositories.delete_dataset(session, dataset_id=dataset_id)
     session.commit()
+    prefix = dataset_prefix(dataset_id)
     try:
-        state.store.delete(key)
-    except Exception:  # noqa: BLE001 - the row is gone; a leftover object is debris
-        log.exception("dataset %s deleted but its object %s remains", dataset_id, key)
+        state.store.delete_prefix(prefix)
+    except Exception:  # noqa: BLE001 - the row is gone; leftover objects are debris
+        log.exception("dataset %s deleted but objects under %s remain", dataset_id, prefix)
 
 
 def list_owned_datasets(session: Session, *, owner: User) -> list[Dataset]:

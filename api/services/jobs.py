@@ -48,6 +48,10 @@ def _replay(existing: Job, request_hash: str) -> Job:
     return existing
 
 
+# Data sets whose records are images, which ``transforms`` apply to.
+IMAGE_FORMATS = ("recordio", "archive")
+
+
 def _check_spec_references(
     session: Session, *, spec: JobSpec, owner: User, state: ServiceState
 ) -> None:
@@ -60,6 +64,25 @@ def _check_spec_references(
         dataset = repositories.get_dataset(session, dataset_id=dataset_id, owner_id=owner.id)
         if dataset is None:
             raise field_error(f"data.{split}.dataset", f"dataset {dataset_id} not found")
+        if dataset.status != "ready":
+            why = f" ({dataset.reason})" if dataset.reason else ""
+            raise field_error(
+                f"data.{split}.dataset",
+                f"dataset {dataset_id} is {dataset.status}{why}; only a ready data set trains",
+            )
+        if getattr(source, "transforms", None) and dataset.format not in IMAGE_FORMATS:
+            raise field_error(
+                f"data.{split}.transforms",
+                f"transforms apply to image data sets (RecordIO, image folders); dataset "
+                f"{dataset_id} is {dataset.format}",
+            )
+        if split == "train" and spec.data.normalize == "auto" and not (
+            dataset.stats and dataset.stats.get("mean")
+        ):
+            raise field_error(
+                "data.normalize", f"dataset {dataset_id} has no per-channel statistics to "
+                "normalise with (too many features); leave normalize out",
+            )
         if split == "train" and dataset.feature_shape:
             features = math.prod(int(d) for d in dataset.feature_shape)
     size = model_size.estimate(spec, input_features=features)

@@ -7,10 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import (
-    delete,
-    select,
-)
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from core.models import (
@@ -41,7 +38,6 @@ def list_datasets(session: Session, *, owner_id: str, limit: int = 200) -> list[
     return list(session.scalars(query.order_by(Dataset.created_at.desc()).limit(limit)))
 
 
-
 def jobs_using_dataset(
     session: Session, *, owner_id: str, dataset_id: str, statuses: Sequence[JobStatus]
 ) -> list[str]:
@@ -66,4 +62,9 @@ def jobs_using_dataset(
 
 def delete_dataset(session: Session, *, dataset_id: str) -> None:
     session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+    session.flush()
+
+
+def update_dataset(session: Session, *, dataset_id: str, **fields: Any) -> None:
+    session.execute(update(Dataset).where(Dataset.id == dataset_id).values(**fields))
     session.flush()

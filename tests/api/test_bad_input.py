@@ -84,7 +84,7 @@ class TestSpecValidation:
             ({"metrics": ["accuracy", "bleu"]}, "metrics", "bleu"),
             ({"epochs": 0}, "epochs", "greater than or equal to 1"),
             ({"device": "tpu"}, "device", "cpu"),
-            ({"data": {"train": {"builtin": "mnist"}}}, "data.train.builtin", "digits"),
+            ({"data": {"train": {"builtin": "imagenet"}}}, "data.train.builtin", "digits"),
             ({"model": []}, "model", "at least 1"),
             # issue 9: parameters per class, not per kind
             ({"optimizer": {"type": "adam", "momentum": 0.9}}, "optimizer", "momentum"),

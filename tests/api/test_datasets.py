@@ -37,11 +37,16 @@ def test_upload_npz_then_train_on_it(api: ApiHarness) -> None:
     )
     assert response.status_code == 201, response.text
     dataset = response.json()
+    stats = dataset.pop("stats")
     assert dataset | {"id": None, "created_at": None, "sha256": None, "size": None} == {
         "id": None, "name": "blobs", "format": "npz", "size": None, "sha256": None,
         "num_rows": 50, "feature_shape": [8], "dtype": "float32", "num_classes": 3,
-        "created_at": None,
+        "created_at": None, "status": "ready", "reason": None, "files": None,
     }
+    assert (stats["records"], stats["classes"], stats["channels"]) == (50, 3, 8)
+    assert stats["class_counts"] == {"0": 17, "1": 17, "2": 16}
+    np.testing.assert_allclose(stats["mean"], data.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(stats["std"], data.std(axis=0), rtol=1e-5)
     store = open_store(api.settings.storage_url)
     with np.load(io.BytesIO(store.get(f"datasets/{dataset['id']}/data.npz")),
                  allow_pickle=False) as stored:
@@ -164,3 +169,40 @@ def test_delete_a_dataset_unless_an_active_job_uses_it(api: ApiHarness) -> None:
     assert api.client.get("/v1/datasets", headers=headers).json()["data"] == []
     store = open_store(api.settings.storage_url)
     assert not store.exists(f"datasets/{dataset['id']}/data.npz")
+
+
+@pytest.mark.parametrize(
+    ("form", "filename"),
+    [({"name": "abc\x00def"}, "tiny.csv"), ({"name": "a\x1fb"}, "t.csv")],
+)
+def test_a_control_character_in_the_name_is_a_422_and_nothing_is_stored(
+    api: ApiHarness, form: dict[str, str], filename: str
+) -> None:
+    """Issue 14 item 4: a NUL in a dataset name was a 500 on PostgreSQL and left the
+    uploaded object behind."""
+    _, headers = api.make_user()
+    before = _count(api)
+    response = api.client.post(
+        "/v1/datasets", files={"file": (filename, b"x,label\n1,0\n")}, data=form,
+        headers=headers,
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["details"][0]["field"] == "name"
+    assert _count(api) == before
+    assert open_store(api.settings.storage_url).list("datasets/") == []
+
+
+def test_the_object_is_deleted_when_its_row_cannot_be_written(api: ApiHarness) -> None:
+    """Object first, row second: when the row fails the object must not stay behind."""
+    from types import SimpleNamespace
+
+    from api.services.datasets import store_upload
+    from core.models import User
+
+    store = open_store(api.settings.storage_url)
+    ghost = User(id="00000000-0000-4000-8000-000000000000", name="ghost")  # no such row
+    state = SimpleNamespace(settings=api.settings, store=store)
+    with api.sessions() as session, pytest.raises(Exception, match="(?i)foreign key"):
+        store_upload(session, state=state, owner=ghost,  # type: ignore[arg-type]
+                     filename="t.csv", name="t", raw=b"x,label\n1,0\n")
+    assert store.list("datasets/") == []

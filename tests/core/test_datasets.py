@@ -87,3 +87,50 @@ def test_bad_csv(raw: bytes, words: str) -> None:
 def test_file_type_comes_from_the_name() -> None:
     with pytest.raises(DatasetError, match="unsupported"):
         validate_upload("x.pkl", b"", **LIMITS)
+
+
+def _npz_with_data_header(header: str, payload: bytes = b"\0" * 8) -> bytes:
+    """An .npz whose data.npy carries ``header`` verbatim (what np.save never writes)."""
+    padded = header.encode("latin1")
+    padded += b" " * (-(len(padded) + 11) % 64) + b"\n"
+    npy = b"\x93NUMPY\x01\x00" + len(padded).to_bytes(2, "little") + padded + payload
+    label = io.BytesIO()
+    np.save(label, np.zeros(1))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("data.npy", npy)
+        archive.writestr("label.npy", label.getvalue())
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("header", "words"),
+    [
+        # np.load would try to allocate 8 TB and raise MemoryError.
+        ("{'descr': '<f8', 'fortran_order': False, 'shape': (10**12,), }", "literal"),
+        ("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }", "claims"),
+        # np.load's header parser raises SyntaxError on a name; nothing may run.
+        ("{'descr': os.system, 'fortran_order': False, 'shape': (1,), }", "literal"),
+        ("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "pickled"),
+        ("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", "numeric"),
+        ("{'descr': '<f8', 'fortran_order': 0, 'shape': (1,), }", "fortran_order"),
+        ("{'descr': '<f8', 'fortran_order': False, 'shape': (-1,), }", "non-negative"),
+        ("{'descr': '<f8', 'fortran_order': False, 'shape': (5,), }", "holds 8 bytes"),
+    ],
+)
+def test_hostile_npy_headers_are_refused_before_numpy_allocates(header: str, words: str) -> None:
+    with pytest.raises(DatasetError, match=words):
+        validate_npz(_npz_with_data_header(header), **LIMITS)
+
+
+def test_a_well_formed_hand_written_header_still_loads() -> None:
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }"
+    result = validate_npz(_npz_with_data_header(header), **LIMITS)
+    assert (result.num_rows, result.feature_shape) == (1, [1])
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "nan", "inf"])
+def test_a_non_finite_csv_label_is_refused_not_cast(value: str) -> None:
+    with pytest.raises(DatasetError, match="not a finite number") as caught:
+        validate_csv(f"x,label\n1,0\n2,{value}\n".encode(), **LIMITS)
+    assert caught.value.field == "label" and "line 3" in caught.value.message

@@ -159,3 +159,37 @@ def test_sweep_aborts_an_unfinished_s3_multipart_upload(s3_endpoint: str,
     left = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
     assert [u["UploadId"] for u in left] == [other["UploadId"]]
     assert store.list("jobs/") == []
+
+
+def test_multipart_parts_in_any_order_become_one_object(store: ObjectStore) -> None:
+    part = max(store.min_part_size, 1000)
+    data = bytes(range(256)) * ((2 * part + 300) // 256 + 1)
+    data = data[: 2 * part + 300]
+    token = store.start_multipart("datasets/x/a.rec")
+    etags = {}
+    for number in (3, 1, 2):
+        offset = (number - 1) * part
+        writer = store.part_writer("datasets/x/a.rec", token, number, offset)
+        chunk = data[offset:offset + part]
+        writer.write(chunk[:100])
+        writer.write(chunk[100:])
+        etags[number] = writer.commit()
+    assert not store.exists("datasets/x/a.rec")
+    assert store.list("datasets/") == []  # parts are not objects
+    store.complete_multipart("datasets/x/a.rec", token, sorted(etags.items()))
+    assert store.get("datasets/x/a.rec") == data
+
+
+def test_an_aborted_multipart_upload_leaves_nothing(store: ObjectStore, tmp_path: Path) -> None:
+    token = store.start_multipart("datasets/y/a.csv")
+    writer = store.part_writer("datasets/y/a.csv", token, 1, 0)
+    writer.write(b"abc")
+    writer.commit()
+    discarded = store.part_writer("datasets/y/a.csv", token, 2, 3)
+    discarded.write(b"def")
+    discarded.discard()
+    store.abort_multipart("datasets/y/a.csv", token)
+    store.abort_multipart("datasets/y/a.csv", token)  # twice is fine
+    assert store.list("") == []
+    if isinstance(store, LocalStore):
+        assert [p for p in store.root.rglob("*") if p.is_file()] == []

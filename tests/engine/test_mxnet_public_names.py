@@ -20,12 +20,15 @@ NAMESPACES = [
     "nd", "nd.random", "nd.linalg", "sym", "random", "autograd", "init", "optimizer", "metric",
     "lr_scheduler", "gluon.nn", "gluon.loss", "gluon.rnn", "gluon.contrib.nn",
     "gluon.contrib.estimator", "gluon.data", "gluon.model_zoo", "gluon.model_zoo.vision",
+    "recordio", "gluon.data.vision", "gluon.data.vision.transforms", "gluon.data.vision.datasets",
 ]
 
 SPARSE = "sparse storage (CSR/row_sparse): the engine stores every array densely"
 C_API = "MXNet's C++ operator plumbing (generated modules, registration, indexing internals)"
 IMPORTED = "a module or function MXNet's namespace happens to import, not API of its own"
-RECORDIO = "RecordIO and image decoding: the data-upload issue (13)"
+RECORDIO = "MXNet's C++ image operators (nd.image, nd.imdecode): engine.image does that work"
+ROTATION = "image rotation (mx.image.imrotate) is not implemented"
+DOWNLOAD = "Rudder never downloads data sets: the vision datasets read local files only"
 NUMPY_FRONT = "MXNet's numpy front end (mx.np / mx.npx) is engine.np / engine.npx at the top level"
 GENERATED = ("gen_op", "gen__internal", "gen_contrib", "gen_image", "gen_linalg", "gen_sparse")
 OUT_OF_SCOPE: dict[str, dict[str, str]] = {
@@ -45,7 +48,11 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "init": {"load": IMPORTED},
     "gluon.contrib.nn": {"SparseEmbedding": SPARSE},
     "gluon.contrib.estimator": {"utils": IMPORTED},
-    "gluon.data": {"RecordFileDataset": RECORDIO, "vision": RECORDIO},
+    "gluon.data.vision.transforms": {
+        "HybridBlock": IMPORTED, "HybridSequential": IMPORTED,
+        "Rotate": ROTATION, "RandomRotation": ROTATION,
+    },
+    "gluon.data.vision.datasets": {"check_sha1": DOWNLOAD, "download": DOWNLOAD},
 }
 
 LIST_PUBLIC = """

@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy
 
+from ... import random as _random
 from ...ndarray.ndarray import NDArray
 from .dataset import ArrayDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .worker_pool import ProcessPool, batch_seed, processes_available
 
 
 def default_batchify_fn(data: list[Any]) -> Any:
@@ -41,8 +43,9 @@ def default_batchify_fn(data: list[Any]) -> Any:
     return nd.array(arr, dtype=arr.dtype)
 
 
-# MXNet's batchify for worker processes builds the batch in shared memory; Rudder's workers
-# are threads of the same process, so the ordinary batchify is the right one
+# MXNet's batchify for worker processes builds the batch in shared memory; Rudder's worker
+# processes copy the finished batch into shared memory themselves (worker_pool), so the
+# ordinary batchify is the right one
 default_mp_batchify_fn = default_batchify_fn
 
 
@@ -60,12 +63,15 @@ class DataLoader:
     """Iterate over a dataset in mini-batches.
 
     ``last_batch``: 'keep' (default), 'discard' or 'rollover'. With ``num_workers > 0``
-    batches are built by that many worker *threads* (MXNet forks processes unless
-    ``thread_pool=True``; Rudder never pickles, so both run as threads), up to ``prefetch``
+    batches are built by that many worker processes, as in MXNet (forked: they inherit the
+    dataset; only index lists travel to them, and batches come back through shared memory,
+    see :mod:`.worker_pool`), or threads with ``thread_pool=True``, up to ``prefetch``
     (default ``2 * num_workers``) batches ahead, in order; a batch that takes longer than
-    ``timeout`` seconds raises. ``auto_reload=True`` starts the next epoch's iterator as soon
-    as one finishes (``refresh()``/``clean()`` do it by hand). ``pin_memory`` has no effect
-    (no pinned host memory on numpy).
+    ``timeout`` seconds raises. Threads are used anyway where processes cannot be (a daemon
+    process such as a Celery prefork child, a platform without fork) and for an
+    ArrayDataset of arrays, whose batches are one bulk copy. ``auto_reload=True`` starts the
+    next epoch's iterator as soon as one finishes (``refresh()``/``clean()`` do it by hand).
+    ``pin_memory`` has no effect (no pinned host memory on numpy).
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = None, shuffle: bool = False,
@@ -82,6 +88,9 @@ class DataLoader:
         self._thread_pool = thread_pool
         self._pin_memory = pin_memory
         self._pool: ThreadPoolExecutor | None = None
+        self._processes: ProcessPool | None = None
+        self._seed = seed
+        self._epoch = 0
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
@@ -114,8 +123,10 @@ class DataLoader:
         self._iter = None
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next iteration yield epoch ``epoch``'s order (with a seeded shuffle)."""
+        """Make the next iteration yield epoch ``epoch``'s order (with a seeded shuffle) and,
+        in worker processes, its augmentations."""
         self._batch_sampler.set_epoch(epoch)
+        self._epoch = int(epoch)
 
     def __iter__(self) -> Iterator[Any]:
         if self._iter is None and not self.auto_reload and self._num_workers == 0:
@@ -133,6 +144,9 @@ class DataLoader:
             for batch in self._batch_sampler:
                 yield self._make_batch(batch)
             return
+        if self._use_processes():
+            yield from self._process_batches()
+            return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._num_workers,
                                             thread_name_prefix="rudder-dataloader")
@@ -146,10 +160,48 @@ class DataLoader:
         while pending:
             yield pending.popleft().result(timeout=self._timeout)
 
-    def __del__(self) -> None:
-        pool = getattr(self, "_pool", None)
+    def _use_processes(self) -> bool:
+        return not self._thread_pool and self._bulk is None and processes_available()
+
+    def _process_batches(self) -> Iterator[Any]:
+        ahead = max(self._prefetch, 1)
+        if self._processes is None:
+            self._processes = ProcessPool(self._make_batch, self._num_workers, ahead)
+        pool = self._processes
+        generation = pool.new_pass()
+        # as with threads: indices drawn here in order, at most `ahead` batches ahead
+        submitted = taken = 0
+        pass_seed = self._pass_seed()
+        for indices in self._batch_sampler:
+            pool.submit(generation, submitted, indices, batch_seed(pass_seed, submitted))
+            submitted += 1
+            if submitted - taken > ahead:
+                yield pool.result(generation, taken, self._timeout)
+                taken += 1
+        while taken < submitted:
+            yield pool.result(generation, taken, self._timeout)
+            taken += 1
+
+    def _pass_seed(self) -> int:
+        """Seed of this pass's augmentations in worker processes: from (seed, epoch) for a
+        seeded loader, else a draw from engine.random."""
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        if self._seed is not None:
+            return batch_seed(int(self._seed), epoch)
+        return int(_random.generator().integers(0, 2**62))
+
+    def close(self) -> None:
+        """Stop the worker processes/threads now (they are also stopped when the loader is
+        garbage-collected)."""
+        pool, self._pool = getattr(self, "_pool", None), None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        processes, self._processes = getattr(self, "_processes", None), None
+        if processes is not None:
+            processes.shutdown()
+
+    def __del__(self) -> None:
+        self.close()
 
     def _make_batch(self, indices: list[int]) -> Any:
         if self._bulk is not None:

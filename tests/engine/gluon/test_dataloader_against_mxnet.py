@@ -2,6 +2,7 @@
 samplers, last_batch modes, batchify_fn, worker threads (num_workers, thread_pool, prefetch),
 auto_reload/refresh/clean, and the argument errors."""
 
+import os
 import threading
 import time
 
@@ -86,9 +87,28 @@ def test_workers_build_batches_in_parallel_threads_and_keep_the_order():
             time.sleep(0.01)
             return np.float32(idx)
 
-    loader = engine.gluon.data.DataLoader(Slow(), batch_size=2, num_workers=2)
+    loader = engine.gluon.data.DataLoader(Slow(), batch_size=2, num_workers=2, thread_pool=True)
     assert [b.asnumpy().tolist() for b in loader] == [[0, 1], [2, 3], [4, 5], [6, 7]]
     assert seen and all(name.startswith("rudder-dataloader") for name in seen)
+
+
+def test_worker_processes_build_batches_and_keep_the_order():
+    class WhereAmI(engine.gluon.data.Dataset):
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, idx):
+            time.sleep(0.005)
+            return np.float32(idx), np.int64(os.getpid())
+
+    loader = engine.gluon.data.DataLoader(WhereAmI(), batch_size=2, num_workers=2)
+    for _ in range(2):  # the pool lives across passes
+        batches = list(loader)
+        assert [b[0].asnumpy().tolist() for b in batches] == [[2 * i, 2 * i + 1]
+                                                              for i in range(6)]
+        pids = {int(p) for b in batches for p in b[1].asnumpy()}
+        assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    loader.close()
 
 
 def test_a_batch_slower_than_timeout_raises():

@@ -1,0 +1,68 @@
+"""``rudder datasets upload`` in parts, with resume (issue 13), against the test server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.storage import open_store
+from rudder.client import Client
+from rudder.dataset_commands import _state_file
+from tests.cli.conftest import Cli
+
+
+@pytest.fixture
+def cache(cli: Cli, tmp_path: Path) -> Path:
+    cli.env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    return tmp_path / "cache"
+
+
+def test_an_interrupted_recordio_upload_resumes_with_the_missing_parts(
+    cli: Cli, cache: Path, tmp_path: Path
+) -> None:
+    rec, idx = tmp_path / "train.rec", tmp_path / "train.idx"
+    rec.write_bytes(os.urandom(10_000))
+    idx.write_bytes(b"0\t0\n")
+    # An earlier run created the upload and sent two parts before it was interrupted.
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    try:
+        with Client(cli.api.url, token=cli.env["RUDDER_TOKEN"]) as client:
+            upload = client.create_upload("train", [("train.rec", 10_000), ("train.idx", 4)],
+                                          part_size=4096)
+            client.put_part(upload["id"], 1, rec.read_bytes()[:4096])
+            client.put_part(upload["id"], 4, idx.read_bytes())
+            state = _state_file(client.url, [rec, idx])
+        state.parent.mkdir(parents=True)
+        state.write_text(f'{{"upload_id": "{upload["id"]}"}}')
+    finally:
+        del os.environ["XDG_CACHE_HOME"]
+    result = cli("datasets", "upload", str(rec), "--name", "train")
+    assert result.returncode == 0, result.stderr
+    assert f"resuming upload {upload['id']}: 2 of 4 parts to send" in result.stdout
+    assert "validating" in result.stdout
+    assert not state.exists()
+    store = open_store(cli.api.settings.storage_url)
+    dataset_id = upload["dataset_id"]
+    assert store.get(f"datasets/{dataset_id}/train.rec") == rec.read_bytes()
+    shown = cli("datasets", "show", dataset_id[:8])
+    assert '"status": "validating"' in shown.stdout and '"format": "recordio"' in shown.stdout
+    assert "recordio" in cli("datasets", "ls").stdout
+
+
+def test_a_rec_without_its_idx_is_a_usage_error(cli: Cli, cache: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "lonely.rec"
+    rec.write_bytes(b"x")
+    result = cli("datasets", "upload", str(rec))
+    assert result.returncode == 2 and "lonely.idx is missing" in result.stderr
+
+
+def test_a_small_csv_can_be_sent_in_parts_too(cli: Cli, cache: Path, tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"x,label\n" + b"1,0\n" * 3000)
+    result = cli("datasets", "upload", str(path), "--parts", "--part-size", "5000", "-q")
+    assert result.returncode == 0, result.stderr
+    dataset_id = result.stdout.strip()
+    store = open_store(cli.api.settings.storage_url)
+    assert store.get(f"datasets/{dataset_id}/t.csv") == path.read_bytes()

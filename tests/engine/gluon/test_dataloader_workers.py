@@ -1,0 +1,116 @@
+"""DataLoader worker processes: shared-memory batches, errors, seeding, no leaks."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import engine
+from engine.gluon.data import DataLoader, Dataset
+from engine.gluon.data.worker_pool import WorkerError
+
+
+class Draws(Dataset):
+    """Each sample is a random draw made where the sample is built."""
+
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, idx):
+        return np.float64(engine.random.generator().random()), np.int64(os.getpid())
+
+
+def shm_entries():
+    return {name for name in os.listdir("/dev/shm") if name.startswith("rudder-dl-")}
+
+
+def draws(num_workers, seed=None, epoch=None):
+    loader = DataLoader(Draws(), batch_size=2, num_workers=num_workers, seed=seed)
+    if epoch is not None:
+        loader.set_epoch(epoch)
+    values = [v for x, _ in loader for v in x.asnumpy().tolist()]
+    loader.close()
+    return values
+
+
+def test_augmentations_do_not_depend_on_which_worker_builds_a_batch():
+    engine.random.seed(5)
+    first = draws(2)
+    assert len(set(first)) == len(first) == 16  # workers do not share one stream
+    engine.random.seed(5)
+    assert draws(2) == first
+    engine.random.seed(5)
+    assert draws(3) == first  # per-batch seeds: the worker count does not matter
+
+
+def test_a_seeded_loader_replays_an_epochs_augmentations():
+    engine.random.seed(1)
+    epoch3 = draws(2, seed=42, epoch=3)
+    engine.random.seed(99)  # the engine's generator does not matter with a loader seed
+    assert draws(1, seed=42, epoch=3) == epoch3
+    assert draws(2, seed=42, epoch=4) != epoch3
+
+
+def test_a_failing_sample_reports_the_workers_traceback():
+    class Broken(Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, idx):
+            if idx == 3:
+                raise KeyError("sample 3 is missing")
+            return np.float32(idx)
+
+    loader = DataLoader(Broken(), batch_size=2, num_workers=1)
+    with pytest.raises(WorkerError, match="sample 3 is missing"):
+        list(loader)
+    loader.close()
+
+
+def test_batches_that_are_not_arrays_need_the_thread_pool():
+    class Words(Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, idx):
+            return "word"
+
+    loader = DataLoader(Words(), batch_size=2, num_workers=1, batchify_fn=list)
+    with pytest.raises(WorkerError, match="use thread_pool=True"):
+        list(loader)
+    loader.close()
+    threads = DataLoader(Words(), batch_size=2, num_workers=1, batchify_fn=list,
+                         thread_pool=True)
+    assert list(threads) == [["word", "word"]]
+
+
+def test_no_shared_memory_is_left_behind_after_an_abandoned_pass():
+    before = shm_entries()
+    loader = DataLoader(Draws(), batch_size=2, num_workers=2, prefetch=6)
+    for i, _ in enumerate(loader):
+        if i == 1:
+            break  # six more batches are in flight
+    assert len(list(loader)) == 8  # the next pass ignores the old pass's batches
+    loader.close()
+    assert shm_entries() - before == set()
+
+
+def _load_in_a_daemon(connection):
+    loader = DataLoader(Draws(), batch_size=4, num_workers=2)
+    batches = [x.shape[0] for x, _ in loader]
+    connection.send((batches, loader._processes is None))
+
+
+def test_a_daemon_process_falls_back_to_threads():
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_load_in_a_daemon, args=(writer,), daemon=True)
+    child.start()
+    assert reader.poll(60)
+    batches, used_threads = reader.recv()
+    child.join(10)
+    assert batches == [4, 4, 4, 4] and used_threads  # daemons may not have children

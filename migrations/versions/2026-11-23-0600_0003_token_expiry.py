@@ -1,7 +1,7 @@
 """api tokens can expire
 
-Revision ID: 0002_token_expiry
-Revises: 0001
+Revision ID: 0003_token_expiry
+Revises: 0002_dataset_uploads
 Create Date: 2026-11-23
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0002_token_expiry"
-down_revision: str | None = "0001"
+revision: str = "0003_token_expiry"
+down_revision: str | None = "0002_dataset_uploads"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -19,11 +19,13 @@ batch's random augmentations do not depend on which worker builds it: they repea
 from __future__ import annotations
 
 import _posixshmem
+import ctypes
 import mmap
 import multiprocessing
 import os
 import random as _py_random
 import secrets
+import signal
 import traceback
 import weakref
 from collections.abc import Callable
@@ -166,8 +168,21 @@ def _seed_everything(seed: int) -> None:
     _py_random.seed(seed)
 
 
+def _die_with(parent: int) -> None:
+    """End this worker when ``parent`` dies, even by SIGKILL (nothing else would: it waits
+    on a task pipe whose write end it inherited, so it never sees end-of-file)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(0)
+
+
 def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Connection,
-                 prefix: str, slots_count: int) -> None:
+                 prefix: str, slots_count: int, parent: int) -> None:
+    _die_with(parent)
     slots = _Slots(prefix, slots_count)
     if hasattr(os, "SCHED_BATCH"):
         # a worker woken by a new task must not preempt the training loop that sent it:
@@ -209,7 +224,7 @@ class ProcessPool:
             reader, writer = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_loop, daemon=True,
                                      args=(make_batch, self._tasks, writer,
-                                           f"{self._prefix}-w{i}", ahead + 2),
+                                           f"{self._prefix}-w{i}", ahead + 2, os.getpid()),
                                      name=f"rudder-dataloader-{i}")
             worker.start()
             writer.close()

@@ -26,6 +26,7 @@ import os
 import random as _py_random
 import secrets
 import signal
+import threading
 import traceback
 import weakref
 from collections.abc import Callable
@@ -168,9 +169,16 @@ def _seed_everything(seed: int) -> None:
     _py_random.seed(seed)
 
 
-def _die_with(parent: int) -> None:
+def _die_with(parent: int, forked_by_main_thread: bool) -> None:
     """End this worker when ``parent`` dies, even by SIGKILL (nothing else would: it waits
-    on a task pipe whose write end it inherited, so it never sees end-of-file)."""
+    on a task pipe whose write end it inherited, so it never sees end-of-file).
+
+    Linux sends the signal when the *thread* that forked exits, so it is only asked for
+    when that thread is the main one (a pool started from a short-lived thread would
+    otherwise lose its workers with the thread).
+    """
+    if not forked_by_main_thread:
+        return
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
@@ -181,8 +189,8 @@ def _die_with(parent: int) -> None:
 
 
 def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Connection,
-                 prefix: str, slots_count: int, parent: int) -> None:
-    _die_with(parent)
+                 prefix: str, slots_count: int, parent: int, main_thread: bool) -> None:
+    _die_with(parent, main_thread)
     slots = _Slots(prefix, slots_count)
     if hasattr(os, "SCHED_BATCH"):
         # a worker woken by a new task must not preempt the training loop that sent it:
@@ -218,13 +226,15 @@ class ProcessPool:
         # no feeder threads: a Queue's feeder thread in a worker waits for the GIL while the
         # worker builds its next batch, which delayed finished batches by up to tens of ms
         self._tasks = context.SimpleQueue()
+        main_thread = threading.current_thread() is threading.main_thread()
         self._workers = []
         self._results: list[Connection] = []
         for i in range(num_workers):
             reader, writer = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_loop, daemon=True,
                                      args=(make_batch, self._tasks, writer,
-                                           f"{self._prefix}-w{i}", ahead + 2, os.getpid()),
+                                           f"{self._prefix}-w{i}", ahead + 2, os.getpid(),
+                                           main_thread),
                                      name=f"rudder-dataloader-{i}")
             worker.start()
             writer.close()

@@ -155,3 +155,15 @@ def test_workers_end_when_their_parent_is_killed():
         for pid in workers:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_pool_started_in_a_passing_thread_outlives_the_thread():
+    import threading
+
+    loader = DataLoader(Draws(), batch_size=2, num_workers=2)
+    first = []
+    thread = threading.Thread(target=lambda: first.append(next(iter(loader))))
+    thread.start()
+    thread.join()
+    assert len(list(loader)) == 8  # the workers forked by the ended thread still serve
+    loader.close()

@@ -155,6 +155,10 @@ def test_workers_end_when_their_parent_is_killed():
         for pid in workers:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        # a SIGKILLed loader cannot remove its workers' shared-memory slots: do it here
+        for name in os.listdir("/dev/shm"):
+            if name.startswith(f"rudder-dl-{parent.pid}-"):
+                os.unlink(os.path.join("/dev/shm", name))
 
 
 def test_a_pool_started_in_a_passing_thread_outlives_the_thread():

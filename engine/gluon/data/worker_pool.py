@@ -19,11 +19,14 @@ batch's random augmentations do not depend on which worker builds it: they repea
 from __future__ import annotations
 
 import _posixshmem
+import ctypes
 import mmap
 import multiprocessing
 import os
 import random as _py_random
 import secrets
+import signal
+import threading
 import traceback
 import weakref
 from collections.abc import Callable
@@ -166,8 +169,28 @@ def _seed_everything(seed: int) -> None:
     _py_random.seed(seed)
 
 
+def _die_with(parent: int, forked_by_main_thread: bool) -> None:
+    """End this worker when ``parent`` dies, even by SIGKILL (nothing else would: it waits
+    on a task pipe whose write end it inherited, so it never sees end-of-file).
+
+    Linux sends the signal when the *thread* that forked exits, so it is only asked for
+    when that thread is the main one (a pool started from a short-lived thread would
+    otherwise lose its workers with the thread).
+    """
+    if not forked_by_main_thread:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(0)
+
+
 def _worker_loop(make_batch: Callable[[list[int]], Any], tasks: Any, results: Connection,
-                 prefix: str, slots_count: int) -> None:
+                 prefix: str, slots_count: int, parent: int, main_thread: bool) -> None:
+    _die_with(parent, main_thread)
     slots = _Slots(prefix, slots_count)
     if hasattr(os, "SCHED_BATCH"):
         # a worker woken by a new task must not preempt the training loop that sent it:
@@ -203,13 +226,15 @@ class ProcessPool:
         # no feeder threads: a Queue's feeder thread in a worker waits for the GIL while the
         # worker builds its next batch, which delayed finished batches by up to tens of ms
         self._tasks = context.SimpleQueue()
+        main_thread = threading.current_thread() is threading.main_thread()
         self._workers = []
         self._results: list[Connection] = []
         for i in range(num_workers):
             reader, writer = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_loop, daemon=True,
                                      args=(make_batch, self._tasks, writer,
-                                           f"{self._prefix}-w{i}", ahead + 2),
+                                           f"{self._prefix}-w{i}", ahead + 2, os.getpid(),
+                                           main_thread),
                                      name=f"rudder-dataloader-{i}")
             worker.start()
             writer.close()

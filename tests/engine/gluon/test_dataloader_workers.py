@@ -114,3 +114,60 @@ def test_a_daemon_process_falls_back_to_threads():
     batches, used_threads = reader.recv()
     child.join(10)
     assert batches == [4, 4, 4, 4] and used_threads  # daemons may not have children
+
+
+def _start_loader_and_report(connection):
+    loader = DataLoader(Draws(), batch_size=2, num_workers=2)
+    next(iter(loader))
+    connection.send(loader._processes.pids)
+    import time
+
+    time.sleep(60)  # killed by the test long before
+
+
+def test_workers_end_when_their_parent_is_killed():
+    import multiprocessing
+    import signal
+    import time
+
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    parent = context.Process(target=_start_loader_and_report, args=(writer,))
+    parent.start()
+    assert reader.poll(60)
+    workers = reader.recv()
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.join(10)
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(") ")[1][0] != "Z"  # a zombie is dead
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    try:
+        while any(alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(p) for p in workers)
+    finally:  # orphans would hold pytest's output open
+        for pid in workers:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        # a SIGKILLed loader cannot remove its workers' shared-memory slots: do it here
+        for name in os.listdir("/dev/shm"):
+            if name.startswith(f"rudder-dl-{parent.pid}-"):
+                os.unlink(os.path.join("/dev/shm", name))
+
+
+def test_a_pool_started_in_a_passing_thread_outlives_the_thread():
+    import threading
+
+    loader = DataLoader(Draws(), batch_size=2, num_workers=2)
+    first = []
+    thread = threading.Thread(target=lambda: first.append(next(iter(loader))))
+    thread.start()
+    thread.join()
+    assert len(list(loader)) == 8  # the workers forked by the ended thread still serve
+    loader.close()

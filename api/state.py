@@ -14,8 +14,8 @@ from api import telemetry
 from core.channel import AsyncChannel, Channel
 from core.config import Settings
 from core.db import make_engine, make_sessionmaker
+from core.dispatch import DispatcherThread, dispatcher_for
 from core.models import User
-from core.queue import BackgroundEnqueuer
 from core.storage import ObjectStore, open_store
 
 log = logging.getLogger("rudder.api")
@@ -59,21 +59,24 @@ class ServiceState:
     store: ObjectStore
     channel: Channel | None
     async_channel: AsyncChannel | None
-    enqueuer: BackgroundEnqueuer | None = None
+    dispatcher: DispatcherThread | None = None
     token_cache: TokenCache = field(default_factory=lambda: TokenCache())
 
     @classmethod
     def open(cls, settings: Settings) -> ServiceState:
         engine = make_engine(settings.database_url, sqlite_single_connection=True)
-        channel = async_channel = enqueuer = None
+        sessions = make_sessionmaker(engine)
+        channel = async_channel = dispatcher = None
         if settings.redis_url:
-            enqueuer = BackgroundEnqueuer(
-                settings.redis_url, on_failure=lambda _: telemetry.ENQUEUE_FAILURES.inc()
-            )
             channel = Channel.from_url(
                 settings.redis_url, events_maxlen=settings.stream.events_maxlen
             )
             async_channel = AsyncChannel.from_url(settings.redis_url)
+            dispatcher = DispatcherThread(
+                dispatcher_for(settings, sessions, channel),
+                poll_seconds=settings.dispatch.poll_seconds,
+                on_failure=telemetry.ENQUEUE_FAILURES.inc,
+            ).start()
         else:
             log.warning("RUDDER_REDIS_URL is not set: live events and enqueueing are off")
         store = open_store(
@@ -82,17 +85,17 @@ class ServiceState:
         return cls(
             settings=settings,
             engine=engine,
-            sessions=make_sessionmaker(engine),
+            sessions=sessions,
             store=store,
             channel=channel,
             async_channel=async_channel,
-            enqueuer=enqueuer,
+            dispatcher=dispatcher,
             token_cache=TokenCache(ttl=settings.auth_cache_seconds),
         )
 
     async def close(self) -> None:
-        if self.enqueuer is not None:
-            self.enqueuer.close()
+        if self.dispatcher is not None:
+            self.dispatcher.close()
         if self.async_channel is not None:
             await self.async_channel.close()
         if self.channel is not None:

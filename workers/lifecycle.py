@@ -19,7 +19,7 @@ from core.job_status import transition_and_announce
 from core.models import JobStatus, LRChangeStatus
 from workers.build import SpecError
 from workers.lease import Lease
-from workers.resources import enqueue, get_channel, get_store
+from workers.resources import dispatch_now, get_channel, get_store
 from workers.runner import JobRunner, ReplayedChange
 from workers.service_io import ControlListener, ServiceIO
 from workers.settings import get_worker_settings
@@ -69,13 +69,6 @@ def _load_upload(dataset_id: str) -> bytes:
             raise SpecError(f"dataset {dataset_id} does not exist")
         key = dataset.storage_key
     return get_store().get(key)
-
-
-def requeue(job_id: str) -> None:
-    with session_scope() as session:
-        job = repo.get_job(session, job_id=job_id)
-        queue = job.queue if job is not None else "cpu"
-    enqueue(job_id, queue)
 
 
 def run_job(job_id: str) -> Outcome:
@@ -139,11 +132,13 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         log.error("job %s: lease lost at step %d; stopped without writing", job_id, result.step)
         return Outcome(job_id, "lease_lost")
     if result.outcome == "interrupted":
-        # The worker is stopping: the job checkpointed; hand it to the next worker.
+        # The worker is stopping: the job checkpointed; hand it to the next worker. Queued
+        # is written with its outbox mark, so the hand-over needs only the database: if
+        # Redis is down now, whichever dispatcher runs next sends the job.
         reason = "worker shutting down; re-queued from its checkpoint"
         if _set_status(channel, job_id, JobStatus.QUEUED, reason, [JobStatus.RUNNING],
                        step=result.step):
-            requeue(job_id)
+            dispatch_now()
         return Outcome(job_id, "interrupted")
     final = {
         "succeeded": (JobStatus.SUCCEEDED, None),

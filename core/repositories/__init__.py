@@ -48,6 +48,12 @@ from core.repositories.metrics import (
     metric_columns,
     metric_steps_by_time,
 )
+from core.repositories.outbox import (
+    claim_jobs_to_dispatch,
+    put_back_in_outbox,
+    queued_jobs_sent_before,
+    return_to_outbox,
+)
 from core.repositories.users import (
     add_api_token,
     create_user,
@@ -62,6 +68,7 @@ __all__ = [
     "add_api_token",
     "add_checkpoint",
     "add_metric_points",
+    "claim_jobs_to_dispatch",
     "create_dataset",
     "create_job",
     "create_lr_change",
@@ -94,7 +101,10 @@ __all__ = [
     "metric_columns",
     "metric_steps_by_time",
     "new_job_row",
+    "put_back_in_outbox",
+    "queued_jobs_sent_before",
     "queued_jobs_untouched_since",
+    "return_to_outbox",
     "running_jobs",
     "set_current_lr",
     "transition_job",

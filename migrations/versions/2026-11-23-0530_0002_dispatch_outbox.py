@@ -1,0 +1,43 @@
+"""dispatch outbox on the job row
+
+A job that must be sent to the broker says so on its own row (``dispatch_pending``), set
+in the same statement that queues it; the dispatcher sends the task and clears the flag.
+``dispatched_at`` is when the broker last took the job's message, which lets the
+dispatcher tell a message the broker lost from one still in flight.
+
+Revision ID: 0002_dispatch_outbox
+Revises: 0001
+Create Date: 2026-11-23
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0002_dispatch_outbox"
+down_revision: str | None = "0001"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.add_column(sa.Column("dispatch_pending", sa.Boolean(), nullable=False,
+                                   server_default=sa.false()))
+        batch.add_column(sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=True))
+    # Queued jobs from before this revision were sent by the old code path, or lost with a
+    # broker that is gone: either way the dispatcher's lost-message check covers them once
+    # it sees a send time.
+    op.execute(sa.text("UPDATE jobs SET dispatched_at = updated_at WHERE status = 'queued'"))
+    op.create_index("ix_jobs_status_dispatch", "jobs", ["status", "dispatch_pending"],
+                    unique=False)
+
+
+def downgrade() -> None:
+    op.drop_index("ix_jobs_status_dispatch", table_name="jobs")
+    with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("dispatched_at")
+        batch.drop_column("dispatch_pending")

@@ -11,8 +11,9 @@ it sent against the messages the broker holds and the leases workers hold; a job
 from both on two checks in a row (one check can fall between a worker popping the message
 and taking the lease) goes back into the outbox and is sent again.
 
-Runs in every api process (a thread, woken by each submit) and in every worker's
-watchdog, so it works with any number of either: claims are row-level compare-and-sets
+Runs in every api process (a thread, woken by each submit; it also looks for lost
+messages) and in every worker's watchdog (sending only), so it works with any number of
+either: claims are row-level compare-and-sets
 (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), and a duplicate message is harmless anyway
 because the job lease lets one worker train a job at a time (workers/lifecycle.py).
 

@@ -10,8 +10,8 @@ Ordering that makes "running without a lease" mean "orphaned": a worker takes th
 *before* it marks the job running, and marks it finished/paused *before* releasing.
 
 Re-queueing writes the job's outbox mark with its status (core.repositories.outbox); each
-pass then runs this process's dispatcher (core.dispatch), which sends what the outbox
-holds and re-sends queued jobs whose message the broker lost.
+pass then runs this process's dispatcher (core.dispatch) to send what the outbox holds.
+(Queued jobs whose message the broker lost are found by the api processes' dispatchers.)
 """
 
 from __future__ import annotations
@@ -111,7 +111,9 @@ class Watchdog:
         while True:
             try:
                 sweep(self._channel)
-                resources.get_dispatcher().run_once()
+                # Sending is cheap; looking for lost messages reads the whole broker queue
+                # and is left to the api processes, away from the training loop's GIL.
+                resources.get_dispatcher().run_once(check_lost=False)
             except Exception:  # noqa: BLE001 - keep watching; a DB blip must not end recovery
                 log.warning("watchdog pass failed; retrying", exc_info=True)
             if self._stop.wait(self._interval):

@@ -23,20 +23,21 @@ _QUEUED = JobStatus.QUEUED.value
 def claim_jobs_to_dispatch(session: Session, *, limit: int) -> list[tuple[str, str]]:
     """Take up to ``limit`` pending jobs off the outbox, oldest first; ``(id, queue)`` each.
 
-    The claim is one UPDATE ... RETURNING, so two dispatchers never claim the same job: on
-    PostgreSQL the rows are picked with ``FOR UPDATE SKIP LOCKED`` (a second dispatcher
-    takes the next ones instead of waiting), and the pending flag is re-checked on the
-    locked row; SQLite runs one writer at a time. The claim records the send time; commit
+    Two dispatchers never claim the same job: on PostgreSQL the rows are picked with
+    ``FOR UPDATE SKIP LOCKED`` (a second dispatcher takes the next ones instead of
+    waiting); everywhere the UPDATE ... RETURNING re-checks the pending flag, and SQLite
+    runs one writer at a time. The claim records the send time; commit
     it before sending, and :func:`return_to_outbox` the jobs the broker did not take.
     """
-    picked = (
+    picked = list(session.scalars(
         select(Job.id)
         .where(Job.status == _QUEUED, Job.dispatch_pending.is_(True))
         .order_by(Job.created_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
-        .scalar_subquery()
-    )
+    ))
+    if not picked:
+        return []  # the usual answer, found without taking SQLite's write lock
     rows = session.execute(
         update(Job)
         .where(Job.id.in_(picked), Job.status == _QUEUED, Job.dispatch_pending.is_(True))

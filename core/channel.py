@@ -385,6 +385,10 @@ class Channel:
         value = self.client.get(lease_key(job_id))
         return str(value) if value is not None else None
 
+    def server_run_id(self) -> str:
+        """Redis' ``run_id``: a new one after every restart of the server."""
+        return str(self.client.info("server")["run_id"])
+
     def leased_jobs(self, job_ids: list[str]) -> set[str]:
         """The ids among ``job_ids`` that some worker holds the lease of (one MGET)."""
         if not job_ids:

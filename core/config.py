@@ -61,6 +61,10 @@ class DispatchSettings(BaseModel):
     lost_after_seconds: float = Field(default=2.0, gt=0)
     # A delivered, unacknowledged message older than this belongs to a dead worker.
     unacked_max_age_seconds: float = Field(default=30.0, gt=0)
+    # Looking for lost messages reads the whole broker queue. It is done at once when
+    # Redis restarted (its run_id changed: the usual way messages vanish), and otherwise
+    # this often (a message lost some other way, e.g. with a dead worker).
+    full_check_seconds: float = Field(default=15.0, gt=0)
 
 
 class Settings(BaseSettings):

@@ -6,8 +6,9 @@ claims pending jobs, sends their messages and, when the broker refuses (Redis is
 puts them back to try again on the next pass, for as long as it takes.
 
 A message can also vanish after the broker took it: Redis restarted empty, or a worker
-died holding it unacknowledged. Every few seconds the dispatcher compares the queued jobs
-it sent against the messages the broker holds and the leases workers hold; a job missing
+died holding it unacknowledged. When Redis restarted (its run_id changed, seen within a
+poll), and every ``full_check_seconds`` anyway, the dispatcher compares the queued jobs it
+sent against the messages the broker holds and the leases workers hold; a job missing
 from both on two checks in a row (one check can fall between a worker popping the message
 and taking the lease) goes back into the outbox and is sent again.
 
@@ -60,6 +61,7 @@ class Dispatcher:
         lost_after_seconds: float = 2.0,
         check_interval_seconds: float = 1.0,
         unacked_max_age_seconds: float = 30.0,
+        full_check_seconds: float = 15.0,
         send: Send | None = None,
     ) -> None:
         self._sessions = sessions
@@ -68,8 +70,13 @@ class Dispatcher:
         self.lost_after = timedelta(seconds=lost_after_seconds)
         self.check_interval = check_interval_seconds
         self.unacked_max_age = unacked_max_age_seconds
+        self.full_check_seconds = full_check_seconds
+        self._postgres = sessions.kw["bind"].dialect.name == "postgresql"
         self._suspects: set[str] = set()
         self._last_check = 0.0
+        self._last_full_check = float("-inf")
+        self._broker_run_id: str | None = None
+        self._watch_until = float("-inf")
         self._lock = threading.Lock()  # one pass at a time in this process
 
     def send_pending(self) -> list[str]:
@@ -78,6 +85,9 @@ class Dispatcher:
         sent: list[str] = []
         while True:
             with session_scope(self._sessions) as session:
+                if self._postgres:
+                    # The claim is one statement; BEGIN and COMMIT would double its cost.
+                    session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
                 batch = repo.claim_jobs_to_dispatch(session, limit=CLAIM_BATCH)
             if not batch:
                 return sent
@@ -115,16 +125,32 @@ class Dispatcher:
                         len(requeued), ", ".join(requeued[:10]))
         return requeued
 
+    def lost_check_due(self, now: float) -> bool:
+        """Whether to look for lost messages now: Redis restarted since the last look, a
+        suspicion waits for confirmation, or ``full_check_seconds`` passed."""
+        run_id = self._channel.server_run_id()
+        if run_id != self._broker_run_id:
+            self._broker_run_id = run_id
+            # Keep looking for a while: a job sent just before the restart only counts
+            # once it is ``lost_after`` old, and is confirmed on the check after that.
+            self._watch_until = now + self.lost_after.total_seconds() + 3 * self.check_interval
+        return (now <= self._watch_until or bool(self._suspects)
+                or now - self._last_full_check >= self.full_check_seconds)
+
     def run_once(self, *, check_lost: bool | None = None) -> list[str]:
-        """One pass: send what is pending and, at most once per ``check_interval``, look
-        for lost messages (and send those too). Returns the ids sent."""
+        """One pass: send what is pending and, when due (at most once per
+        ``check_interval``), look for lost messages and send those too. Returns the ids
+        sent."""
         with self._lock:
             now = time.monotonic()
             if check_lost is None:
-                check_lost = now - self._last_check >= self.check_interval
+                check_lost = False
+                if now - self._last_check >= self.check_interval:
+                    self._last_check = now
+                    check_lost = self.lost_check_due(now)
             sent = self.send_pending()
             if check_lost:
-                self._last_check = now
+                self._last_full_check = now
                 if self.requeue_lost():
                     sent += self.send_pending()
             return sent
@@ -139,7 +165,8 @@ def dispatcher_for(settings: Settings, sessions: sessionmaker[Session],
     return Dispatcher(sessions, channel, settings.redis_url,
                       lost_after_seconds=tuning.lost_after_seconds,
                       check_interval_seconds=tuning.poll_seconds,
-                      unacked_max_age_seconds=tuning.unacked_max_age_seconds)
+                      unacked_max_age_seconds=tuning.unacked_max_age_seconds,
+                      full_check_seconds=tuning.full_check_seconds)
 
 
 class DispatcherThread:
@@ -148,7 +175,7 @@ class DispatcherThread:
     one pass: one claim and one pipeline for a burst of submits instead of one each."""
 
     def __init__(self, dispatcher: Dispatcher, *, poll_seconds: float = 1.0,
-                 coalesce_seconds: float = 0.02,
+                 coalesce_seconds: float = 0.05,
                  on_failure: Callable[[], None] | None = None) -> None:
         self.dispatcher = dispatcher
         self.on_failure = on_failure

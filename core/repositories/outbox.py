@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -29,15 +30,21 @@ def claim_jobs_to_dispatch(session: Session, *, limit: int) -> list[tuple[str, s
     runs one writer at a time. The claim records the send time; commit
     it before sending, and :func:`return_to_outbox` the jobs the broker did not take.
     """
-    picked = list(session.scalars(
+    pick = (
         select(Job.id)
         .where(Job.status == _QUEUED, Job.dispatch_pending.is_(True))
         .order_by(Job.created_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
-    ))
-    if not picked:
-        return []  # the usual answer, found without taking SQLite's write lock
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        # One statement: in an autocommit session a claim is one round trip.
+        picked: Any = pick.scalar_subquery()
+    else:
+        # Read first: an idle poll then never takes SQLite's write lock.
+        picked = list(session.scalars(pick))
+        if not picked:
+            return []
     rows = session.execute(
         update(Job)
         .where(Job.id.in_(picked), Job.status == _QUEUED, Job.dispatch_pending.is_(True))

@@ -59,12 +59,13 @@ class DispatchSettings(BaseModel):
     # A queued job sent longer ago than this should have its message in the broker, be
     # leased, or be about to be (checked twice, once per poll).
     lost_after_seconds: float = Field(default=2.0, gt=0)
-    # A delivered, unacknowledged message older than this belongs to a dead worker.
-    unacked_max_age_seconds: float = Field(default=30.0, gt=0)
+    # A delivered, unacknowledged message older than this belongs to a dead worker: a live
+    # one takes the job's lease within milliseconds, or holds it a busy-retry (2 s).
+    unacked_max_age_seconds: float = Field(default=10.0, gt=0)
     # Looking for lost messages reads the whole broker queue. It is done at once when
     # Redis restarted (its run_id changed: the usual way messages vanish), and otherwise
     # this often (a message lost some other way, e.g. with a dead worker).
-    full_check_seconds: float = Field(default=15.0, gt=0)
+    full_check_seconds: float = Field(default=5.0, gt=0)
 
 
 class Settings(BaseSettings):

@@ -60,8 +60,8 @@ class Dispatcher:
         *,
         lost_after_seconds: float = 2.0,
         check_interval_seconds: float = 1.0,
-        unacked_max_age_seconds: float = 30.0,
-        full_check_seconds: float = 15.0,
+        unacked_max_age_seconds: float = 10.0,
+        full_check_seconds: float = 5.0,
         send: Send | None = None,
     ) -> None:
         self._sessions = sessions

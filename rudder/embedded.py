@@ -129,22 +129,38 @@ def ensure_token(home: Path, env: dict[str, str]) -> str | None:
     return token
 
 
-def release_leases_of_dead_worker(redis_url: str) -> Callable[[Child, int], None]:
+def release_leases_of_dead_worker(redis_url: str,
+                                  database_url: str) -> Callable[[Child, int], None]:
     """An exit hook: drop the job leases the dead worker process held (its lease holder
     names are ``host:pid:…``, core.channel), so the job is taken over as soon as a worker
-    looks instead of after the lease's TTL. Nothing else can hold them: the pid is dead."""
+    looks instead of after the lease's TTL. Nothing else can hold them: the pid is dead.
+
+    A job it had leased but not yet marked running is still ``queued``, its message
+    unacknowledged in the dead worker's name; it goes back into the outbox to be sent
+    again now (a running one is re-queued by the next worker's watchdog)."""
 
     def release(child: Child, _code: int) -> None:
+        from core import repositories as repo
         from core.channel import Channel
+        from core.db import make_engine, make_sessionmaker, session_scope
+        from core.models import utcnow
 
         channel = Channel.from_url(redis_url)
         try:
             released = channel.release_leases_of(f"{socket.gethostname()}:{child.process.pid}:")
         finally:
             channel.close()
-        if released:
-            print(f"released the lease of job(s) {', '.join(released)}", file=sys.stderr,
-                  flush=True)
+        if not released:
+            return
+        print(f"released the lease of job(s) {', '.join(released)}", file=sys.stderr,
+              flush=True)
+        engine = make_engine(database_url)
+        try:
+            with session_scope(make_sessionmaker(engine)) as session:
+                for job_id in released:
+                    repo.put_back_in_outbox(session, job_id=job_id, sent_before=utcnow())
+        finally:
+            engine.dispose()
 
     return release
 
@@ -193,7 +209,8 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
             "-Q", worker_queues, "--pool=solo", "--concurrency=1", "--loglevel=INFO",
             "--hostname", f"rudder-embedded@{socket.gethostname()}",
         ], env, home / "worker.log")
-        supervisor.on_exit["worker"] = release_leases_of_dead_worker(env["RUDDER_REDIS_URL"])
+        supervisor.on_exit["worker"] = release_leases_of_dead_worker(
+            env["RUDDER_REDIS_URL"], env["RUDDER_DATABASE_URL"])
         url = f"http://{host}:{port}"
         _wait_http(url + "/healthz", 60, api)
         print(f"Rudder is up at {url}   (dashboard: {url}/)")

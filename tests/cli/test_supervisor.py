@@ -78,3 +78,47 @@ def test_stop_all_starts_a_dead_redis_first_so_the_worker_can_stop_through_it(
     revived = redis_child.process
     assert revived.pid != killed.pid
     assert revived.returncode == 0  # it was running, and stopped with SIGTERM after the worker
+
+
+def test_a_dead_workers_leases_are_released_and_its_queued_job_sent_again(
+        tmp_path: Path, redis_url: str) -> None:
+    """Killed between taking a job's lease and marking it running: the job is queued,
+    its message unacknowledged in a dead worker's name. The exit hook frees both."""
+    import socket
+
+    from core import repositories as repo
+    from core.channel import Channel, lease_key
+    from core.db import make_engine, make_sessionmaker, session_scope
+    from core.migrate import upgrade
+    from rudder.embedded import release_leases_of_dead_worker
+
+    database_url = f"sqlite:///{tmp_path / 'rudder.db'}"
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        user = repo.create_user(session, name="u")
+        job_ids = [repo.create_job(session, owner_id=user.id, name="t", spec={},
+                                   queue="cpu").id for _ in range(2)]
+        assert repo.claim_jobs_to_dispatch(session, limit=10)  # both sent
+    dead, alive = job_ids
+    supervisor = Supervisor()
+    channel = Channel.from_url(redis_url)
+    try:
+        process = supervisor.start("worker", [sys.executable, "-c", SLEEPER], env={})
+        host = socket.gethostname()
+        assert channel.acquire_lease(dead, owner=f"{host}:{process.pid}:abc", ttl_ms=60_000)
+        assert channel.acquire_lease(alive, owner=f"{host}:1{process.pid}:abc", ttl_ms=60_000)
+        supervisor.on_exit["worker"] = release_leases_of_dead_worker(redis_url, database_url)
+        process.send_signal(signal.SIGKILL)
+        process.wait(5)
+        supervisor.tend()
+        assert channel.lease_owner(dead) is None
+        assert channel.lease_owner(alive) == f"{host}:1{process.pid}:abc"
+        with session_scope(sessions) as session:
+            assert repo.claim_jobs_to_dispatch(session, limit=10) == [(dead, "cpu")]
+    finally:
+        supervisor.stop_all()
+        channel.client.delete(*(lease_key(job_id) for job_id in job_ids))
+        channel.close()
+        engine.dispose()

@@ -99,6 +99,8 @@ def test_rudder_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -
             holder = wait_until(lambda: _lease_holder(redis_url, running["id"]), 90,
                                 interval=0.1, what="the worker to take the job")
             api_pid = up.child("uvicorn").pid
+            wait_until(lambda: client.get_job(running["id"])["status"] == "running", 30,
+                       what="the job to run")
 
             worker = up.child("celery")
             assert f":{worker.pid}:" in holder

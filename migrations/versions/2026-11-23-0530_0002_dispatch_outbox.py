@@ -24,10 +24,11 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("jobs") as batch:
-        batch.add_column(sa.Column("dispatch_pending", sa.Boolean(), nullable=False,
-                                   server_default=sa.false()))
-        batch.add_column(sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=True))
+    # Plain ADD COLUMN (SQLite has it natively), never a batch table copy: with SQLite's
+    # foreign keys on, dropping the old jobs table would cascade to every job's rows.
+    op.add_column("jobs", sa.Column("dispatch_pending", sa.Boolean(), nullable=False,
+                                    server_default=sa.false()))
+    op.add_column("jobs", sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=True))
     # Queued jobs from before this revision were sent by the old code path, or lost with a
     # broker that is gone: either way the dispatcher's lost-message check covers them once
     # it sees a send time.
@@ -38,6 +39,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_jobs_status_dispatch", table_name="jobs")
-    with op.batch_alter_table("jobs") as batch:
-        batch.drop_column("dispatched_at")
-        batch.drop_column("dispatch_pending")
+    # SQLite >= 3.35 drops a column in place (no table copy, see upgrade).
+    op.drop_column("jobs", "dispatched_at")
+    op.drop_column("jobs", "dispatch_pending")

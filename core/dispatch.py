@@ -41,8 +41,6 @@ from core.queue import jobs_with_broker_message, send_training_batch
 
 log = logging.getLogger("rudder.dispatch")
 
-Send = Callable[[list[tuple[str, str]]], None]
-
 # A pass claims at most this many jobs per transaction, so a backlog of thousands after
 # an outage is sent in bounded pipelines and each claim commits quickly.
 CLAIM_BATCH = 200
@@ -62,11 +60,10 @@ class Dispatcher:
         check_interval_seconds: float = 1.0,
         unacked_max_age_seconds: float = 10.0,
         full_check_seconds: float = 5.0,
-        send: Send | None = None,
     ) -> None:
         self._sessions = sessions
         self._channel = channel
-        self._send: Send = send or (lambda batch: send_training_batch(broker_url, batch))
+        self._broker_url = broker_url
         self.lost_after = timedelta(seconds=lost_after_seconds)
         self.check_interval = check_interval_seconds
         self.unacked_max_age = unacked_max_age_seconds
@@ -92,7 +89,7 @@ class Dispatcher:
             if not batch:
                 return sent
             try:
-                self._send(batch)
+                send_training_batch(self._broker_url, batch)
             except BaseException:
                 with session_scope(self._sessions) as session:
                     repo.return_to_outbox(session, job_ids=[job_id for job_id, _ in batch])

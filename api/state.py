@@ -18,8 +18,8 @@ from api import telemetry
 from core.channel import AsyncChannel, Channel
 from core.config import Settings
 from core.db import make_engine, make_sessionmaker
+from core.dispatch import DispatcherThread, dispatcher_for
 from core.models import User, utcnow
-from core.queue import BackgroundEnqueuer
 from core.storage import ObjectStore, open_store
 
 log = logging.getLogger("rudder.api")
@@ -86,7 +86,7 @@ class ServiceState:
     store: ObjectStore
     channel: Channel | None
     async_channel: AsyncChannel | None
-    enqueuer: BackgroundEnqueuer | None = None
+    dispatcher: DispatcherThread | None = None
     token_cache: TokenCache = field(default_factory=lambda: TokenCache())
     _revocations: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
@@ -95,11 +95,9 @@ class ServiceState:
         engine = make_engine(
             settings.database_url, lock_timeout_s=settings.database_lock_timeout_seconds
         )
-        channel = async_channel = enqueuer = None
+        sessions = make_sessionmaker(engine)
+        channel = async_channel = dispatcher = None
         if settings.redis_url:
-            enqueuer = BackgroundEnqueuer(
-                settings.redis_url, on_failure=lambda _: telemetry.ENQUEUE_FAILURES.inc()
-            )
             # A Redis that stops answering (frozen, partitioned) must cost a request a few
             # seconds and a 503, not a worker thread forever.
             timeout = settings.redis_timeout_seconds
@@ -110,6 +108,11 @@ class ServiceState:
             async_channel = AsyncChannel.from_url(
                 settings.redis_url, socket_timeout=timeout + settings.stream.block_ms / 1000
             )
+            dispatcher = DispatcherThread(
+                dispatcher_for(settings, sessions, channel),
+                poll_seconds=settings.dispatch.poll_seconds,
+                on_failure=telemetry.ENQUEUE_FAILURES.inc,
+            ).start()
         else:
             log.warning("RUDDER_REDIS_URL is not set: live events and enqueueing are off")
         store = open_store(
@@ -118,11 +121,11 @@ class ServiceState:
         return cls(
             settings=settings,
             engine=engine,
-            sessions=make_sessionmaker(engine),
+            sessions=sessions,
             store=store,
             channel=channel,
             async_channel=async_channel,
-            enqueuer=enqueuer,
+            dispatcher=dispatcher,
             token_cache=TokenCache(ttl=settings.auth_cache_seconds),
         )
 
@@ -162,8 +165,8 @@ class ServiceState:
             self._revocations.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._revocations
-        if self.enqueuer is not None:
-            self.enqueuer.close()
+        if self.dispatcher is not None:
+            self.dispatcher.close()
         if self.async_channel is not None:
             await self.async_channel.close()
         if self.channel is not None:

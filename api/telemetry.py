@@ -17,7 +17,8 @@ LATENCY = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 JOBS_SUBMITTED = Counter("rudder_jobs_submitted_total", "Jobs accepted", ["queue"])
-ENQUEUE_FAILURES = Counter("rudder_enqueue_failures_total", "Jobs committed but not enqueued")
+ENQUEUE_FAILURES = Counter("rudder_enqueue_failures_total",
+                           "Dispatch passes the broker or database refused (retried)")
 LR_CHANGES = Counter("rudder_lr_changes_total", "Learning-rate changes accepted")
 SSE_CONNECTIONS = Gauge("rudder_sse_connections", "Open event streams")
 

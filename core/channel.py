@@ -396,6 +396,32 @@ class Channel:
         value = self.client.get(lease_key(job_id))
         return str(value) if value is not None else None
 
+    def server_run_id(self) -> str:
+        """Redis' ``run_id``: a new one after every restart of the server."""
+        return str(self.client.info("server")["run_id"])
+
+    def leased_jobs(self, job_ids: list[str]) -> set[str]:
+        """The ids among ``job_ids`` that some worker holds the lease of (one MGET)."""
+        if not job_ids:
+            return set()
+        owners = self.client.mget([lease_key(job_id) for job_id in job_ids])
+        return {job_id for job_id, owner in zip(job_ids, owners, strict=True) if owner}
+
+    def release_leases_of(self, holder_prefix: str) -> list[str]:
+        """Drop every lease whose holder starts with ``holder_prefix`` (``host:pid:``
+        of a process known to be dead); returns the job ids. Compare-and-delete, so a
+        lease another worker took meanwhile stays."""
+        released = []
+        for key in self.client.scan_iter(match=lease_key("*"), count=500):
+            owner = self.client.get(key)
+            if owner is None or not str(owner).startswith(holder_prefix):
+                continue
+            before, after = lease_key("\0").split("\0")
+            job_id = str(key).removeprefix(before).removesuffix(after)
+            if self._release(keys=[key], args=[owner]):
+                released.append(job_id)
+        return released
+
     # ------------------------------------------------------------ rate limits
 
     def admit_lr_change(

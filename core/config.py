@@ -55,6 +55,24 @@ class StreamSettings(BaseModel):
     ticket_ttl_seconds: int = Field(default=60, ge=1)
 
 
+class DispatchSettings(BaseModel):
+    """The outbox dispatcher (core.dispatch) in each api process."""
+
+    # How often a dispatcher looks for jobs to send without being woken by a submit (a
+    # job queued by a worker, or one the broker refused while Redis was down).
+    poll_seconds: float = Field(default=1.0, gt=0)
+    # A queued job sent longer ago than this should have its message in the broker, be
+    # leased, or be about to be (checked twice, once per poll).
+    lost_after_seconds: float = Field(default=2.0, gt=0)
+    # A delivered, unacknowledged message older than this belongs to a dead worker: a live
+    # one takes the job's lease within milliseconds, or holds it a busy-retry (2 s).
+    unacked_max_age_seconds: float = Field(default=10.0, gt=0)
+    # Looking for lost messages reads the whole broker queue. It is done at once when
+    # Redis restarted (its run_id changed: the usual way messages vanish), and otherwise
+    # this often (a message lost some other way, e.g. with a dead worker).
+    full_check_seconds: float = Field(default=5.0, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RUDDER_",
@@ -84,6 +102,7 @@ class Settings(BaseSettings):
     lr: LearningRateLimits = LearningRateLimits()
     limits: RequestLimits = RequestLimits()
     stream: StreamSettings = StreamSettings()
+    dispatch: DispatchSettings = DispatchSettings()
     log_level: str = "INFO"
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -26,6 +27,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -151,6 +153,8 @@ class Job(Base):
         CheckConstraint(f"status IN ({_quoted(JobStatus)})", name="status"),
         Index("ix_jobs_owner_created", "owner_id", "created_at", "id"),
         Index("ix_jobs_owner_status", "owner_id", "status"),
+        # The dispatcher's two questions: queued jobs still to send, and queued jobs sent.
+        Index("ix_jobs_status_dispatch", "status", "dispatch_pending"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -172,6 +176,14 @@ class Job(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    # The transactional outbox (core.dispatch): True while the job is queued and its
+    # ``rudder.train`` message has not been handed to the broker yet. Set by the same
+    # statement that (re-)queues the job, cleared by the dispatcher once the broker took it.
+    dispatch_pending: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=false()
+    )
+    # When the broker last took the job's message (None: never sent).
+    dispatched_at: Mapped[datetime | None] = mapped_column(default=None)
 
     owner: Mapped[User] = relationship(lazy="raise")
 

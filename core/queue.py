@@ -1,16 +1,17 @@
 """Enqueue training by Celery task *name*, so the api never imports worker or engine code.
 
-Call :func:`enqueue_training` only after the job row is committed (Celery's
-"Database transactions" rule): a worker that starts before the commit would not find it.
+The service sends through the outbox (core.dispatch), which calls
+:func:`send_training_batch` only for committed rows (Celery's "Database transactions"
+rule: a worker that starts before the commit would not find the job).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import logging
-import queue
-import threading
 import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from functools import lru_cache
 from typing import Any, Final
@@ -62,95 +63,82 @@ def _send_training(app: Celery, job_id: str, *, queue: str, producer: Any = None
     return str(result.id)
 
 
-class BackgroundEnqueuer:
-    """Sends ``rudder.train`` messages from one daemon thread, so a request returns as soon
-    as its row is committed. Messages are only ever handed over after commit; if the
-    process dies before sending, the job stays ``queued`` in the DB for the watchdog.
+def send_training_batch(broker_url: str, batch: list[tuple[str, str]]) -> None:
+    """Send ``rudder.train`` for each ``(job_id, queue)`` through one producer and one
+    Redis pipeline; raises if the broker did not take them all (some may have gone: a
+    second message for a job is harmless, a missing one is not)."""
+    app = _client(broker_url)
+    with app.producer_or_acquire() as producer, _publish_batch(producer):
+        for job_id, queue_name in batch:
+            _send_training(app, job_id, queue=queue_name, producer=producer)
 
-    The thread wakes at most once per ``coalesce_seconds`` and sends everything submitted
-    meanwhile through one producer and one Redis pipeline. A wake-up, a producer and a
-    round trip per job cost the api ~1 ms of CPU per submit under bench/service_submit.py's
-    load (the GIL handed back and forth with the event loop each time); batched, ~0.6 ms.
-    A job that waits 20 ms more for its worker does not notice. Duplicate deliveries are
-    harmless (workers/lifecycle.py), so a failed batch is simply sent again job by job.
+
+# Kombu's Redis transport: each queue is a list (plus one per priority step, named
+# queue + "\x06\x16" + priority), and a message delivered but not acknowledged sits in
+# the "unacked" hash (delivery tag -> [message, exchange, routing key]) with its delivery
+# time in the "unacked_index" sorted set until the worker acks it.
+_PRIORITY_SEPARATOR = "\x06\x16"
+_PRIORITY_STEPS = (3, 6, 9)
+_UNACKED = "unacked"
+_UNACKED_INDEX = "unacked_index"
+
+
+def _broker_queue_keys(queues: tuple[str, ...]) -> list[str]:
+    return [key for name in queues for key in
+            (name, *(f"{name}{_PRIORITY_SEPARATOR}{step}" for step in _PRIORITY_STEPS))]
+
+
+def _training_job_id(message: Any) -> str | None:
+    """The job id of a ``rudder.train`` message as kombu stores it, else None."""
+    try:
+        if message["headers"]["task"] != TRAIN_TASK:
+            return None
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        args = json.loads(body)[0]
+        return str(args[0])
+    except (KeyError, IndexError, TypeError, ValueError, binascii.Error):
+        return None
+
+
+def jobs_with_broker_message(client: Any, *, unacked_max_age_seconds: float) -> set[str]:
+    """Ids of the jobs whose ``rudder.train`` message the broker holds: waiting in a
+    queue, or delivered to a worker less than ``unacked_max_age_seconds`` ago and not yet
+    acknowledged (a task about to take its lease, or one waiting to retry). An older
+    unacknowledged message belongs to a worker that died with it: kombu would only hand
+    it out again after the visibility timeout, hours later.
+
+    ``client`` is a redis-py client on the broker's database with ``decode_responses``.
     """
-
-    def __init__(
-        self,
-        broker_url: str,
-        *,
-        on_failure: Callable[[str], None] | None = None,
-        coalesce_seconds: float = 0.02,
-    ):
-        self.broker_url = broker_url
-        self.on_failure = on_failure
-        self.coalesce_seconds = coalesce_seconds
-        self._pending: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._in_flight = 0
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="rudder-enqueue", daemon=True)
-        self._thread.start()
-
-    def submit(self, job_id: str, *, queue: str) -> None:
-        if queue not in QUEUES:
-            raise ValueError(f"unknown queue {queue!r}; expected one of {QUEUES}")
-        with self._lock:
-            self._in_flight += 1
-            self._idle.clear()
-        self._pending.put((job_id, queue))
-
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until everything submitted so far was sent (or failed and was logged)."""
-        return self._idle.wait(timeout)
-
-    def close(self, timeout: float = 10.0) -> None:
-        self.flush(timeout)
-        self._pending.put(None)
-        self._thread.join(timeout)
-
-    def _run(self) -> None:
-        stopping = False
-        while not stopping and (first := self._pending.get()) is not None:
-            if self.coalesce_seconds > 0:
-                time.sleep(self.coalesce_seconds)
-            batch = [first]
-            while True:
-                try:
-                    item = self._pending.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stopping = True
-                    break
-                batch.append(item)
-            self._send(batch)
-
-    def _send(self, batch: list[tuple[str, str]]) -> None:
+    pipe = client.pipeline(transaction=False)
+    for key in _broker_queue_keys(QUEUES):
+        pipe.lrange(key, 0, -1)
+    pipe.hgetall(_UNACKED)
+    pipe.zrangebyscore(_UNACKED_INDEX, time.time() - unacked_max_age_seconds, "+inf")
+    *waiting_lists, unacked, recent_tags = pipe.execute()
+    found: set[str] = set()
+    for raw in (raw for waiting in waiting_lists for raw in waiting):
+        job_id = _decode_and_find_job(raw)
+        if job_id is not None:
+            found.add(job_id)
+    for tag in recent_tags:
+        raw = unacked.get(tag)
         try:
-            app = _client(self.broker_url)
-            with app.producer_or_acquire() as producer, _publish_batch(producer):
-                for job_id, queue_name in batch:
-                    _send_training(app, job_id, queue=queue_name, producer=producer)
-        except Exception:
-            # Send each again on its own, with retries. A failed pipeline may have
-            # delivered part of the batch already; a second message for a job is harmless,
-            # a missing one would wait for the watchdog.
-            log.warning("enqueueing %d jobs at once failed; sending them one by one",
-                        len(batch), exc_info=True)
-            for job_id, queue_name in batch:
-                try:
-                    enqueue_training(job_id, queue=queue_name, broker_url=self.broker_url)
-                except Exception:
-                    log.exception("job %s committed but could not be enqueued", job_id)
-                    if self.on_failure is not None:
-                        self.on_failure(job_id)
-        finally:
-            with self._lock:
-                self._in_flight -= len(batch)
-                if self._in_flight == 0:
-                    self._idle.set()
+            entry = json.loads(raw) if raw is not None else None
+        except ValueError:
+            entry = None
+        job_id = _training_job_id(entry[0]) if isinstance(entry, list) and entry else None
+        if job_id is not None:
+            found.add(job_id)
+    return found
+
+
+def _decode_and_find_job(raw: str) -> str | None:
+    try:
+        return _training_job_id(json.loads(raw))
+    except ValueError:
+        return None
 
 
 def _publish_batch(producer: Any) -> AbstractContextManager[Any]:

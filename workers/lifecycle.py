@@ -24,7 +24,7 @@ from workers.build import SpecError
 from workers.data_sources import StoredDataset
 from workers.db_retry import retry_db
 from workers.lease import Lease
-from workers.resources import enqueue, get_channel, get_store
+from workers.resources import dispatch_now, get_channel, get_store
 from workers.runner import JobRunner, ReplayedChange
 from workers.service_io import ControlListener, ServiceIO, send_leftover_writes
 from workers.settings import get_worker_settings
@@ -99,13 +99,6 @@ def _lookup_dataset(dataset_id: str) -> StoredDataset:
         files = dataset.files or [{"path": f"data.{dataset.format}",
                                    "key": dataset.storage_key, "size": dataset.size}]
         return StoredDataset(dataset.id, dataset.format, list(files), dataset.stats)
-
-
-def requeue(job_id: str) -> None:
-    with session_scope() as session:
-        job = repo.get_job(session, job_id=job_id)
-        queue = job.queue if job is not None else "cpu"
-    enqueue(job_id, queue)
 
 
 def run_job(job_id: str) -> Outcome:
@@ -185,11 +178,13 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         log.error("job %s: lease lost at step %d; stopped without writing", job_id, result.step)
         return Outcome(job_id, "lease_lost")
     if result.outcome == "interrupted":
-        # The worker is stopping: the job checkpointed; hand it to the next worker.
+        # The worker is stopping: the job checkpointed; hand it to the next worker. Queued
+        # is written with its outbox mark, so the hand-over needs only the database: if
+        # Redis is down now, whichever dispatcher runs next sends the job.
         reason = "worker shutting down; re-queued from its checkpoint"
         if _set_status(channel, job_id, JobStatus.QUEUED, reason, [JobStatus.RUNNING],
                        step=result.step):
-            requeue(job_id)
+            dispatch_now()
         return Outcome(job_id, "interrupted")
     final = {
         "succeeded": (JobStatus.SUCCEEDED, None),

@@ -159,8 +159,14 @@ class ServiceIO:
 
         retry_db(record, what=f"job {self.job_id} checkpoint row at step {step}",
                  deadline_seconds=self.db_retry_seconds)
-        self.channel.publish_checkpoint(self.job_id, step=step, epoch=epoch, sha256=sha256,
-                                        size=size)
+        try:
+            self.channel.publish_checkpoint(self.job_id, step=step, epoch=epoch,
+                                            sha256=sha256, size=size)
+        except redis.RedisError:
+            # The row is the record and it is written: a shutdown checkpoint taken while
+            # Redis is away (restarting) must still count.
+            log.warning("checkpoint %d of job %s saved; its event was not published",
+                        step, self.job_id, exc_info=True)
         return True
 
     def poll_commands(self) -> list[Command]:

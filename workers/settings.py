@@ -15,15 +15,15 @@ from workers.hooks import Pacing
 class WorkerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RUDDER_WORKER_", extra="ignore")
 
-    # How long a job stays owned after its worker stops heart-beating. Shorter means a
-    # faster take-over after a crash; the heartbeat renews every ttl/3.
-    lease_ttl_seconds: float = Field(default=30.0, gt=0)
-    # How often the in-worker watchdog looks for running jobs whose lease expired.
-    watchdog_interval_seconds: float = Field(default=10.0, gt=0)
+    # How long a job stays owned after its worker stops heart-beating: a crashed worker's
+    # job is taken over within this plus one watchdog interval. The heartbeat renews every
+    # ttl/4 from its own thread (numpy releases the GIL, so a busy training loop does not
+    # starve it), so three renewals in a row must fail before the lease lapses.
+    lease_ttl_seconds: float = Field(default=6.0, gt=0)
+    # How often the in-worker watchdog looks for running jobs whose lease expired and
+    # dispatches the outbox (core.dispatch).
+    watchdog_interval_seconds: float = Field(default=1.0, gt=0)
     watchdog_enabled: bool = True
-    # A queued job untouched for this long with no lease gets its task sent again (the
-    # api's send may have failed after commit); duplicates are harmless no-ops.
-    stale_queued_seconds: float = Field(default=600.0, gt=0)
     # A job re-queued more often than this fails instead (Determined's max_restarts).
     max_attempts: int = Field(default=5, ge=1)
     # Publish train metrics every N optimizer steps ...

@@ -8,40 +8,42 @@ moves a job from running to queued and sends the task.
 
 Ordering that makes "running without a lease" mean "orphaned": a worker takes the lease
 *before* it marks the job running, and marks it finished/paused *before* releasing.
+
+Re-queueing writes the job's outbox mark with its status (core.repositories.outbox); each
+pass then runs this process's dispatcher (core.dispatch) to send what the outbox holds.
+(Queued jobs whose message the broker lost are found by the api processes' dispatchers.)
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from datetime import datetime, timedelta
+import time
+from datetime import datetime
 
 from core import repositories as repo
 from core.channel import Channel
 from core.db import session_scope
 from core.job_status import transition_and_announce
-from core.models import JobStatus, utcnow
+from core.models import JobStatus
 from workers import resources
 from workers.datasets.sweep import sweep_datasets
 from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
+DATASET_SWEEP_SECONDS = 60.0
 
-Enqueue = Callable[[str, str], None]
-
-
-def sweep(
-    channel: Channel, enqueue: Enqueue = resources.enqueue, max_attempts: int | None = None
-) -> list[str]:
-    """One pass: re-queue (or fail, past max attempts) orphaned running jobs."""
+def sweep(channel: Channel, max_attempts: int | None = None) -> list[str]:
+    """One pass: re-queue (or fail, past max attempts) orphaned running jobs. Re-queued
+    jobs are in the outbox; the caller dispatches them."""
     if max_attempts is None:
         max_attempts = get_worker_settings().max_attempts
     with session_scope() as session:
         running = repo.running_jobs(session)
     requeued: list[str] = []
-    for job_id, queue, started_at in running:
-        if channel.lease_owner(job_id) is not None:
+    leased = channel.leased_jobs([job_id for job_id, _queue, _started in running])
+    for job_id, _queue, started_at in running:
+        if job_id in leased:
             continue
         if _settle_unapplied_stop(channel, job_id, started_at):
             continue
@@ -60,7 +62,6 @@ def sweep(
                                         to_status=JobStatus.FAILED,
                                         from_statuses=[JobStatus.QUEUED], reason=why)
             continue
-        enqueue(job_id, queue)
         requeued.append(job_id)
         log.warning("job %s: lease expired; re-queued (attempt %d)", job_id, attempts)
     return requeued
@@ -93,39 +94,13 @@ def _settle_unapplied_stop(channel: Channel, job_id: str, started_at: datetime |
     return True
 
 
-def resend_stale_queued(channel: Channel, enqueue: Enqueue = resources.enqueue,
-                        stale_seconds: float | None = None) -> list[str]:
-    """Send the task again for queued jobs nobody picked up for a long time.
-
-    Touching the job (a queued -> queued transition, recorded in its history) first means
-    the next sweep waits another full period, so a long queue is not flooded.
-    """
-    if stale_seconds is None:
-        stale_seconds = get_worker_settings().stale_queued_seconds
-    cutoff = utcnow() - timedelta(seconds=stale_seconds)
-    with session_scope() as session:
-        stale = repo.queued_jobs_untouched_since(session, cutoff=cutoff)
-    resent: list[str] = []
-    for job_id, queue in stale:
-        if channel.lease_owner(job_id) is not None:
-            continue
-        with session_scope() as session:
-            touched = repo.transition_job(
-                session, job_id=job_id, to_status=JobStatus.QUEUED,
-                from_statuses=[JobStatus.QUEUED], reason="not picked up; task sent again",
-            )
-        if touched:
-            enqueue(job_id, queue)
-            resent.append(job_id)
-    return resent
-
-
 class Watchdog:
     def __init__(self, channel: Channel, interval_seconds: float) -> None:
         self._channel = channel
         self._interval = interval_seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rudder-watchdog", daemon=True)
+        self._datasets_swept_at = -DATASET_SWEEP_SECONDS
 
     def start(self) -> None:
         self._thread.start()
@@ -134,14 +109,28 @@ class Watchdog:
         self._stop.set()
         self._thread.join(timeout=self._interval + 5)
 
+    def _sweep_datasets_now_and_then(self) -> None:
+        # The job passes run every second for a fast take-over; data-set housekeeping
+        # works on a scale of minutes and need not cost a query per second.
+        now = time.monotonic()
+        if now - self._datasets_swept_at >= DATASET_SWEEP_SECONDS:
+            self._datasets_swept_at = now
+            sweep_datasets(resources.get_store())
+
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        # The first pass runs at once: a worker started to replace a dead one picks up
+        # the orphaned job without waiting an interval.
+        while True:
             try:
                 sweep(self._channel)
-                resend_stale_queued(self._channel)
-                sweep_datasets(resources.get_store())
+                # Sending is cheap; looking for lost messages reads the whole broker queue
+                # and is left to the api processes, away from the training loop's GIL.
+                resources.get_dispatcher().run_once(check_lost=False)
+                self._sweep_datasets_now_and_then()
             except Exception:  # noqa: BLE001 - keep watching; a DB blip must not end recovery
-                log.exception("watchdog sweep failed")
+                log.warning("watchdog pass failed; retrying", exc_info=True)
+            if self._stop.wait(self._interval):
+                return
 
 
 _watchdog: Watchdog | None = None

@@ -110,7 +110,8 @@ def submit_job(
     spec: JobSpec,
     idempotency_key: str | None,
 ) -> tuple[Job, bool]:
-    """Store the job and enqueue it after commit; returns (job, created)."""
+    """Store the job (with its outbox mark, in the same statement) and wake the
+    dispatcher after commit; returns (job, created)."""
     spec_json = spec.model_dump(mode="json")
     request_hash = _request_hash(spec_json)
     if idempotency_key is not None:
@@ -166,13 +167,13 @@ def submit_in_new_session(
 
 
 def enqueue_after_commit(state: ServiceState, job: Job) -> None:
-    """Hand the committed job to the workers (sent by a background thread, so the request
-    does not wait for the broker). A send that fails leaves the job ``queued`` in the DB,
-    logged and counted, for the watchdog to re-enqueue."""
-    if state.enqueuer is None:
+    """The committed job is in the outbox (its row says so); wake this process's
+    dispatcher to send it now rather than at its next poll. If the broker is down the
+    dispatcher keeps it and retries until the broker takes it."""
+    if state.dispatcher is None:
         log.warning("job %s stays queued: no broker configured (RUDDER_REDIS_URL)", job.id)
         return
-    state.enqueuer.submit(job.id, queue=job.queue)
+    state.dispatcher.wake()
 
 
 # ---------------------------------------------------------------- listing

@@ -63,6 +63,12 @@ from core.repositories.metrics import (
     metric_columns,
     metric_steps_by_time,
 )
+from core.repositories.outbox import (
+    claim_jobs_to_dispatch,
+    put_back_in_outbox,
+    queued_jobs_sent_before,
+    return_to_outbox,
+)
 from core.repositories.users import (
     add_api_token,
     create_user,
@@ -81,6 +87,7 @@ __all__ = [
     "add_metric_points",
     "bytes_held_by",
     "claim_upload_for_completion",
+    "claim_jobs_to_dispatch",
     "create_dataset",
     "create_job",
     "create_lr_change",
@@ -123,8 +130,11 @@ __all__ = [
     "metric_columns",
     "metric_steps_by_time",
     "new_job_row",
+    "put_back_in_outbox",
+    "queued_jobs_sent_before",
     "queued_jobs_untouched_since",
     "record_upload_part",
+    "return_to_outbox",
     "running_jobs",
     "set_current_lr",
     "transition_job",

@@ -48,6 +48,8 @@ def new_job_row(
         "current_lr": current_lr, "latest_metrics": {}, "attempts": 0,
         "idempotency_key": idempotency_key, "request_hash": request_hash,
         "created_at": now, "updated_at": now, "started_at": None, "finished_at": None,
+        # The outbox: written with the row, so a stored job is always one to be sent.
+        "dispatch_pending": True, "dispatched_at": None,
     }
 
 
@@ -174,6 +176,12 @@ def transition_job(
     values: dict[str, Any] = {"status": to_status.value, "status_reason": reason, "updated_at": now}
     if to_status == JobStatus.RUNNING:
         values["started_at"] = now
+    if to_status == JobStatus.QUEUED:
+        # Every way back into the queue (resume, a lost worker, a worker shutting down)
+        # puts the job in the outbox in this same statement; the dispatcher sends it.
+        values["dispatch_pending"] = True
+    else:
+        values["dispatch_pending"] = False
     if to_status in TERMINAL_STATUSES:
         values["finished_at"] = now
     result = session.execute(

@@ -52,13 +52,14 @@ def worker_env(
 
 
 def _clear_caches() -> None:
-    from workers.resources import get_channel, get_store
+    from workers.resources import get_channel, get_dispatcher, get_store
     from workers.settings import get_worker_settings
 
     get_settings.cache_clear()
     get_worker_settings.cache_clear()
     get_channel.cache_clear()
     get_store.cache_clear()
+    get_dispatcher.cache_clear()
     reset_engine_cache()
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -62,3 +63,30 @@ def test_heartbeat_reports_a_lost_lease_without_being_asked(channel: Channel) ->
     assert not old.held
     old.release()
     new.release()
+
+
+def _burn_cpu(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+
+
+def test_a_busy_worker_keeps_its_lease(channel: Channel) -> None:
+    """No false take-over under load: the training thread holding the GIL in pure Python
+    and every core busy with other processes must not starve the heartbeat for a TTL."""
+    import multiprocessing
+
+    burners = [multiprocessing.get_context("spawn").Process(target=_burn_cpu, args=(4.0,))
+               for _ in range(max(2, (os.cpu_count() or 2)))]
+    for burner in burners:
+        burner.start()
+    lease = Lease(channel, JOB, ttl_seconds=1.0)
+    assert lease.acquire()
+    try:
+        _burn_cpu(3.0)  # this thread, GIL-bound, for three TTLs
+        assert lease.held
+        assert channel.lease_owner(JOB) == lease.holder
+    finally:
+        lease.release()
+        for burner in burners:
+            burner.join(10)

@@ -168,7 +168,7 @@ def test_killed_run_resumes_from_checkpoint_with_identical_weights(
     killed_at = latest_complete_checkpoint(store, crashed)
     assert killed_at is not None and killed_at.meta.step < _job(reference).step
     assert _job(crashed).status == "running"
-    requeued = wait_until(lambda: sweep(channel, enqueue=lambda job_id, queue: None), 10,
+    requeued = wait_until(lambda: sweep(channel), 10,
                           what="lease expiry and re-queue")
     assert requeued == [crashed]
     assert run_job(crashed).result == "succeeded"

@@ -11,7 +11,8 @@ from core.db import session_scope
 from core.events import CancelCommand, PauseCommand
 from core.models import Job, JobStatus, utcnow
 from workers.lease import Lease
-from workers.watchdog import resend_stale_queued, sweep
+from workers.resources import get_dispatcher
+from workers.watchdog import sweep
 
 SPEC = {"name": "t", "model": [{"type": "Dense", "units": 2}],
         "data": {"train": {"builtin": "digits"}}, "loss": {"type": "l2"},
@@ -49,6 +50,8 @@ def test_orphaned_running_job_is_requeued_once(worker_env: dict[str, str],
     try:
         assert sweep(channel) == [orphan]
         assert sweep(channel) == []  # a second watchdog finds nothing left to do
+        assert get_dispatcher().run_once() == [orphan]
+        assert get_dispatcher().run_once() == []  # sent once
     finally:
         lease.release()
     assert _status(orphan) == ("queued", 1)
@@ -71,6 +74,7 @@ def test_pause_or_cancel_a_lost_worker_never_applied_is_carried_out(
         session.execute(update(Job).where(Job.id == earlier)
                         .values(started_at=utcnow() + timedelta(seconds=5)))
     assert sweep(channel) == [earlier]
+    get_dispatcher().run_once()
     assert _status(paused) == ("paused", 0)
     assert _status(cancelled) == ("cancelled", 0)
     assert _status(earlier) == ("queued", 1)
@@ -82,19 +86,7 @@ def test_pause_or_cancel_a_lost_worker_never_applied_is_carried_out(
 def test_job_lost_too_often_fails(worker_env: dict[str, str], channel: Channel) -> None:
     job_id = _job(JobStatus.RUNNING)
     assert sweep(channel, max_attempts=0) == []
+    get_dispatcher().run_once()
     status, attempts = _status(job_id)
     assert (status, attempts) == ("failed", 1)
     assert _queued_tasks(channel) == []
-
-
-def test_stale_queued_job_gets_its_task_again(worker_env: dict[str, str],
-                                              channel: Channel) -> None:
-    fresh = _job(JobStatus.QUEUED)
-    stale = _job(JobStatus.QUEUED)
-    with session_scope() as session:
-        session.execute(update(Job).where(Job.id == stale)
-                        .values(updated_at=utcnow() - timedelta(hours=1)))
-    assert resend_stale_queued(channel, stale_seconds=600) == [stale]
-    assert resend_stale_queued(channel, stale_seconds=600) == []  # touched: waits again
-    assert _queued_tasks(channel) == [repr([stale])]
-    assert _status(fresh)[0] == "queued"

@@ -51,6 +51,8 @@ def dataset_key(dataset_id: str, fmt: str) -> str:
 # ``<prefix>-0000.params``) so a download is usable as is.
 MODEL_SYMBOL_FILE = "model-symbol.json"
 MODEL_PARAMS_FILE = "model-0000.params"
+# {"input_name": "data", "input_shape": [1, 3, 32, 32]}: what the upload declared
+MODEL_META_FILE = "model.json"
 
 
 def model_prefix(model_id: str) -> str:

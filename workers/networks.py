@@ -1,0 +1,117 @@
+"""A job spec's ``model`` -> a hybridized engine network, and the network -> MXNet files.
+
+Three forms (core.jobspec.ModelSpec): a layer list (:func:`workers.build.build_network`),
+a Gluon model-zoo name, or an uploaded MXNet symbol read from object storage (never code:
+a symbol is a JSON graph of operators the engine implements). A finished job's network
+leaves as MXNet's own ``-symbol.json`` + ``-0000.params`` (:func:`export_network`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import engine.gluon
+import engine.gluon.nn
+from core.jobspec import LayerList, ModelSpec
+from core.model_forms import UploadedModelRef, ZooModel
+from core.storage import (
+    MODEL_META_FILE,
+    MODEL_PARAMS_FILE,
+    MODEL_SYMBOL_FILE,
+    ObjectNotFound,
+    ObjectStore,
+    job_export_prefix,
+    model_prefix,
+)
+from workers.build import SpecError, build_network
+
+EXPORT_EPOCH = 0
+# The params file of an upload is read with this bound (the api refused larger ones).
+MAX_PARAMS_BYTES = 2 * 1024**3
+
+
+def build_model(model: ModelSpec, store: ObjectStore) -> Any:
+    """The network of any model form, hybridized, not yet initialized."""
+    if isinstance(model, ZooModel):
+        return _zoo_network(model)
+    if isinstance(model, UploadedModelRef):
+        return _uploaded_network(model, store)
+    layers: LayerList = model
+    return build_network(layers)
+
+
+def _zoo_network(model: ZooModel) -> Any:
+    from engine.gluon.model_zoo import vision
+
+    # Inside a fixed prefix's scope, as build_network does: the zoo blocks' own prefixes
+    # come from counters local to this parent, so the parameter names (and the sorted
+    # order of the trainer's saved states) are the same in every worker process.
+    net = engine.gluon.nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        try:
+            net.add(vision.get_model(model.zoo, **model.engine_kwargs()))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise SpecError(f"model.zoo {model.zoo!r}: {exc}") from exc
+    net.hybridize(static_alloc=True, static_shape=True)
+    return net
+
+
+def _read(store: ObjectStore, key: str, what: str) -> bytes:
+    try:
+        return store.get(key)
+    except ObjectNotFound as exc:
+        raise SpecError(f"{what} is gone from storage (was the model deleted?)") from exc
+
+
+def _uploaded_network(model: UploadedModelRef, store: ObjectStore) -> Any:
+    prefix = model_prefix(model.model)
+    symbol_json = _read(store, prefix + MODEL_SYMBOL_FILE, f"model {model.model}")
+    meta = json.loads(_read(store, prefix + MODEL_META_FILE, f"model {model.model}"))
+    with tempfile.TemporaryDirectory(prefix="rudder-model-") as folder:
+        symbol_file = Path(folder) / MODEL_SYMBOL_FILE
+        symbol_file.write_bytes(symbol_json)
+        try:
+            net = engine.gluon.SymbolBlock.imports(str(symbol_file), [meta["input_name"]])
+        except (KeyError, ValueError, TypeError) as exc:
+            raise SpecError(f"model {model.model}: {exc}") from exc
+    net.hybridize(static_alloc=True, static_shape=True)
+    return net
+
+
+def load_initial_weights(net: Any, model: ModelSpec, store: ObjectStore, ctx: Any) -> bool:
+    """Set an uploaded model's params (when asked for and present) on an initialized
+    network; True when weights were loaded."""
+    if not isinstance(model, UploadedModelRef) or model.params is False:
+        return False
+    key = model_prefix(model.model) + MODEL_PARAMS_FILE
+    if not store.exists(key):
+        if model.params:
+            raise SpecError(f"model {model.model} was uploaded without a params file")
+        return False
+    from engine.ndarray import mxnet_format
+    from engine.ndarray.creation import array
+
+    loaded = mxnet_format.read_params(store.get(key), max_bytes=MAX_PARAMS_BYTES)
+    params = net.collect_params()
+    for stored_name, value in loaded.items():
+        name = stored_name.split(":", 1)[1] if ":" in stored_name else stored_name
+        if name in params:
+            params[name].set_data(array(value, ctx=ctx))
+    return True
+
+
+def export_network(net: Any, store: ObjectStore, job_id: str) -> dict[str, int]:
+    """Write the trained network as MXNet's ``-symbol.json`` + ``-0000.params`` under the
+    job's export prefix; returns each file's size."""
+    prefix = job_export_prefix(job_id)
+    sizes = {}
+    with tempfile.TemporaryDirectory(prefix="rudder-export-") as folder:
+        net.export(str(Path(folder) / "model"), epoch=EXPORT_EPOCH)
+        for name in (MODEL_SYMBOL_FILE, MODEL_PARAMS_FILE):
+            path = Path(folder) / name
+            store.put_file(prefix + name, path)
+            sizes[name] = path.stat().st_size
+    return sizes

@@ -14,7 +14,7 @@ import json
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-UPLOAD_PATHS = ("/v1/datasets",)
+UPLOAD_PATHS = ("/v1/datasets", "/v1/models")
 
 
 class BodyTooLarge(HTTPException):

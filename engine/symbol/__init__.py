@@ -25,8 +25,9 @@ from ..name import NameManager, Prefix
 from .build import Group, Variable, _make_op, make_generic, var
 from .generic import generic_spec
 from .ops import OPS
-from .serialization import load, load_json
+from .serialization import SymbolFormatError, load, load_json
 from .symbol import Symbol
+from .validation import inspect_symbol_json
 
 
 def _operator(op: str) -> Any:
@@ -181,6 +182,6 @@ __all__ = [
     "Variable", "broadcast_add", "broadcast_div", "broadcast_minus",
     "broadcast_mul", "broadcast_plus", "broadcast_sub", "concat", "ctc_loss", "elemwise_add",
     "elemwise_div", "elemwise_mul", "elemwise_sub", "flatten", "hypot", "maximum", "minimum",
-    "pow", "power", "load", "load_json",
+    "pow", "power", "load", "load_json", "SymbolFormatError", "inspect_symbol_json",
     "negative", "reshape", "var",
 ]

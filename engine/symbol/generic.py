@@ -80,15 +80,65 @@ def _transpose(data: Any, axes: Any = ()) -> Any:
 ADAPTERS: dict[str, Any] = {"transpose": _transpose}
 
 
+# engine.nd functions that are no graph operator: file and device I/O, array creation from
+# Python objects, and the optimizers' in-place updates. Graph files come from users, so a
+# node may never name one of these (``save`` would write a file during shape inference).
+NOT_GRAPH_OPERATORS = frozenset({
+    "load", "save", "waitall", "array", "empty", "from_numpy", "from_dlpack",
+    "to_dlpack_for_read", "to_dlpack_for_write", "reset_arrays", "CachedOp", "NDArray", "Any",
+    "onehot_encode", "fill_element_0index", "all_finite", "multi_all_finite", "multi_sum_sq",
+    "multi_lars", "apply_op", "accepting_out",
+})
+
+
+def _is_graph_operator(name: str) -> bool:
+    return not (name in NOT_GRAPH_OPERATORS or name.startswith("_") or "update" in name
+                or name.startswith(("multi_", "preloaded_")))
+
+
 def nd_function(op: str) -> Any:
-    """The NDArray function computing ``op``, or None."""
+    """The NDArray function computing ``op``, or None (also for the engine.nd functions that
+    are no operator, :data:`NOT_GRAPH_OPERATORS`)."""
     from .. import nd
 
     name = ND_NAME.get(op, op)
+    if not _is_graph_operator(name):
+        return None
     fn = ADAPTERS.get(name) or getattr(nd, name, None)
     if callable(fn) and not inspect.isclass(fn) and not inspect.ismodule(fn):
         return fn
     return None
+
+
+# Shapes of generic operators are inferred by running them on zeros; a graph from a user
+# could declare shapes that need terabytes, so inputs and shape-like attributes are capped.
+MAX_INFER_ELEMENTS = 1 << 28
+
+
+def _elements(shape: Any) -> int:
+    count = 1
+    for d in shape if isinstance(shape, (list, tuple)) else (shape,):
+        count *= abs(int(d)) if isinstance(d, (int, numpy.integer)) else 1
+    return count
+
+
+def _check_inference_size(params: dict[str, Any], shapes: list[Shape]) -> None:
+    largest = max((_elements(s) for s in shapes), default=1)
+    estimates = [largest]
+    for key in ("shape", "reps"):
+        if isinstance(params.get(key), (int, list, tuple)):
+            estimates.append(_elements(params[key]) * (largest if key == "reps" else 1))
+    for key in ("repeats", "depth", "size"):
+        if isinstance(params.get(key), int):
+            estimates.append(abs(params[key]) * largest)
+    if len(shapes) > 1:
+        try:
+            estimates.append(_elements(numpy.broadcast_shapes(*shapes)))
+        except ValueError:
+            pass  # not a broadcast: the operator itself reports the mismatch
+    if max(estimates) > MAX_INFER_ELEMENTS:
+        raise ValueError(f"tensors of {max(estimates)} elements are more than the "
+                         f"{MAX_INFER_ELEMENTS} shape inference allows")
 
 
 def _literal(text: str) -> Any:
@@ -126,6 +176,7 @@ class GenericSpec(OpSpec):
     def _infer(self, params: dict[str, Any], shapes: list[Shape | None]) -> Any:
         if any(s is None for s in shapes):
             return shapes, None
+        _check_inference_size(params, shapes)  # type: ignore[arg-type]
         from .. import autograd
         from .. import random as engine_random
 

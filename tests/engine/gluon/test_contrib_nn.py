@@ -89,3 +89,27 @@ def test_pixel_shuffle_rejects_channels_not_divisible_by_the_factors():
 
     with pytest.raises(ValueError):
         cnn.PixelShuffle2D(2)(engine.nd.ones((1, 6, 2, 2)))
+
+
+def test_hybrid_concurrent_hybridizes_and_runs_on_symbols():
+    """DenseNet and SqueezeNet join branches with HybridConcurrent: hybridized it must give
+    the imperative result (no fallback warning, which filterwarnings=error would raise),
+    and on a Symbol it must build a graph with a Concat node."""
+    from engine.gluon.contrib import nn as cnn
+
+    def branches():
+        net = cnn.HybridConcurrent(axis=1, prefix="cat_")
+        with net.name_scope():
+            net.add(cnn.Identity(), engine.gluon.nn.Conv2D(3, 1, in_channels=2))
+        net.initialize(engine.init.Xavier())
+        return net
+
+    net = branches()
+    x = engine.nd.array(np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3))
+    expected = net(x).asnumpy()
+    net.hybridize()
+    for _ in range(2):  # the first call traces, the second replays the program
+        np.testing.assert_allclose(net(x).asnumpy(), expected, rtol=1e-6)
+    assert expected.shape == (1, 5, 3, 3)
+    graph = net(engine.sym.var("data"))
+    assert "Concat" in graph.tojson()

@@ -29,14 +29,20 @@ class Concurrent(Sequential):
 
 
 class HybridConcurrent(HybridSequential):
-    """``Concurrent`` for HybridBlocks."""
+    """``Concurrent`` for HybridBlocks; hybridizes and runs on Symbols (DenseNet and
+    SqueezeNet in the model zoo are built from it)."""
 
     def __init__(self, axis: int = -1, prefix: str | None = None, params: Any = None) -> None:
         super().__init__(prefix=prefix, params=params)
         self.axis = axis
 
-    def forward(self, x: Any) -> Any:  # type: ignore[override]
-        return nd.concat(*[block(x) for block in self._children.values()], dim=self.axis)
+    # HybridSequential.forward chains its children; here every branch reads the same input,
+    # so HybridBlock.forward comes back: it hands hybrid_forward the F of the call (nd,
+    # symbol, or the hybridize tracer), and concat is then recorded like any other op.
+    forward = HybridBlock.forward
+
+    def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
+        return F.concat(*[block(x) for block in self._children.values()], dim=self.axis)
 
 
 class Identity(HybridBlock):

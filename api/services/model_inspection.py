@@ -13,7 +13,6 @@ within ``limits.max_upload_bytes``.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,8 @@ PICKLE_PREFIXES = (b"\x80", b"(", b"c", b"]", b"}")
 # Arguments of a symbol that are data, not learned parameters: the declared input and the
 # label of a Module-style loss head (``softmax_label``).
 LABEL_SUFFIX = "_label"
+PARAMETER_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta", "_moving_mean", "_moving_var",
+                      LABEL_SUFFIX)
 
 
 class ModelUploadError(ValueError):
@@ -73,12 +74,6 @@ def _shape_map(value: Any) -> dict[str, list[int]]:
     return {str(name): [int(d) for d in shape] for name, shape in pairs}
 
 
-def _op_counts(ops: Any) -> dict[str, int]:
-    if isinstance(ops, Mapping):
-        return {str(k): int(v) for k, v in ops.items()}
-    return dict(Counter(str(op) for op in ops))
-
-
 def inspect_symbol(raw: bytes, input_name: str, input_shape: list[int]) -> ModelSummary:
     """Parse the symbol, check every op is known and shapes infer for the input."""
     try:
@@ -89,16 +84,17 @@ def inspect_symbol(raw: bytes, input_name: str, input_shape: list[int]) -> Model
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
         raise ModelUploadError("symbol", "not an MXNet symbol: expected a JSON object with "
                                "'nodes', 'arg_nodes' and 'heads' (mx.sym.save's format)")
+    nodes = [n for n in graph["nodes"] if isinstance(n, dict)]
+    variables = [str(n.get("name")) for n in nodes if n.get("op") == "null"]
+    if input_name not in variables:
+        inputs = [v for v in variables if not v.endswith(PARAMETER_SUFFIXES)]
+        raise ModelUploadError("input_name", f"the symbol has no input {input_name!r}; "
+                               f"its free inputs look like {inputs[:5]}")
     try:
         info = inspect_symbol_json(text, {input_name: tuple(input_shape)})
     except (MXNetError, ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
         raise ModelUploadError("symbol", str(exc) or type(exc).__name__) from None
     arg_shapes = _shape_map(info["arg_shapes"])
-    if input_name not in arg_shapes:
-        inputs = [a for a in arg_shapes if not a.endswith(("_weight", "_bias", "_gamma",
-                                                           "_beta", LABEL_SUFFIX))]
-        raise ModelUploadError("input_name", f"the symbol has no input {input_name!r}; "
-                               f"its free inputs look like {inputs[:5]}")
     parameters = {name: shape for name, shape in arg_shapes.items()
                   if name != input_name and not name.endswith(LABEL_SUFFIX)}
     parameters.update(_shape_map(info["aux_shapes"]))
@@ -106,9 +102,8 @@ def inspect_symbol(raw: bytes, input_name: str, input_shape: list[int]) -> Model
         input_name=input_name,
         input_shape=input_shape,
         output_shapes=[[int(d) for d in shape] for shape in info["output_shapes"]],
-        ops=_op_counts(info["ops"]),
-        parameter_count=int(info.get("parameter_count")
-                            or sum(math.prod(s) for s in parameters.values())),
+        ops=dict(Counter(str(n["op"]) for n in nodes if n.get("op") != "null")),
+        parameter_count=int(info["parameter_count"]),
         parameter_shapes=parameters,
     )
 

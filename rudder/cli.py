@@ -6,6 +6,7 @@
     rudder lr 3f0c1a 0.0005 [--mode scale|override] [--wait 10]
     rudder pause|resume|cancel|delete JOB ;  rudder ls ;  rudder show JOB ;  rudder logs JOB
     rudder checkpoints JOB ;  rudder datasets upload|ls|show|rm
+    rudder model upload|ls|show|rm ;  rudder export JOB
 
 ``--url`` / ``--token`` override ``RUDDER_URL`` / ``RUDDER_TOKEN``. Every error is one line
 on stderr and a non-zero exit (2: a usage mistake, 1: the API refused or is unreachable);
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from rudder import __version__
 from rudder import commands as c
 from rudder.client import RudderError
+from rudder.model_commands import add_model_commands
 
 Formatter = argparse.RawDescriptionHelpFormatter
 URL_HELP = "API URL (default $RUDDER_URL or http://127.0.0.1:8000)"
@@ -168,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_local_commands(sub)
     _add_job_commands(sub)
     _add_dataset_commands(sub)
+    add_model_commands(sub, _command)
     return parser
 
 

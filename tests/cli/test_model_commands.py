@@ -1,0 +1,36 @@
+"""``rudder model upload|ls|show|rm`` against the test server (issue 12)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests import model_files
+from tests.cli.conftest import Cli
+
+
+def test_model_upload_ls_show_and_rm(cli: Cli, tmp_path: Path) -> None:
+    symbol, params = tmp_path / "net-symbol.json", tmp_path / "net-0000.params"
+    symbol.write_bytes(model_files.symbol_json())
+    params.write_bytes(model_files.params_file())
+    uploaded = cli("model", "upload", str(symbol), "--params", str(params),
+                   "--input-shape", "1,64")
+    assert uploaded.returncode == 0, uploaded.stderr
+    assert "254 parameters" in uploaded.stdout and "with its params" in uploaded.stdout
+    model_id = uploaded.stdout.split()[1].rstrip(":")
+    listed = cli("model", "ls")
+    assert model_id[:8] in listed.stdout and "1x64" in listed.stdout
+    shown = json.loads(cli("model", "show", model_id[:8]).stdout)
+    assert shown["ops"]["elemwise_add"] == 1 and shown["output_shapes"] == [[1, 10]]
+    assert cli("model", "rm", model_id[:8]).returncode == 0
+    assert model_id[:8] not in cli("model", "ls").stdout
+
+
+def test_a_refused_upload_says_why_in_one_line(cli: Cli, tmp_path: Path) -> None:
+    symbol = tmp_path / "net-symbol.json"
+    symbol.write_bytes(model_files.symbol_json())
+    refused = cli("model", "upload", str(symbol), "--input-shape", "1,65")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: symbol:") and "422" in refused.stderr
+    missing = cli("model", "upload", str(tmp_path / "nope.json"), "--input-shape", "1,64")
+    assert missing.returncode == 2 and "no such file" in missing.stderr

@@ -1,9 +1,11 @@
 """Checkpoint files in MXNet's layout: ``prefix-symbol.json`` and ``prefix-%04d.params``.
 
-The params file is an ``.npz`` archive (never pickled) whose keys are ``arg:<name>`` for
-parameters and ``aux:<name>`` for auxiliary states (BatchNorm's moving statistics), as
-MXNet names them; ``engine.nd.load`` reads it too. Files are written to a temporary name
-and renamed, so a crash never leaves a half-written checkpoint under the real name.
+The params file is in MXNet's binary NDArray format (never pickled; MXNet 1.9's
+``mx.model.load_checkpoint`` reads it) with keys ``arg:<name>`` for parameters and
+``aux:<name>`` for auxiliary states (BatchNorm's moving statistics), as MXNet names them;
+``engine.nd.load`` reads it too, and loading also accepts the npz checkpoints of earlier
+Rudder versions. Files are written to a temporary name and renamed, so a crash never leaves
+a half-written checkpoint under the real name.
 
 >>> import tempfile, os, engine as mx
 >>> prefix = os.path.join(tempfile.mkdtemp(), 'net')
@@ -16,6 +18,7 @@ and renamed, so a crash never leaves a half-written checkpoint under the real na
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,9 +26,10 @@ import numpy
 
 from .context import Context, cpu
 from .ndarray import NDArray, array
-from .serialization import SerializationError, load_npz, save_npz
+from .ndarray.mxnet_format import write_params
+from .serialization import SerializationError, load_array_file
 
-_KIND_KEY = "__rudder_kind__"  # the marker engine.nd.save/load use for dict archives
+_KIND_KEY = "__rudder_kind__"  # the marker earlier npz checkpoints carry
 
 
 class CheckpointError(ValueError):
@@ -36,22 +40,31 @@ def params_filename(prefix: str, epoch: int) -> str:
     return f"{prefix}-{epoch:04d}.params"
 
 
-def read_npz(fname: str) -> dict[str, numpy.ndarray]:
-    """Every array of an ``.npz`` file; anything unreadable raises :class:`CheckpointError`."""
+def read_params_file(fname: str) -> dict[str, numpy.ndarray]:
+    """Every named array of a params file (MXNet's format or npz); anything unreadable
+    raises :class:`CheckpointError`."""
     try:
-        arrays, _ = load_npz(fname)
+        arrays = load_array_file(fname)
     except SerializationError as exc:
         raise CheckpointError(f"cannot read checkpoint {fname!r}: {exc}") from exc
+    if isinstance(arrays, list):
+        raise CheckpointError(f"cannot read checkpoint {fname!r}: its arrays have no names")
     return arrays
 
 
 def save_params(fname: str, arg_params: Mapping[str, NDArray],
                 aux_params: Mapping[str, NDArray]) -> None:
-    """Save parameters as ``arg:``/``aux:`` keys of an npz archive at ``fname``."""
+    """Save parameters as ``arg:``/``aux:`` keys in MXNet's format at ``fname``."""
     arrays = {f"arg:{k}": _host(v) for k, v in arg_params.items()}
     arrays.update({f"aux:{k}": _host(v) for k, v in aux_params.items()})
-    arrays[_KIND_KEY] = numpy.array("dict")
-    save_npz(fname, arrays, atomic=True)
+    written = f"{fname}.tmp-{os.getpid()}"
+    try:
+        with open(written, "wb") as handle:
+            handle.write(write_params(arrays))
+        os.replace(written, fname)
+    finally:
+        if os.path.exists(written):
+            os.remove(written)
 
 
 def load_params_file(
@@ -60,7 +73,7 @@ def load_params_file(
     """``(arg_params, aux_params)`` from a params file written by :func:`save_params`."""
     arg: dict[str, NDArray] = {}
     aux: dict[str, NDArray] = {}
-    for key, value in read_npz(fname).items():
+    for key, value in read_params_file(fname).items():
         if key == _KIND_KEY:
             continue
         kind, _, name = key.partition(":")

@@ -1,9 +1,12 @@
-"""The engine's one on-disk format: named arrays in an ``.npz`` archive plus JSON metadata.
+"""The engine's on-disk formats: named arrays in an ``.npz`` archive plus JSON metadata,
+and MXNet's binary NDArray-list format for files meant for MXNet.
 
-Every save/load path of the engine (``nd.save``, parameter files, model checkpoints,
-optimizer and trainer states) goes through here, so no file is ever pickled: object arrays
-are refused on save, and archives are opened with ``allow_pickle=False``. Metadata, when
-given, is stored as UTF-8 JSON bytes in the array ``__meta__``.
+Every save/load path of the engine goes through here, so no file is ever pickled: object
+arrays are refused on save, and archives are opened with ``allow_pickle=False``. Metadata,
+when given, is stored as UTF-8 JSON bytes in the array ``__meta__``. The engine's own
+checkpoints (parameters, optimizer and trainer states) are npz; ``nd.save``, ``export`` and
+``model.save_checkpoint`` write MXNet's format (:mod:`engine.ndarray.mxnet_format`), as
+MXNet does, and :func:`load_array_file` reads either, recognising MXNet's by its magic.
 
 >>> import io, numpy
 >>> buffer = io.BytesIO()
@@ -91,3 +94,44 @@ def load_npz(file: Any) -> tuple[dict[str, numpy.ndarray], Any]:
         raise SerializationError(f"corrupt or not an npz archive, or it holds pickled "
                                  f"objects, which Rudder never loads ({err})") from err
     return arrays, meta
+
+
+_KIND_KEY = "__rudder_kind__"  # npz files from nd.save: whether a list or a dict was saved
+
+
+def read_bytes(file: Any) -> bytes:
+    """The whole content of a path, a readable binary file, or bytes."""
+    if isinstance(file, (bytes, bytearray, memoryview)):
+        return bytes(file)
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "rb") as handle:
+            return handle.read()
+    return bytes(file.read())
+
+
+def load_array_file(file: Any) -> dict[str, numpy.ndarray] | list[numpy.ndarray]:
+    """Arrays of a file in MXNet's binary format or the engine's npz: a dict when the file
+    names them, else a list. Anything else raises :class:`SerializationError`.
+
+    >>> from engine.ndarray.mxnet_format import write_params
+    >>> load_array_file(write_params([numpy.ones(2, dtype="float32")]))[0].tolist()
+    [1.0, 1.0]
+    """
+    from .ndarray.mxnet_format import is_mxnet_params, read_arrays
+
+    data = read_bytes(file)
+    if is_mxnet_params(data):
+        try:
+            arrays, names = read_arrays(data)
+        except ValueError as err:
+            raise SerializationError(f"corrupt MXNet params file: {err}") from None
+        if not names:
+            return arrays
+        if len(set(names)) != len(names):
+            raise SerializationError("corrupt MXNet params file: a name is used twice")
+        return dict(zip(names, arrays, strict=True))
+    packed, _ = load_npz(data)
+    kind = str(packed.pop(_KIND_KEY, "dict"))
+    if kind == "list":
+        return [packed[n] for n in sorted(packed)]
+    return packed

@@ -19,9 +19,11 @@ from .parameter_dict import ParameterDict
 # The Trainer and the estimator are other areas' modules: import them on first use so this
 # package imports (and is testable) before they exist.
 _LAZY = {"Trainer": ("engine.gluon.trainer", "Trainer"),
+         "SymbolBlock": ("engine.gluon.symbol_block", "SymbolBlock"),
          "trainer": ("engine.gluon.trainer", None),
          "estimator": ("engine.gluon.estimator", None),
-         "contrib": ("engine.gluon.contrib", None)}
+         "contrib": ("engine.gluon.contrib", None),
+         "model_zoo": ("engine.gluon.model_zoo", None)}
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +38,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Block", "Constant", "DeferredInitializationError", "HybridBlock", "Parameter",
-    "ParameterDict", "Trainer", "data", "estimator", "loss", "nn", "utils",
+    "ParameterDict", "SymbolBlock", "Trainer", "data", "estimator", "loss", "model_zoo", "nn",
+    "utils",
 ]
 __all__ += ["contrib", "rnn"]

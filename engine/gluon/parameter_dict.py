@@ -20,7 +20,7 @@ import numpy
 
 from .. import initializer as _init
 from ..ndarray.ndarray import NDArray
-from ..serialization import SerializationError, load_npz, save_npz
+from ..serialization import SerializationError, load_array_file, save_npz
 from .parameter import Constant, Parameter
 
 
@@ -43,15 +43,20 @@ def save_arrays(file: Any, arrays: dict[str, numpy.ndarray]) -> None:
 
 
 def load_arrays(file: Any) -> dict[str, numpy.ndarray]:
-    """Read an npz archive of named arrays; pickled or corrupt files are refused."""
+    """Read named arrays from an npz archive or an MXNet params file (``save_parameters``
+    or ``export`` of MXNet); pickled or corrupt files are refused."""
     where = f"file '{file}'" if isinstance(file, (str, os.PathLike)) else "the given file"
     try:
-        arrays, _ = load_npz(file)
+        arrays = load_array_file(file)
     except SerializationError as err:
         raise ParameterFileError(
-            f"cannot load parameters from {where}: not an npz parameter archive ({err})"
+            f"cannot load parameters from {where}: not a parameter file ({err})"
         ) from err
-    arrays.pop("__rudder_kind__", None)
+    if isinstance(arrays, list):
+        if not arrays:
+            return {}
+        raise ParameterFileError(f"cannot load parameters from {where}: it holds an unnamed "
+                                 "list of arrays")
     return arrays
 
 

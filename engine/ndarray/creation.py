@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -136,26 +137,30 @@ def waitall() -> None:
 
 
 def save(fname: Any, data: NDArray | Sequence[NDArray] | dict[str, NDArray]) -> None:
-    """Save arrays to an ``.npz`` file (a dict keeps its names; a list is saved in order)."""
-    from ..serialization import save_npz
+    """Save arrays in MXNet's binary format, as ``mx.nd.save`` does (a dict keeps its
+    names; a list is saved in order), to a path or a writable binary file. MXNet 1.9 reads
+    the file with ``mx.nd.load``; nothing is pickled."""
+    from .mxnet_format import write_params
 
     if isinstance(data, NDArray):
         data = [data]
     if isinstance(data, dict):
-        arrays = {str(k): v.asnumpy() for k, v in data.items()}
-        arrays["__rudder_kind__"] = numpy.array("dict")
+        blob = write_params({str(k): v.asnumpy() for k, v in data.items()})
     else:
-        arrays = {f"{i:06d}": v.asnumpy() for i, v in enumerate(data)}
-        arrays["__rudder_kind__"] = numpy.array("list")
-    save_npz(fname, arrays)
+        blob = write_params([v.asnumpy() for v in data])
+    if isinstance(fname, (str, os.PathLike)):
+        with open(fname, "wb") as handle:
+            handle.write(blob)
+    else:
+        fname.write(blob)
 
 
 def load(fname: Any, ctx: Context | str | None = None) -> list[NDArray] | dict[str, NDArray]:
-    """Load what :func:`save` wrote (never unpickles: ``allow_pickle=False``)."""
-    from ..serialization import load_npz
+    """Load a file of :func:`save` (or ``mx.nd.save``), or an npz written by an earlier
+    Rudder; never unpickles."""
+    from ..serialization import load_array_file
 
-    packed, _ = load_npz(fname)
-    kind = str(packed.pop("__rudder_kind__", "dict"))
-    if kind == "list":
-        return [array(packed[n], ctx=ctx, dtype=packed[n].dtype) for n in sorted(packed)]
-    return {n: array(v, ctx=ctx, dtype=v.dtype) for n, v in packed.items()}
+    loaded = load_array_file(fname)
+    if isinstance(loaded, list):
+        return [array(v, ctx=ctx, dtype=v.dtype) for v in loaded]
+    return {n: array(v, ctx=ctx, dtype=v.dtype) for n, v in loaded.items()}

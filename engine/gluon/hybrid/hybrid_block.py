@@ -106,10 +106,13 @@ class HybridBlock(Block):
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N803
         raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")
 
-    def export(self, path: str, epoch: int = 0, **kwargs: Any) -> None:  # pragma: no cover
-        raise NotImplementedError(
-            "Rudder has no symbolic graph to export; use save_parameters and rebuild the Block"
-        )
+    def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True) -> tuple[str, str]:
+        """Write ``path-symbol.json`` and ``path-%04d.params`` in MXNet's formats (MXNet
+        1.9's ``SymbolBlock.imports`` reads them); returns the two file names. The
+        parameters must be initialized (run a forward first when shapes were deferred)."""
+        from ..symbol_block import export_block
+
+        return export_block(self, path, epoch, remove_amp_cast)
 
 
 _symbol_type: list[type] = []  # engine.symbol.Symbol, imported on first use

@@ -77,8 +77,25 @@ def _uploaded_network(model: UploadedModelRef, store: ObjectStore) -> Any:
             net = engine.gluon.SymbolBlock.imports(str(symbol_file), [meta["input_name"]])
         except (KeyError, ValueError, TypeError) as exc:
             raise SpecError(f"model {model.model}: {exc}") from exc
+    _init_like_gluon_layers(net)
     net.hybridize(static_alloc=True, static_shape=True)
     return net
+
+
+# What Gluon's own layers initialize these to (bias_initializer="zeros", gamma "ones", ...).
+_FIXED_INITS = (("_bias", "zeros"), ("_beta", "zeros"), ("_moving_mean", "zeros"),
+                ("_gamma", "ones"), ("_moving_var", "ones"))
+
+
+def _init_like_gluon_layers(net: Any) -> None:
+    """A loaded graph's parameters carry no initializer of their own, so the spec's (say
+    Xavier) would be applied to every one, biases included, and Xavier refuses vectors
+    (MXNet's SymbolBlock behaves the same). Give them what the equivalent Gluon layers use;
+    weights keep the spec's initializer."""
+    for name, param in net.collect_params().items():
+        fixed = next((init for suffix, init in _FIXED_INITS if name.endswith(suffix)), None)
+        if fixed is not None and param.init is None:
+            param.init = fixed
 
 
 def load_initial_weights(net: Any, model: ModelSpec, store: ObjectStore, ctx: Any) -> bool:

@@ -13,8 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import engine.base
 import engine.gluon
 import engine.gluon.nn
+import engine.symbol
 from core.jobspec import LayerList, ModelSpec
 from core.model_forms import UploadedModelRef, ZooModel
 from core.storage import (
@@ -26,6 +28,8 @@ from core.storage import (
     job_export_prefix,
     model_prefix,
 )
+from engine.gluon.parameter_dict import save_arrays
+from engine.gluon.symbol_block import SymbolBlock
 from workers.build import SpecError, build_network
 
 EXPORT_EPOCH = 0
@@ -66,25 +70,39 @@ def _read(store: ObjectStore, key: str, what: str) -> bytes:
         raise SpecError(f"{what} is gone from storage (was the model deleted?)") from exc
 
 
+class UploadedNetwork(SymbolBlock):
+    """An uploaded graph whose checkpoints reload.
+
+    MXNet 1.9's SymbolBlock (and the engine's, faithfully) cannot load its own
+    ``save_parameters`` file: it saves names without their common prefix (``fc0_weight``),
+    then, seeing no "." in them, reads them back as full names (``user_fc0_weight``) and
+    fails. A resumed job must load its checkpoint, so this one saves full names, the form
+    ``load_parameters`` reads for a block without children (``collect_params().save``)."""
+
+    def save_parameters(self, filename: Any, deduplicate: bool = False) -> None:
+        save_arrays(filename, {name: param.data().asnumpy()
+                               for name, param in self.collect_params().items()})
+
+
 def _uploaded_network(model: UploadedModelRef, store: ObjectStore) -> Any:
     prefix = model_prefix(model.model)
     symbol_json = _read(store, prefix + MODEL_SYMBOL_FILE, f"model {model.model}")
     meta = json.loads(_read(store, prefix + MODEL_META_FILE, f"model {model.model}"))
-    with tempfile.TemporaryDirectory(prefix="rudder-model-") as folder:
-        symbol_file = Path(folder) / MODEL_SYMBOL_FILE
-        symbol_file.write_bytes(symbol_json)
-        try:
-            net = engine.gluon.SymbolBlock.imports(str(symbol_file), [meta["input_name"]])
-        except (KeyError, ValueError, TypeError) as exc:
-            raise SpecError(f"model {model.model}: {exc}") from exc
+    try:
+        graph = engine.symbol.load_json(symbol_json.decode())
+        net = UploadedNetwork(graph, [engine.symbol.var(meta["input_name"])])
+    except (KeyError, ValueError, TypeError, engine.base.MXNetError) as exc:
+        raise SpecError(f"model {model.model}: {exc}") from exc
     _init_like_gluon_layers(net)
     net.hybridize(static_alloc=True, static_shape=True)
     return net
 
 
 # What Gluon's own layers initialize these to (bias_initializer="zeros", gamma "ones", ...).
+# Module-style graphs name BatchNorm's statistics moving_*, Gluon-exported ones running_*.
 _FIXED_INITS = (("_bias", "zeros"), ("_beta", "zeros"), ("_moving_mean", "zeros"),
-                ("_gamma", "ones"), ("_moving_var", "ones"))
+                ("_running_mean", "zeros"), ("_gamma", "ones"), ("_moving_var", "ones"),
+                ("_running_var", "ones"))
 
 
 def _init_like_gluon_layers(net: Any) -> None:

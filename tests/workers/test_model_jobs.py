@@ -26,7 +26,7 @@ from core.storage import (
 )
 from tests import model_files
 from tests.workers.conftest import _clear_caches
-from tests.workers.test_runner import SPEC, _job, _submit
+from tests.workers.test_runner import SPEC, _submit
 
 
 @pytest.fixture

@@ -104,3 +104,14 @@ def test_an_exported_network_loads_back_with_the_same_outputs(tmp_path: Path, fo
                                          str(folder / MODEL_PARAMS_FILE))
     np.testing.assert_allclose(again(mx.nd.array(x)).asnumpy(), out.asnumpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_an_uploaded_networks_checkpoint_loads_back_into_a_new_build(tmp_path: Path) -> None:
+    """What a resumed job does: save_parameters, then load_parameters into a fresh build."""
+    store = _store_upload(tmp_path)
+    x = np.random.default_rng(3).random((2, 64)).astype(np.float32)
+    net, out = _built({"model": MODEL_ID}, store, x)
+    net.save_parameters(str(tmp_path / "params.npz"))
+    again, _ = _built({"model": MODEL_ID, "params": False}, store, x)
+    again.load_parameters(str(tmp_path / "params.npz"))
+    np.testing.assert_allclose(again(mx.nd.array(x)).asnumpy(), out.asnumpy(), rtol=1e-6)

@@ -48,7 +48,8 @@ epochs: 10
 
 A model is also checked against the per-job memory limit (`RUDDER_LIMITS__MAX_JOB_MEMORY_BYTES`,
 4 GiB by default): float32 parameters × 4 (weights, gradients, two optimizer states) plus
-one batch of activations.
+one batch of activations (a layer list is estimated; an uploaded model counts the
+parameters measured at upload; a zoo network is not estimated).
 """
 
 

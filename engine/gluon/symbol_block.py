@@ -128,6 +128,7 @@ class SymbolBlock(HybridBlock):
                              f"whose inputs are {sorted(graph_inputs)}")
         self._symbol = outputs
         self._input_names = names
+        self._checked: set[tuple[tuple[int, ...], ...]] = set()
         for name in outputs.list_arguments():
             if name not in names:
                 self.params.get(name, allow_deferred_init=True)
@@ -177,8 +178,22 @@ class SymbolBlock(HybridBlock):
             self._infer_param_shapes(arrays)
             values = {name: p.data(ctx) for name, p in self.params.items()}
         values.update(arrays)
+        self._check_shapes(values)
         outputs = self._symbol._evaluate(values)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _check_shapes(self, values: dict[str, NDArray]) -> None:
+        """Infer the graph's shapes once per input signature, so a parameter file that
+        does not fit the graph fails naming the operator and node, not deep in a kernel."""
+        signature = tuple(values[n].shape for n in self._input_names)
+        if signature in self._checked:
+            return
+        try:
+            self._symbol._infer_shapes(**{n: v.shape for n, v in values.items()})
+        except ValueError as exc:
+            raise ValueError(f"SymbolBlock: the inputs and parameters do not fit the graph: "
+                             f"{exc}") from None
+        self._checked.add(signature)
 
     def _infer_param_shapes(self, arrays: dict[str, NDArray]) -> None:
         arg_shapes, _, aux_shapes = self._symbol.infer_shape(

@@ -102,7 +102,9 @@ def leaky_relu(
 
         def prelu_backward(g: Any) -> tuple[Any, Any]:
             ga = xp.where(x > 0, 0, g * x)
-            axes = tuple(i for i in range(x.ndim) if i != 1) if x.ndim > 1 else None
+            # a per-channel gamma sums over the other axes; a shared one (size 1) over all
+            shared = gamma.size == 1 or x.ndim < 2
+            axes = None if shared else tuple(i for i in range(x.ndim) if i != 1)
             return xp.where(x > 0, g, g * a), ga.sum(axis=axes).reshape(gamma.shape)
 
         return apply_op(out, (data, gamma), prelu_backward)

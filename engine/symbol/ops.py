@@ -207,6 +207,8 @@ def _leaky_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None or p["act_type"] != "prelu":
         return shapes, data
+    if len(shapes) > 1 and shapes[1] is not None:  # a known gamma may be (1,): broadcast
+        return shapes, data
     return [data, (data[1] if len(data) > 1 else 1,)], data
 
 
@@ -350,3 +352,12 @@ from . import arith_ops, ctc_ops, layer_ops, loss_ops, reshape_ops, rnn_ops  # n
 # MXNet's deprecated first versions take the same inputs and (a subset of) the parameters
 for _legacy in ("BatchNorm", "Convolution", "Pooling"):
     _op(replace(OPS[_legacy], name=f"{_legacy}_v1", hint=f"{_legacy.lower()}_v1"))
+
+# MXNet's other names of the elementwise operators (older or hand-written graphs use them);
+# a node keeps the name its file gives it
+for _target, _aliases in (("elemwise_add", ("_Plus", "_plus", "_add")),
+                          ("elemwise_sub", ("_Minus", "_minus", "_sub")),
+                          ("elemwise_mul", ("_Mul", "_mul")),
+                          ("elemwise_div", ("_Div", "_div"))):
+    for _alias in _aliases:
+        _op(replace(OPS[_target], name=_alias))

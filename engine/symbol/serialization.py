@@ -18,6 +18,7 @@ from .ops import OPS
 from .symbol import Symbol, _Node
 
 MAX_NODES = 100_000  # far above any real network; bounds the work a hostile file can cause
+MAX_ATTR_CHARS = 4096
 
 
 class SymbolFormatError(MXNetError, ValueError):
@@ -60,8 +61,9 @@ def load_json(json_str: str) -> Symbol:
     """
     try:
         graph = json.loads(json_str)
-    except (ValueError, TypeError) as exc:
-        raise SymbolFormatError(f"symbol file is not valid JSON: {exc}") from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise SymbolFormatError(f"symbol file is not valid JSON: {reason}") from None
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list) \
             or not isinstance(graph.get("heads"), list):
         raise SymbolFormatError("not a symbol JSON graph: expected an object with 'nodes' "
@@ -114,7 +116,12 @@ def _entry(index: int, raw: Any) -> _Entry:
     if not isinstance(inputs, list):
         raise SymbolFormatError(f"node {name!r} (#{index}): 'inputs' must be a list")
     refs = [_ref(r, None, f"node {name!r} (#{index}) input") for r in inputs]
-    return _Entry(index, op, name, {str(k): str(v) for k, v in attrs.items()}, refs)
+    text = {str(k): str(v) for k, v in attrs.items()}
+    long = [k for k, v in text.items() if len(v) > MAX_ATTR_CHARS]
+    if long:
+        raise SymbolFormatError(f"node {name!r} (#{index}): attribute {long[0]!r} is longer "
+                                f"than {MAX_ATTR_CHARS} characters")
+    return _Entry(index, op, name, text, refs)
 
 
 def _ref(raw: Any, count: int | None, what: str) -> tuple[int, int]:
@@ -185,7 +192,7 @@ def _build(entries: list[_Entry], order: list[int], heads: list[tuple[int, int]]
         if node.op is not None:
             try:
                 params = node.params()  # validate the attributes now, not at the first forward
-            except (ValueError, TypeError, SyntaxError) as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure to parse user text is its fault
                 raise SymbolFormatError(f"{entry.where()}: operator {entry.op}: {exc}") from None
             _check_input_count(entry, node, params)
         elif inputs:

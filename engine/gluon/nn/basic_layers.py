@@ -150,7 +150,7 @@ class Flatten(HybridBlock):
     """Reshape (N, d1, d2, ...) to (N, d1·d2·...)."""
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
-        return x.reshape((x.shape[0], -1))
+        return F.Flatten(x)
 
     def __repr__(self) -> str:
         return "Flatten"

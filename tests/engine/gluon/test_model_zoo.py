@@ -137,3 +137,57 @@ def test_mxnet_style_params_file_loads_by_name_into_the_zoo_model(tmp_path):
     second = vision.mobilenet0_25(classes=4)
     second.load_parameters(str(tmp_path / "m.params"))
     np.testing.assert_allclose(second(x).asnumpy(), expected, rtol=1e-6)
+
+
+# one small member of each family, with the input it needs
+TRAINING_FAMILIES = [("resnet18_v1", 32), ("resnet18_v2", 32), ("mobilenet0.25", 32),
+                     ("mobilenetv2_0.25", 32), ("vgg11_bn", 32), ("alexnet", 64),
+                     ("densenet121", 224), ("squeezenet1.1", 224)]
+
+
+@pytest.mark.parametrize("name,size", TRAINING_FAMILIES)
+def test_one_hybridized_training_step_updates_every_trainable_parameter(name, size):
+    mx.random.seed(0)
+    net = vision.get_model(name, classes=4)
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    rng = np.random.RandomState(1)
+    x = mx.nd.array(rng.uniform(-1, 1, (2, 3, size, size)).astype(np.float32))
+    label = mx.nd.array([1, 3])
+    net(x)  # completes the deferred shapes, so "before" below holds every parameter
+    params = net._collect_params_with_prefix()
+    before = {k: p.data().asnumpy().copy() for k, p in params.items()}
+    with mx.autograd.record():
+        loss = loss_fn(net(x), label)
+    loss.backward()
+    trainer.step(2)
+    assert np.isfinite(loss.asnumpy()).all()
+    for key, param in params.items():
+        if param.grad_req == "null" and "running" not in key:
+            continue  # BatchNorm(scale=False, center=False)'s fixed gamma and beta
+        changed = not np.array_equal(param.data().asnumpy(), before[key])
+        # trainable weights move; batch-norm statistics move with the batch
+        assert changed, f"{name}: {key} did not change after a training step"
+
+
+def test_resnet18_v1_learns_a_fixed_batch():
+    mx.random.seed(0)
+    net = vision.resnet18_v1(classes=10)
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd",
+                               {"learning_rate": 0.01, "momentum": 0.9})
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    rng = np.random.RandomState(2)
+    x = mx.nd.array(rng.uniform(-1, 1, (8, 3, 32, 32)).astype(np.float32))
+    label = mx.nd.array(rng.randint(0, 10, 8))
+    losses = []
+    for _ in range(4):
+        with mx.autograd.record():
+            loss = loss_fn(net(x), label)
+        loss.backward()
+        trainer.step(8)
+        losses.append(float(loss.mean().asscalar()))
+    assert losses[-1] < 0.5 * losses[0], losses

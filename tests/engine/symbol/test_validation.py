@@ -67,3 +67,65 @@ def test_bad_graphs_are_refused_with_the_node_named(text, shapes, message):
     with pytest.raises(SymbolFormatError, match=message) as info:
         inspect_symbol_json(text, shapes)
     assert isinstance(info.value, MXNetError) and isinstance(info.value, ValueError)
+
+
+def _mutations(graph, rng):
+    """Copies of ``graph`` with one field replaced by something a hostile file might hold."""
+    odd_values = [None, -1, 10 ** 12, "x", [], {}, [[0]], True, 1.5, "(" * 300, "()",
+                  "(2**64,)", "[1, [2, [3]]]", "-7", "None", "nan"]
+    for _ in range(300):
+        mutated = json.loads(json.dumps(graph))
+        node = mutated["nodes"][rng.randint(len(mutated["nodes"]))]
+        choice = rng.randint(5)
+        if choice == 0 and node.get("attrs"):
+            key = sorted(node["attrs"])[rng.randint(len(node["attrs"]))]
+            node["attrs"][key] = str(odd_values[rng.randint(len(odd_values))])
+        elif choice == 1:
+            node["inputs"] = [[int(rng.randint(-2, len(mutated["nodes"]) + 2)),
+                               int(rng.randint(-1, 3)), 0]]
+        elif choice == 2:
+            node["op"] = ["relu", "Concat", "FullyConnected", "null", 7, "_copy"][rng.randint(6)]
+        elif choice == 3:
+            node[["op", "name", "attrs", "inputs"][rng.randint(4)]] = \
+                odd_values[rng.randint(len(odd_values))]
+        else:
+            mutated["heads"] = [[int(rng.randint(-1, len(mutated["nodes"]) + 1)), 0, 0]]
+        yield json.dumps(mutated)
+
+
+def test_no_mutated_graph_escapes_as_anything_but_a_symbol_format_error():
+    import numpy as np
+
+    graph = json.loads(_user_net().tojson())
+    rng = np.random.RandomState(0)
+    for text in _mutations(graph, rng):
+        try:
+            inspect_symbol_json(text, {"data": (2, 3, 8, 8)})
+        except SymbolFormatError:
+            pass
+    with pytest.raises(SymbolFormatError, match="nested too deeply"):
+        inspect_symbol_json("[" * 100_000, {"data": (1,)})
+
+
+def test_params_are_checked_by_name_and_shape_against_the_graph():
+    import numpy as np
+
+    from engine.ndarray.mxnet_format import read_params, write_params
+    from engine.symbol import check_params
+
+    info = inspect_symbol_json(_user_net().tojson(), {"data": (2, 3, 8, 8)})
+    assert "data" not in info["parameter_names"] and "softmax_label" not in \
+        info["parameter_names"]
+    good = {f"arg:{n}": np.zeros(info["arg_shapes"][n], np.float32)
+            for n in info["parameter_names"] if n in info["arg_shapes"]}
+    good.update({f"aux:{n}": np.ones(s, np.float32) for n, s in info["aux_shapes"].items()})
+    check_params(info, read_params(write_params(good), max_bytes=1 << 20))
+    with pytest.raises(SymbolFormatError, match="no values for .*'fc_bias'"):
+        check_params(info, {k: v for k, v in good.items() if k != "arg:fc_bias"})
+    check_params(info, {"arg:fc_bias": good["arg:fc_bias"]}, allow_missing=True)
+    with pytest.raises(SymbolFormatError, match="'arg:fc_weight' has shape \\(10, 7\\)"):
+        check_params(info, {**good, "arg:fc_weight": np.zeros((10, 7))})
+    with pytest.raises(SymbolFormatError, match="'arg:fc2_weight' is not one of"):
+        check_params(info, {**good, "arg:fc2_weight": np.zeros(1)})
+    with pytest.raises(SymbolFormatError, match="'aux:fc_bias' is not one of the graph's aux"):
+        check_params(info, {**good, "aux:fc_bias": good["arg:fc_bias"]})

@@ -164,7 +164,9 @@ An **uploaded MXNet symbol** (`POST /v1/models`, or `rudder model upload
 net-symbol.json --params net-0000.params --input-shape 1,3,32,32`), trained from its
 uploaded params (`params: true`), from the spec's `initializer` (`params: false`), or from
 the params when the upload has them (`params` left out). The training data's feature
-shape must be the upload's declared input shape without its batch axis.
+shape must be the upload's declared input shape without its batch axis. A Module-style
+loss head (`SoftmaxOutput`, `*RegressionOutput`, `SVMOutput`, as `mx.model.save_checkpoint`
+files end) is dropped: the spec's `loss` is applied to the head's input.
 
 ```yaml
 model: {model: 6f1c0d3e-8a52-4a8e-9d0c-2f4b7c1e9a10, params: true}

@@ -89,13 +89,34 @@ def _uploaded_network(model: UploadedModelRef, store: ObjectStore) -> Any:
     symbol_json = _read(store, prefix + MODEL_SYMBOL_FILE, f"model {model.model}")
     meta = json.loads(_read(store, prefix + MODEL_META_FILE, f"model {model.model}"))
     try:
-        graph = engine.symbol.load_json(symbol_json.decode())
+        graph = _without_loss_head(engine.symbol.load_json(symbol_json.decode()))
         net = UploadedNetwork(graph, [engine.symbol.var(meta["input_name"])])
     except (KeyError, ValueError, TypeError, engine.base.MXNetError) as exc:
         raise SpecError(f"model {model.model}: {exc}") from exc
     _init_like_gluon_layers(net)
     net.hybridize(static_alloc=True, static_shape=True)
     return net
+
+
+# Module-style heads that compute a loss's gradient in backward and pass data forward;
+# their label input would otherwise become a trained "parameter" of the block.
+LOSS_HEADS = frozenset({"SoftmaxOutput", "LinearRegressionOutput", "LogisticRegressionOutput",
+                        "MAERegressionOutput", "SVMOutput"})
+
+
+def _without_loss_head(symbol: Any) -> Any:
+    """A ``mx.model.save_checkpoint`` graph ends in e.g. ``SoftmaxOutput(fc, label)``; the
+    job's spec names its loss, so train the network up to the head's input (the logits)."""
+    graph = json.loads(symbol.tojson())
+    if len(graph["heads"]) != 1:
+        return symbol
+    head = graph["nodes"][graph["heads"][0][0]]
+    if head["op"] not in LOSS_HEADS:
+        return symbol
+    feeding = graph["nodes"][head["inputs"][0][0]]["name"]
+    internals = symbol.get_internals()
+    name = f"{feeding}_output"
+    return internals[name] if name in internals.list_outputs() else symbol
 
 
 # What Gluon's own layers initialize these to (bias_initializer="zeros", gamma "ones", ...).

@@ -115,3 +115,16 @@ def test_an_uploaded_networks_checkpoint_loads_back_into_a_new_build(tmp_path: P
     again, _ = _built({"model": MODEL_ID, "params": False}, store, x)
     again.load_parameters(str(tmp_path / "params.npz"))
     np.testing.assert_allclose(again(mx.nd.array(x)).asnumpy(), out.asnumpy(), rtol=1e-6)
+
+
+def test_a_module_style_loss_head_is_dropped_so_the_spec_loss_sees_logits(
+    tmp_path: Path
+) -> None:
+    store = _store_upload(tmp_path)
+    with_head = mx.sym.SoftmaxOutput(model_files.residual_symbol(), name="softmax")
+    store.put(model_prefix(MODEL_ID) + MODEL_SYMBOL_FILE, with_head.tojson().encode())
+    x = np.random.default_rng(4).random((3, 64)).astype(np.float32)
+    net, out = _built({"model": MODEL_ID}, store, x)
+    assert not any("label" in name for name in net.collect_params())
+    assert not np.allclose(out.asnumpy().sum(axis=1), 1.0)  # logits, not probabilities
+    assert networks.load_initial_weights(net, _model({"model": MODEL_ID}), store, mx.cpu())

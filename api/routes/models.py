@@ -30,7 +30,9 @@ async def upload_model(
     params names and shapes) before anything is stored; 4xx naming the problem if not."""
     limits = state.settings.limits
     upload = service.ModelUpload(
-        name=name or symbol.filename or "model",
+        # a file name is the client's text: printable, and no longer than the column
+        name=name or "".join(c for c in symbol.filename or "" if c.isprintable())[:255]
+        or "model",
         symbol=await symbol.read(limits.max_symbol_bytes + 1),
         params=await params.read(limits.max_upload_bytes + 1) if params is not None else None,
         input_shape=input_shape,

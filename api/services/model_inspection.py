@@ -81,6 +81,8 @@ def inspect_symbol(raw: bytes, input_name: str, input_shape: list[int]) -> Model
         graph = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelUploadError("symbol", f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ModelUploadError("symbol", "not valid JSON: nested too deeply") from None
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
         raise ModelUploadError("symbol", "not an MXNet symbol: expected a JSON object with "
                                "'nodes', 'arg_nodes' and 'heads' (mx.sym.save's format)")
@@ -102,7 +104,7 @@ def inspect_symbol(raw: bytes, input_name: str, input_shape: list[int]) -> Model
         input_name=input_name,
         input_shape=input_shape,
         output_shapes=[[int(d) for d in shape] for shape in info["output_shapes"]],
-        ops=dict(Counter(str(n["op"]) for n in nodes if n.get("op") != "null")),
+        ops=dict(Counter(str(n.get("op")) for n in nodes if n.get("op") != "null")),
         parameter_count=int(info["parameter_count"]),
         parameter_shapes=parameters,
     )

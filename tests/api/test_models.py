@@ -107,6 +107,7 @@ class _Evil:
 BAD_UPLOADS: list[tuple[str, dict[str, Any], int, str, str]] = [
     ("malformed JSON", {"symbol": b'{"nodes": [}'}, 422, "symbol", "JSON"),
     ("not a symbol", {"symbol": b'{"layers": []}'}, 422, "symbol", "nodes"),
+    ("JSON nested too deeply", {"symbol": b"[" * 100_000}, 422, "symbol", "nested"),
     ("unknown op", {"symbol": model_files.with_nodes(model_files.symbol_json(),
                                                      _set_op("branch", "NoSuchOp"))},
      422, "symbol", "NoSuchOp"),

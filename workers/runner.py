@@ -309,8 +309,8 @@ class JobRunner:
         if reason in (STOP_PAUSE, STOP_SHUTDOWN):
             self.save_checkpoint(reason, wait=True)
             return self._result("paused" if reason == STOP_PAUSE else "interrupted")
-        self.save_checkpoint("final", wait=True)
-        self._export()
+        if self.save_checkpoint("final", wait=True) and self.io.still_owner():
+            self._export()
         return self._result("succeeded")
 
     def _export(self) -> None:

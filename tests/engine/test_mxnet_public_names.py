@@ -19,7 +19,7 @@ from tests.oracle import needs_mxnet, run_mxnet
 NAMESPACES = [
     "nd", "nd.random", "nd.linalg", "sym", "random", "autograd", "init", "optimizer", "metric",
     "lr_scheduler", "gluon.nn", "gluon.loss", "gluon.rnn", "gluon.contrib.nn",
-    "gluon.contrib.estimator", "gluon.data",
+    "gluon.contrib.estimator", "gluon.data", "gluon.model_zoo", "gluon.model_zoo.vision",
 ]
 
 SPARSE = "sparse storage (CSR/row_sparse): the engine stores every array densely"

@@ -119,3 +119,34 @@ def test_softmax_output_head_loads_and_gives_its_gradient():
     # SoftmaxOutput's gradient is (p - onehot) whatever the head gradient, summed over x's ones
     np.testing.assert_allclose(block.collect_params()["fc_bias"].grad().asnumpy(),
                                (probs - onehot).sum(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_features_of_an_imported_graph_compose_into_a_new_network_that_exports(tmp_path):
+    base = nn.HybridSequential()
+    base.add(nn.Dense(4, activation="relu"), nn.Dense(3))
+    base.initialize()
+    x = nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 5)))
+    base(x)
+    sym_file, params_file = base.export(str(tmp_path / "base"))
+    internals = symbol.load(sym_file).get_internals()
+    hidden = [n for n in internals.list_outputs() if n.startswith("activation")][0]
+    both = gluon.SymbolBlock([internals[hidden], symbol.load(sym_file)], symbol.var("data"))
+    both.collect_params().load(params_file, ignore_extra=True)
+    features, logits = both(x)
+    np.testing.assert_allclose(features.asnumpy(), base[0](x).asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(logits.asnumpy(), base(x).asnumpy(), rtol=1e-6)
+
+    extractor = gluon.SymbolBlock(internals[hidden], symbol.var("data"))
+    extractor.collect_params().load(params_file, ignore_extra=True)
+    head = nn.Dense(2)
+    net = nn.HybridSequential()
+    net.add(extractor, head)
+    head.initialize()
+    expected = net(x)
+    again = gluon.SymbolBlock.imports(*_export(net, tmp_path / "composed"))
+    np.testing.assert_allclose(again(x).asnumpy(), expected.asnumpy(), rtol=1e-6)
+
+
+def _export(net, path):
+    sym_file, params_file = net.export(str(path))
+    return sym_file, ["data"], params_file

@@ -13,8 +13,9 @@ from tests.oracle import needs_mxnet, run_mxnet
 
 # The smallest square input each family runs on: the resnets and mobilenets end in a global
 # pool, VGG's five 2x2 pools need 32, AlexNet's strided stem 63, and DenseNet's 7x7 and
-# SqueezeNet's 13x13 final average pools need the 224 they were designed for.
-INPUT_SIZES = {"alexnet": 64, "densenet": 224, "squeezenet": 224}
+# SqueezeNet's 13x13 final average pools need the 224 they were designed for, Inception's
+# 8x8 one 299.
+INPUT_SIZES = {"alexnet": 64, "densenet": 224, "squeezenet": 224, "inception": 299}
 
 
 def input_size(name):
@@ -63,8 +64,8 @@ def mxnet_zoo():
 
 
 @needs_mxnet
-def test_the_zoo_offers_every_name_mxnet_does_but_inception(mxnet_zoo):
-    assert sorted(set(mxnet_zoo["names"]) - {"inceptionv3"}) == vision.model_names()
+def test_the_zoo_offers_every_name_mxnet_does(mxnet_zoo):
+    assert sorted(mxnet_zoo["names"]) == vision.model_names()
 
 
 @needs_mxnet
@@ -87,7 +88,8 @@ def test_get_model_is_case_insensitive_and_names_the_options_on_a_typo():
 
 
 @pytest.mark.parametrize("name", ["resnet18_v1", "mobilenet0.25", "vgg11", "alexnet",
-                                  "densenet121", "squeezenet1.1", "mobilenetv2_0.5"])
+                                  "densenet121", "squeezenet1.1", "mobilenetv2_0.5",
+                                  "inceptionv3"])
 def test_pretrained_weights_are_refused_with_the_way_to_load_your_own(name):
     with pytest.raises(PretrainedWeightsUnavailable,
                        match="does not download.*load_parameters"):

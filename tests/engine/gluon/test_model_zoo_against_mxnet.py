@@ -26,7 +26,7 @@ pytestmark = needs_mxnet
 CASES = {
     "resnet18_v1": (2, 32), "resnet18_v2": (2, 32), "mobilenet1.0": (2, 32),
     "mobilenetv2_1.0": (2, 32), "vgg11_bn": (2, 32), "alexnet": (2, 64),
-    "densenet121": (1, 224), "squeezenet1.1": (1, 224),
+    "densenet121": (1, 224), "squeezenet1.1": (1, 224), "inceptionv3": (1, 299),
 }
 # No dropout, so a training-mode pass is deterministic and comparable. Its input is larger
 # than the inference one: batch norm over a batch of 2 at 1x1 (the last stage at 32x32)

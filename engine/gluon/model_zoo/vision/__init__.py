@@ -26,6 +26,8 @@ from .alexnet import *  # noqa: F403
 from .alexnet import alexnet
 from .densenet import *  # noqa: F403
 from .densenet import densenet121, densenet161, densenet169, densenet201
+from .inception import *  # noqa: F403
+from .inception import inception_v3
 from .mobilenet import *  # noqa: F403
 from .mobilenet import (
     mobilenet0_5,
@@ -67,6 +69,7 @@ _models: dict[str, Callable[..., HybridBlock]] = {
     "densenet121": densenet121, "densenet161": densenet161, "densenet169": densenet169,
     "densenet201": densenet201,
     "squeezenet1.0": squeezenet1_0, "squeezenet1.1": squeezenet1_1,
+    "inceptionv3": inception_v3,
     "mobilenet1.0": mobilenet1_0, "mobilenet0.75": mobilenet0_75,
     "mobilenet0.5": mobilenet0_5, "mobilenet0.25": mobilenet0_25,
     "mobilenetv2_1.0": mobilenet_v2_1_0, "mobilenetv2_0.75": mobilenet_v2_0_75,
@@ -92,6 +95,7 @@ def get_model(name: str, **kwargs: Any) -> HybridBlock:
 # the submodules' public names (their package attributes are shadowed by same-named
 # constructors such as ``alexnet``, hence the lookup through importlib)
 __all__ = ["get_model", "model_names"] + [
-    name for module in ("alexnet", "densenet", "mobilenet", "resnet", "squeezenet", "vgg")
+    name for module in ("alexnet", "densenet", "inception", "mobilenet", "resnet",
+                        "squeezenet", "vgg")
     for name in importlib.import_module(f"{__name__}.{module}").__all__
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,11 @@ import pytest
 
 import engine as mx
 from core import repositories as repo
+from core.channel import Channel
 from core.datasets import validate_upload
 from core.db import session_scope
+from core.events import PauseCommand
+from core.models import JobStatus
 from core.storage import (
     MODEL_META_FILE,
     MODEL_PARAMS_FILE,
@@ -25,8 +29,9 @@ from core.storage import (
     store_from_settings,
 )
 from tests import model_files
+from tests.services import wait_until
 from tests.workers.conftest import _clear_caches
-from tests.workers.test_runner import SPEC, _submit
+from tests.workers.test_runner import SPEC, _final_params, _job, _submit
 
 
 @pytest.fixture
@@ -129,3 +134,44 @@ def test_a_zoo_resnet18_trains_on_32x32_images_and_is_exported(
     net = _exported(job_id, tmp_path)
     x = np.zeros((1, 3, 32, 32), dtype=np.float32)
     assert net(mx.nd.array(x)).shape == (1, 2)
+
+
+@pytest.mark.slow  # two resnet18 runs: about a minute on a shared CPU
+def test_a_paused_and_resumed_zoo_job_ends_with_the_weights_of_an_uninterrupted_one(
+    slow_worker_env: dict[str, str], channel: Channel
+) -> None:
+    """BatchNorm statistics, Adam's states and the data position all survive the pause."""
+    from workers.lifecycle import run_job
+
+    dataset_id = _image_dataset("runner")
+    spec = {**SPEC, "model": {"zoo": "resnet18_v1", "classes": 2}, "epochs": 2,
+            "lr_scheduler": None, "metrics": ["accuracy"],
+            "optimizer": {"type": "adam", "learning_rate": 0.001},
+            "checkpoint": {"every_steps": 1000, "keep_last": 2},
+            "data": {"train": {"dataset": dataset_id}, "batch_size": 16, "shuffle": True}}
+    reference = _submit(spec)
+    assert run_job(reference).result == "succeeded"
+
+    paused = _submit(spec)
+
+    def pause_once_running() -> None:
+        # a resnet step takes a second or more here: the pause lands within the epoch
+        wait_until(lambda: any(e.type == "status" and e.data["status"] == "running"
+                               for e in channel.read_events(paused)),
+                   120, interval=0.01, what="the job running")
+        channel.send_command(paused, PauseCommand(requested_by="test"))
+
+    pauser = threading.Thread(target=pause_once_running)
+    pauser.start()
+    assert run_job(paused).result == "paused"
+    pauser.join()
+    stopped_at = _job(paused).step
+    assert 0 < stopped_at < _job(reference).step
+    with session_scope() as session:
+        assert repo.transition_job(session, job_id=paused, to_status=JobStatus.QUEUED,
+                                   from_statuses=[JobStatus.PAUSED])
+    assert run_job(paused).result == "succeeded"
+    resumed, uninterrupted = _final_params(paused), _final_params(reference)
+    assert resumed.keys() == uninterrupted.keys()
+    for name in resumed:
+        assert np.array_equal(resumed[name], uninterrupted[name]), name

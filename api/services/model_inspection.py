@@ -18,10 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.base import MXNetError
-from engine.ndarray import mxnet_format
-from engine.symbol import inspect_symbol_json
-
 MAX_INPUT_DIMS = 6
 MAX_INPUT_DIM = 1_000_000
 # Every pickle since protocol 2 starts with PROTO (0x80); older ones with an opcode such as
@@ -92,6 +88,11 @@ def inspect_symbol(raw: bytes, input_name: str, input_shape: list[int]) -> Model
         inputs = [v for v in variables if not v.endswith(PARAMETER_SUFFIXES)]
         raise ModelUploadError("input_name", f"the symbol has no input {input_name!r}; "
                                f"its free inputs look like {inputs[:5]}")
+    # Imported on first use, as learning_rate.py does: the api process loads the engine
+    # only once someone uploads a model.
+    from engine.base import MXNetError
+    from engine.symbol import inspect_symbol_json
+
     try:
         info = inspect_symbol_json(text, {input_name: tuple(input_shape)})
     except (MXNetError, ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
@@ -119,6 +120,9 @@ def check_params(raw: bytes, summary: ModelSummary, *, max_bytes: int) -> None:
     if raw.startswith(PICKLE_PREFIXES):
         raise ModelUploadError("params", "looks like a Python pickle, which is never loaded; "
                                "expected MXNet's binary .params format")
+    from engine.base import MXNetError
+    from engine.ndarray import mxnet_format
+
     try:
         arrays = mxnet_format.read_params(raw, max_bytes=max_bytes)
     except (MXNetError, ValueError, KeyError, TypeError, IndexError, OverflowError,

@@ -168,3 +168,16 @@ def test_a_model_that_cannot_take_the_data_is_refused_at_submit(api: ApiHarness)
                 {"type": "Conv2D", "channels": 4, "kernel_size": 3}, {"type": "Dense", "units": 10}]
     response = api.client.post("/v1/jobs", json=digits_spec(model=reshaped), headers=headers)
     assert response.status_code == 201, response.text
+
+
+def test_an_oversized_params_file_is_413_naming_it_and_nothing_is_stored(make_api: Any) -> None:
+    api = make_api(limits={"max_upload_bytes": 1_000})
+    _, headers = api.make_user()
+    params = model_files.params_file()
+    assert len(params) > 1_000
+    response = _upload(api, headers, params=params)
+    assert response.status_code == 413, response.text
+    assert response.json()["error"]["details"][0]["field"] == "params"
+    huge = _upload(api, headers, params=params * 100)  # over the whole request's limit
+    assert huge.status_code == 413
+    assert _stored(api) == (0, [])

@@ -7,8 +7,9 @@ The same zoo constructor is called in both (``engine.gluon.model_zoo.vision`` he
 
 Each round times every contender in turn (MXNet in its own venv process), so a load spike on
 the shared machine hits them alike; a contender's figure is the median ms/step over all its
-timed steps. ``--threads N`` caps every contender's BLAS/OpenMP threads alike
-(bench/threads.py, default 1).
+timed steps, in wall-clock time and in the CPU time of its process (all threads), which a
+loaded machine disturbs far less. ``--threads N`` caps every contender's BLAS/OpenMP
+threads alike (bench/threads.py, default 1).
 
 Usage: python bench/engine_zoo.py [--models resnet18_v1] [--batch 32] [--size 32]
        [--steps 5] [--rounds 3] [--threads 1]
@@ -66,14 +67,15 @@ def engine_step(model: str, data: dict[str, np.ndarray]):
     return step
 
 
-def time_engine(step, steps: int) -> list[float]:
+def time_engine(step, steps: int) -> list[tuple[float, float]]:
+    """(wall, cpu) seconds of each timed step."""
     step()  # traces the hybridized program and completes the deferred shapes
     step()
     times = []
     for _ in range(steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         step()
-        times.append(time.perf_counter() - t0)
+        times.append((time.perf_counter() - t0, time.process_time() - c0))
     return times
 
 
@@ -95,18 +97,21 @@ def step():
 step(); step()
 times = []
 for _ in range(STEPS):
-    t0 = time.perf_counter(); step(); times.append(time.perf_counter() - t0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    step()
+    times.append((time.perf_counter() - t0, time.process_time() - c0))
 result['seconds'] = times
 result['version'] = mx.__version__
 """
 
 
-def mxnet_times(model: str, data: dict[str, np.ndarray], steps: int) -> tuple[list[float], str]:
+def mxnet_times(model: str, data: dict[str, np.ndarray],
+                steps: int) -> tuple[list[tuple[float, float]], str]:
     code = (MXNET_SNIPPET.replace("MODEL", repr(model)).replace("OPTIMIZER", repr(OPTIMIZER))
             .replace("STEPS", str(steps)))
     run = run_in_anchor("mxnet", "import mxnet as mx\nfrom mxnet import autograd, gluon, nd\n"
                         + code, data, timeout=600, threads=THREADS)
-    return [float(t) for t in run.json["seconds"]], str(run.json["version"])
+    return [(float(w), float(c)) for w, c in run.json["seconds"]], str(run.json["version"])
 
 
 def main() -> None:
@@ -126,7 +131,7 @@ def main() -> None:
     for model in args.models.split(","):
         data = make_data(args.batch, args.size)
         step = engine_step(model, data)
-        times: dict[str, list[float]] = {"engine": [], "mxnet": []}
+        times: dict[str, list[tuple[float, float]]] = {"engine": [], "mxnet": []}
         version = ""
         for _ in range(args.rounds):
             times["engine"] += time_engine(step, args.steps)
@@ -134,18 +139,21 @@ def main() -> None:
                 secs, version = mxnet_times(model, data, args.steps)
                 times["mxnet"] += secs
         print(f"{model}:")
-        medians = {}
+        medians: dict[str, tuple[float, float]] = {}
         for name, label in (("engine", "rudder engine"),
                             ("mxnet", f"mxnet {version} hybridized")):
             if not times[name]:
                 print(f"  {label}: not built (run bench/setup) - skipped")
                 continue
-            medians[name] = statistics.median(times[name])
-            print(f"  {label:<28} {medians[name] * 1e3:8.1f} ms/step median "
-                  f"(min {min(times[name]) * 1e3:.1f}, max {max(times[name]) * 1e3:.1f}, "
-                  f"{len(times[name])} steps)")
+            wall = [w for w, _ in times[name]]
+            cpu = [c for _, c in times[name]]
+            medians[name] = (statistics.median(wall), statistics.median(cpu))
+            print(f"  {label:<28} {medians[name][0] * 1e3:8.1f} ms/step wall median "
+                  f"(min {min(wall) * 1e3:.1f}, max {max(wall) * 1e3:.1f}, {len(wall)} steps); "
+                  f"{medians[name][1] * 1e3:.1f} ms CPU")
         if len(medians) == 2:
-            print(f"  engine / mxnet = {medians['engine'] / medians['mxnet']:5.2f}")
+            print(f"  engine / mxnet = {medians['engine'][0] / medians['mxnet'][0]:5.2f} wall, "
+                  f"{medians['engine'][1] / medians['mxnet'][1]:5.2f} CPU")
 
 
 if __name__ == "__main__":

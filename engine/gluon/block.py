@@ -267,15 +267,19 @@ class Block:
         raise NotImplementedError(f"{type(self).__name__} must implement forward()")
 
     # ------------------------------------------------------------------ save/load
-    def save_parameters(self, filename: Any, deduplicate: bool = False) -> None:
-        """Save values by attribute path (``0.weight``) as npz to a path or binary file."""
+    def save_parameters(self, filename: Any, deduplicate: bool = False,
+                        format: str = "npz") -> None:
+        """Save values by attribute path (``0.weight``) to a path or binary file: npz, the
+        engine's checkpoint format, or with ``format="mxnet"`` MXNet's binary format (what
+        MXNet 1.9's ``save_parameters`` writes and its ``load_parameters`` reads).
+        ``load_parameters`` reads both."""
         params = self._collect_params_with_prefix()
         if deduplicate:  # a shared parameter is stored once, under its first name
             first: dict[int, str] = {}
             for key, param in params.items():
                 first.setdefault(id(param), key)
             params = {k: p for k, p in params.items() if first[id(p)] == k}
-        save_arrays(filename, {key: p._reduce().asnumpy() for key, p in params.items()})
+        save_arrays(filename, {key: p._reduce().asnumpy() for key, p in params.items()}, format)
 
     def load_parameters(self, filename: Any, ctx: Any = None, allow_missing: bool = False,
                         ignore_extra: bool = False, cast_dtype: bool = False,

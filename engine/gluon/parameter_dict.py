@@ -37,9 +37,23 @@ def _brief(names: Any, limit: int = 6) -> str:
     return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} in all)"
 
 
-def save_arrays(file: Any, arrays: dict[str, numpy.ndarray]) -> None:
-    """Write named arrays as an npz archive to a path (exactly that name) or binary file."""
-    save_npz(file, arrays)
+def save_arrays(file: Any, arrays: dict[str, numpy.ndarray], format: str = "npz") -> None:
+    """Write named arrays to a path (exactly that name) or binary file: an npz archive (the
+    engine's own format), or with ``format="mxnet"`` MXNet's binary format, which MXNet
+    1.9's ``load_parameters`` reads."""
+    if format == "npz":
+        save_npz(file, arrays)
+        return
+    if format != "mxnet":
+        raise ValueError(f"format must be 'npz' or 'mxnet', got {format!r}")
+    from ..ndarray.mxnet_format import write_params
+
+    blob = write_params(arrays)
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "wb") as handle:
+            handle.write(blob)
+    else:
+        file.write(blob)
 
 
 def load_arrays(file: Any) -> dict[str, numpy.ndarray]:
@@ -50,7 +64,8 @@ def load_arrays(file: Any) -> dict[str, numpy.ndarray]:
         arrays = load_array_file(file)
     except SerializationError as err:
         raise ParameterFileError(
-            f"cannot load parameters from {where}: not a parameter file ({err})"
+            f"cannot load parameters from {where}: not an npz parameter archive nor an MXNet "
+            f"params file ({err})"
         ) from err
     if isinstance(arrays, list):
         if not arrays:
@@ -204,8 +219,9 @@ class ParameterDict:
         return out
 
     # ----------------------------------------------------------------- save / load
-    def save(self, filename: Any, strip_prefix: str = "") -> None:
-        """Save values by full name (minus ``strip_prefix``) as npz."""
+    def save(self, filename: Any, strip_prefix: str = "", format: str = "npz") -> None:
+        """Save values by full name (minus ``strip_prefix``) as npz (``format="mxnet"``:
+        MXNet's binary format)."""
         arrays = {}
         for param in self.values():
             if not param.name.startswith(strip_prefix):
@@ -214,7 +230,7 @@ class ParameterDict:
                     f"name '{param.name}' does not start with '{strip_prefix}'."
                 )
             arrays[param.name[len(strip_prefix):]] = param._reduce().asnumpy()
-        save_arrays(filename, arrays)
+        save_arrays(filename, arrays, format)
 
     def load(self, filename: Any, ctx: Any = None, allow_missing: bool = False,
              ignore_extra: bool = False, restore_prefix: str = "", cast_dtype: bool = False,

@@ -23,11 +23,13 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from ..ndarray.mxnet_format import write_params
 from ..ndarray.ndarray import NDArray
 from .hybrid.hybrid_block import HybridBlock, _is_symbol
+from .hybrid.trace import Tracer, current_tracer
 from .parameter import DeferredInitializationError
 
 
@@ -53,6 +55,8 @@ def block_symbol(block: HybridBlock, num_inputs: int | None = None) -> Any:
     ... for several inputs), as MXNet names a hybridized block's inputs."""
     from .. import symbol
 
+    if isinstance(block, SymbolBlock):  # its graph, with its own input names (as MXNet)
+        return block._symbol
     count = num_inputs or _input_count(block)
     names = ["data"] if count == 1 else [f"data{i}" for i in range(count)]
     out = block(*[symbol.var(n) for n in names])
@@ -61,9 +65,9 @@ def block_symbol(block: HybridBlock, num_inputs: int | None = None) -> Any:
     return out
 
 
-def export_block(block: HybridBlock, path: str, epoch: int = 0,
-                 remove_amp_cast: bool = True) -> tuple[str, str]:
-    """Write ``path-symbol.json`` and ``path-%04d.params`` as MXNet's ``export`` does."""
+def exported(block: HybridBlock, remove_amp_cast: bool = True) -> tuple[str, bytes]:
+    """What :func:`export_block` writes, in memory: ``(symbol JSON text, params bytes)`` (for
+    callers that store them elsewhere than in files, such as object storage)."""
     params = block.collect_params()
     for param in params.values():
         try:
@@ -74,8 +78,6 @@ def export_block(block: HybridBlock, path: str, epoch: int = 0,
                 "unknown: run a forward pass with real inputs before export"
             ) from None
     sym = block_symbol(block)
-    sym_file = f"{path}-symbol.json"
-    sym.save(sym_file, remove_amp_cast=remove_amp_cast)
     arg_names = set(sym.list_arguments())
     aux_names = set(sym.list_auxiliary_states())
     arrays = {}
@@ -85,15 +87,24 @@ def export_block(block: HybridBlock, path: str, epoch: int = 0,
         elif name in aux_names:
             arrays[f"aux:{name}"] = param._reduce().asnumpy()
         # a parameter the graph does not use is left out, as MXNet leaves it out
+    return sym.tojson(remove_amp_cast), write_params(arrays)
+
+
+def export_block(block: HybridBlock, path: str, epoch: int = 0,
+                 remove_amp_cast: bool = True) -> tuple[str, str]:
+    """Write ``path-symbol.json`` and ``path-%04d.params`` as MXNet's ``export`` does."""
+    text, blob = exported(block, remove_amp_cast)
+    sym_file = f"{path}-symbol.json"
     params_file = f"{path}-{epoch:04d}.params"
-    written = f"{params_file}.tmp-{os.getpid()}"
-    try:
-        with open(written, "wb") as handle:
-            handle.write(write_params(arrays))
-        os.replace(written, params_file)
-    finally:
-        if os.path.exists(written):
-            os.remove(written)
+    for target, content in ((sym_file, text.encode()), (params_file, blob)):
+        written = f"{target}.tmp-{os.getpid()}"  # never a half-written file under the name
+        try:
+            with open(written, "wb") as handle:
+                handle.write(content)
+            os.replace(written, target)
+        finally:
+            if os.path.exists(written):
+                os.remove(written)
     return sym_file, params_file
 
 
@@ -157,12 +168,6 @@ class SymbolBlock(HybridBlock):
                                         cast_dtype=True, dtype_source="saved")
         return block
 
-    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
-        # the block already is a static graph and is evaluated as one; there is nothing to
-        # trace (tracing would only see the graph's operators through a second route)
-        super().hybridize(active, **kwargs)
-        self._active = False
-
     def forward(self, x: Any, *args: Any) -> Any:
         inputs = (x, *args)
         if len(inputs) != len(self._input_names):
@@ -179,7 +184,13 @@ class SymbolBlock(HybridBlock):
             values = {name: p.data(ctx) for name, p in self.params.items()}
         values.update(arrays)
         self._check_shapes(values)
-        outputs = self._symbol._evaluate(values)
+        tracer = current_tracer()
+        if tracer is None:
+            outputs = self._symbol._evaluate(values)
+        else:  # hybridized (itself or a parent): each graph node becomes one program step
+            for name, param in self.params.items():
+                tracer.param_slot(param, values[name])
+            outputs = self._symbol._evaluate(values, run_node=partial(_traced_node, tracer))
         return outputs[0] if len(outputs) == 1 else outputs
 
     def _check_shapes(self, values: dict[str, NDArray]) -> None:
@@ -211,3 +222,13 @@ class SymbolBlock(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N803
         raise NotImplementedError("SymbolBlock runs its graph in forward()")
+
+
+def _traced_node(tracer: Tracer, node: Any, inputs: list[NDArray]) -> Any:
+    """Run one graph node as a recorded step of ``tracer`` (replayed by the program)."""
+    spec, params = node.spec, node.params()
+
+    def run(*arrays: NDArray) -> Any:
+        return spec.forward(params, list(arrays))
+
+    return tracer.call(f"{node.op}:{node.name}", run, tuple(inputs), {})

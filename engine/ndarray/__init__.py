@@ -21,6 +21,7 @@ from .creation import (
     full_like,
     linspace,
     load,
+    load_frombuffer,
     ones,
     ones_like,
     save,
@@ -386,6 +387,7 @@ __all__ = [
     "full_like", "gamma", "gammaln", "gather_nd", "greater", "greater_equal", "hard_sigmoid",
     "histogram", "hypot", "identity", "isfinite", "isinf", "isnan", "khatri_rao",
     "lamb_update_phase1", "lamb_update_phase2", "lesser", "lesser_equal", "linspace", "load",
+    "load_frombuffer",
     "log", "log10", "log1p", "log2", "log_softmax", "logical_and", "logical_not", "logical_or",
     "logical_xor", "make_loss", "max", "max_axis", "maximum", "mean", "min", "min_axis", "minimum",
     "modulo", "moments", "moveaxis", "mp_lamb_update_phase1", "mp_lamb_update_phase2",
@@ -414,8 +416,9 @@ __all__ = [
 
 # Every operator takes out= (MXNet's convention); creation, I/O and the random draws handle
 # it themselves or have no result to write.
-_NO_OUT = {"NDArray", "CachedOp", "array", "load", "save", "waitall", "from_numpy", "from_dlpack",
-           "reset_arrays", "random", "contrib", "linalg", "onehot_encode"}
+_NO_OUT = {"NDArray", "CachedOp", "array", "load", "load_frombuffer", "save", "waitall",
+           "from_numpy", "from_dlpack", "reset_arrays", "random", "contrib", "linalg",
+           "onehot_encode"}
 for _name in __all__:
     _value = globals()[_name]
     if _name not in _NO_OUT and callable(_value) and not isinstance(_value, type):

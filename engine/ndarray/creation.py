@@ -164,3 +164,8 @@ def load(fname: Any, ctx: Context | str | None = None) -> list[NDArray] | dict[s
     if isinstance(loaded, list):
         return [array(v, ctx=ctx, dtype=v.dtype) for v in loaded]
     return {n: array(v, ctx=ctx, dtype=v.dtype) for n, v in loaded.items()}
+
+
+def load_frombuffer(buf: bytes | bytearray | memoryview) -> list[NDArray] | dict[str, NDArray]:
+    """Load arrays from the bytes of a file :func:`save` writes (``mx.nd.load_frombuffer``)."""
+    return load(bytes(buf))

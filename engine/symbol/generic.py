@@ -84,7 +84,7 @@ ADAPTERS: dict[str, Any] = {"transpose": _transpose}
 # Python objects, and the optimizers' in-place updates. Graph files come from users, so a
 # node may never name one of these (``save`` would write a file during shape inference).
 NOT_GRAPH_OPERATORS = frozenset({
-    "load", "save", "waitall", "array", "empty", "from_numpy", "from_dlpack",
+    "load", "load_frombuffer", "save", "waitall", "array", "empty", "from_numpy", "from_dlpack",
     "to_dlpack_for_read", "to_dlpack_for_write", "reset_arrays", "CachedOp", "NDArray", "Any",
     "onehot_encode", "fill_element_0index", "all_finite", "multi_all_finite", "multi_sum_sq",
     "multi_lars", "apply_op", "accepting_out",

@@ -293,10 +293,13 @@ class Symbol(SymbolArithmetic):
         return arg, out, aux
 
     # --------------------------------------------------------------- evaluation
-    def _evaluate(self, values: dict[str, NDArray], monitor: Any = None) -> list[NDArray]:
+    def _evaluate(self, values: dict[str, NDArray], monitor: Any = None,
+                  run_node: Any = None) -> list[NDArray]:
         """Run the graph on NDArrays (recorded when autograd is recording). ``monitor``,
         when given, is called ``(name, array)`` with every operator output, MXNet's
-        executor monitor callback (``monitor.monitor_all`` adds the operators' inputs)."""
+        executor monitor callback (``monitor.monitor_all`` adds the operators' inputs).
+        ``run_node(node, inputs)``, when given, computes each operator node instead of
+        ``node.spec.forward`` (a hybridize trace records each node through it)."""
         results: dict[int, list[NDArray]] = {}
         for node in self._nodes():
             if node.op is None:
@@ -310,7 +313,8 @@ class Symbol(SymbolArithmetic):
                 names = node.spec.input_names(node.params(), len(inputs)) + node.spec.aux
                 for input_name, array in zip(names, inputs, strict=False):
                     monitor(f"{node.name}_{input_name}", array)
-            result = node.spec.forward(node.params(), inputs)
+            result = node.spec.forward(node.params(), inputs) if run_node is None \
+                else run_node(node, inputs)
             results[id(node)] = list(result) if isinstance(result, (list, tuple)) else [result]
             if monitor is not None:
                 for name, array in zip(node.output_names(), results[id(node)], strict=False):

@@ -26,14 +26,13 @@ SPARSE = "sparse storage (CSR/row_sparse): the engine stores every array densely
 C_API = "MXNet's C++ operator plumbing (generated modules, registration, indexing internals)"
 IMPORTED = "a module or function MXNet's namespace happens to import, not API of its own"
 RECORDIO = "RecordIO and image decoding: the data-upload issue (13)"
-EXPORT = "MXNet's binary params format and exported symbol graphs: the model-import issue (12)"
 NUMPY_FRONT = "MXNet's numpy front end (mx.np / mx.npx) is engine.np / engine.npx at the top level"
 GENERATED = ("gen_op", "gen__internal", "gen_contrib", "gen_image", "gen_linalg", "gen_sparse")
 OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "nd": {
         "get_indexing_dispatch_code": C_API, "get_oshape_of_gather_nd_op": C_API,
         "indexing_key_expand_implicit_axes": C_API, "op": C_API, "register": C_API,
-        "utils": SPARSE, "image": RECORDIO, "imdecode": RECORDIO, "load_frombuffer": EXPORT,
+        "utils": SPARSE, "image": RECORDIO, "imdecode": RECORDIO,
         "sparse": SPARSE, **dict.fromkeys(GENERATED, C_API),
     },
     "sym": {
@@ -44,7 +43,6 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     },
     "autograd": {"Symbol": IMPORTED},
     "init": {"load": IMPORTED},
-    "gluon.nn": {"SymbolBlock": EXPORT},
     "gluon.contrib.nn": {"SparseEmbedding": SPARSE},
     "gluon.contrib.estimator": {"utils": IMPORTED},
     "gluon.data": {"RecordFileDataset": RECORDIO, "vision": RECORDIO},

@@ -87,9 +87,13 @@ class HybridBlock(Block):
     def forward(self, x: Any, *args: Any) -> Any:
         if _is_symbol(x):
             from ... import symbol
+            from ...name import Prefix
 
             params = {k: v.var() for k, v in self._reg_params.items()}
-            return self.hybrid_forward(symbol, x, *args, **params)
+            # operators are named under the block's prefix, as MXNet's export names them
+            # (``resnet_dense0_fullyconnected0``, ``resnet_activation0``)
+            with Prefix(self.prefix):
+                return self.hybrid_forward(symbol, x, *args, **params)
         ctx = x.context if isinstance(x, NDArray) else None
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}

@@ -46,6 +46,15 @@ from .pool_layers import (
 from .registry import LAYERS, create, names, register
 from .shape_layers import Reshape
 
+
+def __getattr__(name: str) -> object:
+    # MXNet lists SymbolBlock in gluon.nn too; it lives with export/imports (engine.gluon)
+    if name == "SymbolBlock":
+        from ..symbol_block import SymbolBlock
+
+        return SymbolBlock
+    raise AttributeError(f"module 'engine.gluon.nn' has no attribute {name!r}")
+
 __all__ = [
     "Activation", "AvgPool1D", "AvgPool2D", "BatchNorm", "Block", "Conv1D", "Conv2D", "Dense",
     "Dropout", "ELU", "Embedding", "Flatten", "GELU", "GlobalAvgPool1D", "GlobalAvgPool2D",

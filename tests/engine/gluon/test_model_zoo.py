@@ -44,11 +44,11 @@ try:
     vision.get_model("no-such-net")
 except ValueError as err:
     result["names"] = [n.strip() for n in str(err).split("\\n")[1:]]
-for name, size in inputs_sizes:
-    net = vision.get_model(name, classes=10)
+for key, name, kwargs, size in builds:
+    net = vision.get_model(name, classes=10, **kwargs)
     net.initialize(mx.init.Zero())
     net(nd.zeros((1, 3, size, size)))
-    result[name] = {
+    result[key] = {
         "stem": re.sub(r"\\d+_$", "", net.prefix),
         "names": [[k[len(net.prefix):], list(p.shape)] for k, p in net.collect_params().items()],
         "paths": [[k, list(p.shape)] for k, p in net._collect_params_with_prefix().items()],
@@ -56,10 +56,19 @@ for name, size in inputs_sizes:
 """
 
 
+# the constructor options a job spec may set, which change the structure
+VARIANTS = {
+    "resnet18_v1(thumbnail)": ("resnet18_v1", {"thumbnail": True}),
+    "resnet50_v2(thumbnail)": ("resnet50_v2", {"thumbnail": True}),
+    "densenet121(dropout)": ("densenet121", {"dropout": 0.2}),
+}
+BUILDS = {**{name: (name, {}) for name in vision.model_names()}, **VARIANTS}
+
+
 @pytest.fixture(scope="module")
 def mxnet_zoo():
-    sizes = [(name, input_size(name)) for name in vision.model_names()]
-    code = f"inputs_sizes = {sizes!r}\n" + MXNET_DESCRIBE
+    builds = [(key, name, kwargs, input_size(name)) for key, (name, kwargs) in BUILDS.items()]
+    code = f"builds = {builds!r}\n" + MXNET_DESCRIBE
     return run_mxnet(code, timeout=600).json
 
 
@@ -69,13 +78,14 @@ def test_the_zoo_offers_every_name_mxnet_does(mxnet_zoo):
 
 
 @needs_mxnet
-@pytest.mark.parametrize("name", vision.model_names())
-def test_parameter_names_and_shapes_equal_mxnets(name, mxnet_zoo):
-    net = vision.get_model(name, classes=10)
+@pytest.mark.parametrize("key", list(BUILDS))
+def test_parameter_names_and_shapes_equal_mxnets(key, mxnet_zoo):
+    name, kwargs = BUILDS[key]
+    net = vision.get_model(name, classes=10, **kwargs)
     net.initialize(mx.init.Zero())  # zeros: shapes are the point, and they are fast
     size = input_size(name)
     assert net(mx.nd.zeros((1, 3, size, size))).shape == (1, 10)
-    ours, theirs = describe(net), mxnet_zoo[name]
+    ours, theirs = describe(net), mxnet_zoo[key]
     assert ours["stem"] == theirs["stem"]
     assert ours["names"] == theirs["names"]
     assert ours["paths"] == theirs["paths"]

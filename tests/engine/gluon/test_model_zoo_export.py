@@ -23,7 +23,7 @@ pytestmark = needs_mxnet
 CASES = {
     "resnet18_v1": (2, 32), "resnet18_v2": (2, 32), "mobilenet1.0": (2, 32),
     "mobilenetv2_1.0": (2, 32), "vgg11_bn": (2, 32), "alexnet": (1, 64),
-    "densenet121": (1, 224), "squeezenet1.1": (1, 224),
+    "densenet121": (1, 224), "squeezenet1.1": (1, 224), "inceptionv3": (1, 299),
 }
 INPUTS = {name: np.random.RandomState(i).uniform(-1, 1, (batch, 3, size, size))
           .astype(np.float32) for i, (name, (batch, size)) in enumerate(sorted(CASES.items()))}

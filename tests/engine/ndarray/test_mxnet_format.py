@@ -120,3 +120,39 @@ nd.save({str(theirs)!r}, {{'a': nd.array([[1, 2]], dtype='float64'), 'b': nd.one
     assert back["b"].shape == (2, 1, 3)
     # what we write is byte for byte what MXNet writes for the same arrays
     assert write_params(back) == theirs.read_bytes()
+
+
+@needs_mxnet
+def test_numpy_mode_files_of_mxnet_load_with_scalars_and_empty_arrays(tmp_path):
+    path = tmp_path / "np.params"
+    run_mxnet(f"""
+mx.npx.set_np()
+mx.npx.save({str(path)!r}, {{'s': mx.np.ones(()) * 2, 'm': mx.np.arange(6).reshape(2, 3),
+                            'e': mx.np.zeros((0, 2))}})
+""")
+    blob = path.read_bytes()
+    assert struct.unpack_from("<I", blob, 24)[0] == 0xF993FACA  # V3: numpy shape semantics
+    back = read_params(blob, max_bytes=LIMIT)
+    assert back["s"].shape == () and float(back["s"]) == 2.0
+    assert back["m"].tolist() == [[0, 1, 2], [3, 4, 5]] and back["e"].shape == (0, 2)
+
+
+def test_nd_save_writes_mxnets_format_and_nd_load_still_reads_older_npz_files(tmp_path):
+    from engine import nd
+    from engine.serialization import save_npz
+
+    path = tmp_path / "w.params"
+    nd.save(str(path), {"w": nd.ones((2, 2)), "i": nd.array([3], dtype="int32")})
+    assert path.read_bytes()[:8] == struct.pack("<Q", 0x112)
+    loaded = nd.load(str(path))
+    assert loaded["w"].shape == (2, 2) and loaded["i"].dtype == np.int32
+    buffer = io.BytesIO()
+    nd.save(buffer, [nd.zeros((3,))])
+    assert [a.shape for a in nd.load(buffer.getvalue())] == [(3,)]
+    old = tmp_path / "old.params"  # what nd.save wrote before it wrote MXNet's format
+    save_npz(str(old), {"000000": np.ones(2), "000001": np.zeros(1),
+                        "__rudder_kind__": np.array("list")})
+    assert [a.shape for a in nd.load(str(old))] == [(2,), (1,)]
+    (tmp_path / "bad.params").write_bytes(_header(1) + b"\0" * 3)
+    with pytest.raises(ValueError, match="corrupt MXNet params file"):
+        nd.load(str(tmp_path / "bad.params"))

@@ -9,8 +9,6 @@ leaves as MXNet's own ``-symbol.json`` + ``-0000.params`` (:func:`export_network
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import engine.base
@@ -29,10 +27,9 @@ from core.storage import (
     model_prefix,
 )
 from engine.gluon.parameter_dict import save_arrays
-from engine.gluon.symbol_block import SymbolBlock
+from engine.gluon.symbol_block import SymbolBlock, exported
 from workers.build import SpecError, build_network
 
-EXPORT_EPOCH = 0
 # The params file of an upload is read with this bound (the api refused larger ones).
 MAX_PARAMS_BYTES = 2 * 1024**3
 
@@ -79,9 +76,10 @@ class UploadedNetwork(SymbolBlock):
     fails. A resumed job must load its checkpoint, so this one saves full names, the form
     ``load_parameters`` reads for a block without children (``collect_params().save``)."""
 
-    def save_parameters(self, filename: Any, deduplicate: bool = False) -> None:
+    def save_parameters(self, filename: Any, deduplicate: bool = False,
+                        format: str = "npz") -> None:
         save_arrays(filename, {name: param.data().asnumpy()
-                               for name, param in self.collect_params().items()})
+                               for name, param in self.collect_params().items()}, format)
 
 
 def _uploaded_network(model: UploadedModelRef, store: ObjectStore) -> Any:
@@ -162,12 +160,9 @@ def load_initial_weights(net: Any, model: ModelSpec, store: ObjectStore, ctx: An
 def export_network(net: Any, store: ObjectStore, job_id: str) -> dict[str, int]:
     """Write the trained network as MXNet's ``-symbol.json`` + ``-0000.params`` under the
     job's export prefix; returns each file's size."""
+    symbol_json, params = exported(net)
+    files = {MODEL_SYMBOL_FILE: symbol_json.encode(), MODEL_PARAMS_FILE: params}
     prefix = job_export_prefix(job_id)
-    sizes = {}
-    with tempfile.TemporaryDirectory(prefix="rudder-export-") as folder:
-        net.export(str(Path(folder) / "model"), epoch=EXPORT_EPOCH)
-        for name in (MODEL_SYMBOL_FILE, MODEL_PARAMS_FILE):
-            path = Path(folder) / name
-            store.put_file(prefix + name, path)
-            sizes[name] = path.stat().st_size
-    return sizes
+    for name, data in files.items():
+        store.put(prefix + name, data)
+    return {name: len(data) for name, data in files.items()}

@@ -47,15 +47,17 @@ def build_model(model: ModelSpec, store: ObjectStore) -> Any:
 def _zoo_network(model: ZooModel) -> Any:
     from engine.gluon.model_zoo import vision
 
-    # Inside a fixed prefix's scope, as build_network does: the zoo blocks' own prefixes
-    # come from counters local to this parent, so the parameter names (and the sorted
-    # order of the trainer's saved states) are the same in every worker process.
-    net = engine.gluon.nn.HybridSequential(prefix="net_")
-    with net.name_scope():
-        try:
-            net.add(vision.get_model(model.zoo, **model.engine_kwargs()))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise SpecError(f"model.zoo {model.zoo!r}: {exc}") from exc
+    try:
+        net = vision.get_model(model.zoo, **model.engine_kwargs())
+        # The top block's prefix comes from a process-wide counter (resnetv13_ in a worker
+        # that built three before); name it as a fresh MXNet process would (resnetv10_),
+        # so every build has the same names and the export's are MXNet's own: its params
+        # load by name into mx.gluon.model_zoo's network.
+        fresh = f"{type(net).__name__.lower()}0_"
+        if net.prefix != fresh:
+            net = vision.get_model(model.zoo, prefix=fresh, **model.engine_kwargs())
+    except (KeyError, ValueError, TypeError) as exc:
+        raise SpecError(f"model.zoo {model.zoo!r}: {exc}") from exc
     net.hybridize(static_alloc=True, static_shape=True)
     return net
 

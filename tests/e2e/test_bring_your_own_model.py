@@ -61,6 +61,17 @@ outputs["y"] = net(nd.array(inputs["x"]))
 """
 
 
+MXNET_ZOO_LOAD = """
+import os, tempfile
+path = os.path.join(tempfile.mkdtemp(), "model-0000.params")
+with open(path, "wb") as handle:
+    handle.write(inputs["params"].tobytes())
+net = gluon.model_zoo.vision.resnet18_v1(classes=2)
+net.collect_params().load(path)  # by full name, as MXNet loads an export's params
+outputs["y"] = net(nd.array(inputs["x"]))
+"""
+
+
 @pytest.fixture(scope="module")
 def roomy_stack(e2e_pg_url: str, e2e_redis_url: str,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
@@ -159,4 +170,11 @@ def test_a_zoo_resnet18_job_trains_on_32x32_images_and_exports(
     losses = _losses(roomy_client, job["id"])
     assert min(losses[len(losses) // 2:]) < losses[0], losses
     files = _export(roomy_client, job["id"], tmp_path / "trained")
-    assert b"resnetv10" in files["model-symbol.json"]
+    # MXNet's own constructor loads the trained params by name, and predicts as we do
+    x = np.random.default_rng(1).normal(size=(2, 3, 32, 32)).astype(np.float32)
+    theirs = run_mxnet(MXNET_ZOO_LOAD, {"x": x, "params": np.frombuffer(
+        files["model-0000.params"], dtype=np.uint8)})
+    ours = mx.gluon.SymbolBlock.imports(str(tmp_path / "trained" / "model-symbol.json"),
+                                        ["data"], str(tmp_path / "trained" / "model-0000.params"))
+    np.testing.assert_allclose(theirs["y"], ours(mx.nd.array(x)).asnumpy(), rtol=1e-4,
+                               atol=1e-4)

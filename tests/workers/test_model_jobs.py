@@ -28,6 +28,7 @@ from core.storage import (
     model_prefix,
     store_from_settings,
 )
+from engine.ndarray.mxnet_format import read_params
 from tests import model_files
 from tests.services import wait_until
 from tests.workers.conftest import _clear_caches
@@ -134,6 +135,9 @@ def test_a_zoo_resnet18_trains_on_32x32_images_and_is_exported(
     net = _exported(job_id, tmp_path)
     x = np.zeros((1, 3, 32, 32), dtype=np.float32)
     assert net(mx.nd.array(x)).shape == (1, 2)
+    # MXNet's own names (a fresh process's resnetv10_), so MXNet's resnet18_v1 loads them
+    names = list(read_params((tmp_path / MODEL_PARAMS_FILE).read_bytes(), max_bytes=10**9))
+    assert "arg:resnetv10_conv0_weight" in names, names[:3]
 
 
 @pytest.mark.slow  # two resnet18 runs: about a minute on a shared CPU

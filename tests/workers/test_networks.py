@@ -58,7 +58,8 @@ def test_a_zoo_network_builds_with_the_same_names_in_every_build(tmp_path: Path)
     assert out.shape == (2, 10)
     names = list(first.collect_params().keys())
     assert names == list(second.collect_params().keys()) and len(names) > 60
-    assert all(n.startswith("net_") for n in names)
+    # what MXNet names them in a fresh process, however many this process built before
+    assert names[0] == "resnetv10_conv0_weight"
 
 
 def test_an_upload_starts_from_its_params_unless_told_not_to(tmp_path: Path) -> None:

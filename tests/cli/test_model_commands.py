@@ -34,3 +34,20 @@ def test_a_refused_upload_says_why_in_one_line(cli: Cli, tmp_path: Path) -> None
     assert refused.stderr.startswith("error: symbol:") and "422" in refused.stderr
     missing = cli("model", "upload", str(tmp_path / "nope.json"), "--input-shape", "1,64")
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_export_downloads_both_mxnet_files(cli: Cli, tmp_path: Path) -> None:
+    from core.storage import job_export_prefix, open_store
+
+    job_id = cli.submit()
+    missing = cli("export", job_id[:8], "--out", str(tmp_path))
+    assert missing.returncode == 1 and "written when a job succeeds" in missing.stderr
+    store = open_store(cli.api.settings.storage_url)
+    files = {"model-symbol.json": b'{"nodes": []}', "model-0000.params": bytes(range(200))}
+    for name, data in files.items():  # what the worker writes when the job succeeds
+        store.put(job_export_prefix(job_id) + name, data)
+    done = cli("export", job_id[:8], "--out", str(tmp_path / "trained"))
+    assert done.returncode == 0, done.stderr
+    for name, data in files.items():
+        assert (tmp_path / "trained" / name).read_bytes() == data
+    assert "SymbolBlock.imports" in done.stdout

@@ -37,7 +37,10 @@ def to_json(symbol: Symbol) -> str:
                                  "name": node.name}
         if node.attrs:
             entry["attrs"] = dict(node.attrs)
-        entry["inputs"] = [[index[id(c)], i, 0] for c, i in node.inputs]
+        # MXNet marks inputs an operator writes (auxiliary states) with version 1
+        first_aux = len(node.inputs) - (len(node.spec.aux) if node.op is not None else 0)
+        entry["inputs"] = [[index[id(c)], i, int(k >= first_aux)]
+                           for k, (c, i) in enumerate(node.inputs)]
         out_nodes.append(entry)
         row_ptr.append(row_ptr[-1] + (1 if node.op is None else
                                       max(node.spec.num_outputs, node.visible_outputs())))

@@ -2,7 +2,8 @@
 
 A cursor is the JSON list of the last row's sort key, base64url without padding. It is
 opaque to clients; anything this API did not hand out is a 400 naming ``cursor``, and so
-is an integer a database column could not hold (a hand-made ``2**70``).
+is an integer a database column could not hold (a hand-made ``2**70``) or a string with
+control characters (a NUL byte, which PostgreSQL refuses).
 
 >>> token = encode_cursor(12, "train_loss")
 >>> decode_cursor(token, (int, str))
@@ -44,4 +45,6 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> tuple[Any, ...]:
             raise _bad_cursor()
         if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise _bad_cursor()
+        if isinstance(value, str) and not value.isprintable():
+            raise _bad_cursor()  # a NUL byte would reach (and be refused by) PostgreSQL
     return tuple(values)

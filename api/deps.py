@@ -7,6 +7,7 @@ them; the ones that touch the database stay sync and run in the threadpool.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -110,9 +111,10 @@ def _anonymous_user(state: ServiceState) -> User:
         return user
 
 
-def _lookup_token(state: ServiceState, token: str, secret: str) -> User | None:
+def _lookup_token(state: ServiceState, token_hash: str) -> tuple[User, datetime | None] | None:
     with state.sessions() as session:
-        return tokens.authenticate(session, token=token, secret=secret)
+        found = tokens.authenticate_hash(session, token_hash=token_hash)
+        return (found[0], found[1].expires_at) if found is not None else None
 
 
 async def get_current_user(request: Request, state: StateDep) -> User:
@@ -126,13 +128,15 @@ async def get_current_user(request: Request, state: StateDep) -> User:
         raise _unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
     secret = settings.secret_key.get_secret_value()
     token_hash = tokens.hash_token(token, secret=secret)
+    request.state.token_hash = token_hash  # GET /v1/tokens marks the one in use
     cached = state.token_cache.get(token_hash)
     if cached is not None:
         return cached
-    user = await run_in_threadpool(_lookup_token, state, token, secret)
-    if user is None:
-        raise _unauthorized("invalid or revoked token")
-    state.token_cache.put(token_hash, user)
+    found = await run_in_threadpool(_lookup_token, state, token_hash)
+    if found is None:
+        raise _unauthorized("invalid, revoked or expired token")
+    user, expires_at = found
+    state.token_cache.put(token_hash, user, expires_at=expires_at)
     return user
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
+import botocore.exceptions
+import redis.exceptions
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -26,6 +30,11 @@ _CODES = {
     429: "rate_limited",
     503: "unavailable",
 }
+
+
+# How long a client should wait before retrying after a dependency failed: long enough for
+# a restarting Redis or a busy SQLite writer, short enough that nobody gives up.
+RETRY_AFTER_SECONDS = 2
 
 
 class ApiError(Exception):
@@ -90,11 +99,59 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     return details
 
 
+def unavailable(message: str) -> ApiError:
+    """A 503 for a dependency that failed: the client may simply retry."""
+    return ApiError(503, "unavailable", message,
+                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
 async def _on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 503:
+        headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
     return JSONResponse(
-        error_body(exc.code, exc.message, exc.details), exc.status_code, headers=exc.headers
+        error_body(exc.code, exc.message, exc.details), exc.status_code, headers=headers
     )
+
+
+# Failures of a dependency, not of the request: each is a 503 the client may retry.
+# (Redis refusing a command, sqlalchemy's IntegrityError or DataError, are bugs or bad
+# input and stay what they are.)
+_REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+_DATABASE_DOWN = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError,
+                  sqlalchemy.exc.TimeoutError)
+_STORAGE_DOWN = (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)
+
+
+def dependency_error(exc: BaseException) -> ApiError | None:
+    """The 503 that stands for ``exc`` when it is a dependency failure, else None."""
+    if isinstance(exc, _REDIS_DOWN):
+        return unavailable("the live channel (Redis) is not answering; retry shortly")
+    if isinstance(exc, sqlalchemy.exc.DBAPIError) and _is_lock_wait(exc):
+        return unavailable("the database is busy (another connection held a lock this "
+                           "request needs past the lock timeout); retry shortly")
+    if isinstance(exc, _DATABASE_DOWN):
+        return unavailable("the database is unavailable or busy; retry shortly")
+    if isinstance(exc, _STORAGE_DOWN):
+        return unavailable("object storage is not answering; retry shortly")
+    return None
+
+
+def _is_lock_wait(exc: sqlalchemy.exc.DBAPIError) -> bool:
+    """SQLite's "database is locked" or PostgreSQL's lock_not_available (55P03)."""
+    if isinstance(exc.orig, sqlite3.OperationalError):
+        return "locked" in str(exc.orig)
+    return getattr(exc.orig, "sqlstate", None) == "55P03"
+
+
+async def _on_dependency_error(request: Request, exc: Exception) -> JSONResponse:
+    error = dependency_error(exc)
+    if error is None:  # registered only for the classes dependency_error maps
+        raise exc
+    log.warning("%s %s: %s (%s)", request.method, request.url.path, error.message,
+                type(exc).__name__)
+    return await _on_api_error(request, error)
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -110,13 +167,36 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     return JSONResponse(error_body("validation_error", message, details), 422)
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method the OpenAPI document gives the path. (FastAPI makes one route per
+    method, and its 405 named only the methods of whichever route matched the path.)
+    Where several templates fit, the one with the most literal segments wins, as
+    ``/v1/datasets/uploads`` over ``/v1/datasets/{dataset_id}``."""
+    segments = request.url.path.rstrip("/").split("/")
+    best: tuple[int, str] = (-1, "")
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        parts = template.rstrip("/").split("/")
+        if len(parts) != len(segments):
+            continue
+        literal = 0
+        for part, segment in zip(parts, segments, strict=True):
+            if part == segment:
+                literal += 1
+            elif not (part.startswith("{") and segment):
+                break
+        else:
+            if literal > best[0]:
+                best = (literal, ", ".join(sorted(method.upper() for method in operations)))
+    return best[1]
+
+
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _CODES.get(exc.status_code, "error")
-    return JSONResponse(
-        error_body(code, str(exc.detail)), exc.status_code,
-        headers=getattr(exc, "headers", None),
-    )
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
+    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=headers)
 
 
 class CatchAllErrors:
@@ -155,4 +235,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _on_api_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    for kind in (*_REDIS_DOWN, *_DATABASE_DOWN, *_STORAGE_DOWN):
+        app.add_exception_handler(kind, _on_dependency_error)
     app.add_middleware(CatchAllErrors)

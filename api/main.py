@@ -28,6 +28,7 @@ from api.routes import (
     metrics,
     models,
     timeline,
+    tokens,
     workers,
 )
 from api.state import ServiceState
@@ -48,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         previous_interval = sys.getswitchinterval()
         sys.setswitchinterval(0.001)
         app.state.service = ServiceState.open(settings)
+        app.state.service.start()
         # Everything imported and built so far lives as long as the process. Left in the
         # collector's generations, each full collection walks all of it: 50-100 ms with
         # the GIL held, stalling every request in flight, a few times a minute under load
@@ -80,7 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(telemetry.RequestMetrics)
     for module in (health, jobs, learning_rate, metrics, events, checkpoints, timeline,
-                   workers):
+                   workers, tokens):
         app.include_router(module.router)
     app.include_router(datasets.router)
     app.include_router(models.router)

@@ -75,10 +75,16 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> list[in
 
 
 def _error_response(status: int) -> dict[str, Any]:
-    return {
+    response: dict[str, Any] = {
         "description": _DESCRIPTIONS[status],
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
     }
+    if status in (429, 503):
+        response["headers"] = {"Retry-After": {
+            "description": "seconds to wait before retrying",
+            "schema": {"type": "integer", "minimum": 1},
+        }}
+    return response
 
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:

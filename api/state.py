@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
+import redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -14,7 +18,7 @@ from api import telemetry
 from core.channel import AsyncChannel, Channel
 from core.config import Settings
 from core.db import make_engine, make_sessionmaker
-from core.models import User
+from core.models import User, utcnow
 from core.queue import BackgroundEnqueuer
 from core.storage import ObjectStore, open_store
 
@@ -24,14 +28,19 @@ log = logging.getLogger("rudder.api")
 class TokenCache:
     """Recently verified tokens, so a busy client does not cost a query per request.
 
-    Keyed by the token's hash; entries live ``ttl`` seconds, which bounds how long a
-    revoked token keeps working on this process.
+    Keyed by the token's hash. An entry lives ``ttl`` seconds at most (never past the
+    token's expiry). A revocation announced through Redis evicts it at once (see
+    :meth:`ServiceState.follow_token_revocations`); ``ttl`` bounds how long a revoked
+    token keeps working on this process only while Redis cannot tell it.
     """
 
     def __init__(self, *, ttl: float = 10.0, size: int = 1024):
         self.ttl = ttl
         self.size = size
         self._entries: dict[str, tuple[float, str, str]] = {}
+        # Hashes evicted in the last ``ttl`` seconds: a lookup that read the row just
+        # before the revocation committed must not put the token back afterwards.
+        self._revoked: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def get(self, token_hash: str) -> User | None:
@@ -42,13 +51,31 @@ class TokenCache:
         # A detached stand-in: handlers only read the id and the name.
         return User(id=entry[1], name=entry[2])
 
-    def put(self, token_hash: str, user: User) -> None:
-        if self.ttl <= 0:
+    def put(self, token_hash: str, user: User, *, expires_at: datetime | None = None) -> None:
+        now = time.monotonic()
+        lifetime = self.ttl
+        if expires_at is not None:
+            lifetime = min(lifetime, (expires_at - utcnow()).total_seconds())
+        if lifetime <= 0:
             return
         with self._lock:
+            if self._revoked.get(token_hash, 0.0) > now:
+                return
             if len(self._entries) >= self.size:
                 self._entries.clear()
-            self._entries[token_hash] = (time.monotonic() + self.ttl, user.id, user.name)
+            self._entries[token_hash] = (now + lifetime, user.id, user.name)
+
+    def evict(self, token_hash: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._entries.pop(token_hash, None)
+            if len(self._revoked) >= self.size:
+                self._revoked = {h: t for h, t in self._revoked.items() if t > now}
+            self._revoked[token_hash] = now + self.ttl
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
 
 
 @dataclass
@@ -61,19 +88,28 @@ class ServiceState:
     async_channel: AsyncChannel | None
     enqueuer: BackgroundEnqueuer | None = None
     token_cache: TokenCache = field(default_factory=lambda: TokenCache())
+    _revocations: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(cls, settings: Settings) -> ServiceState:
-        engine = make_engine(settings.database_url, sqlite_single_connection=True)
+        engine = make_engine(
+            settings.database_url, lock_timeout_s=settings.database_lock_timeout_seconds
+        )
         channel = async_channel = enqueuer = None
         if settings.redis_url:
             enqueuer = BackgroundEnqueuer(
                 settings.redis_url, on_failure=lambda _: telemetry.ENQUEUE_FAILURES.inc()
             )
+            # A Redis that stops answering (frozen, partitioned) must cost a request a few
+            # seconds and a 503, not a worker thread forever.
+            timeout = settings.redis_timeout_seconds
             channel = Channel.from_url(
-                settings.redis_url, events_maxlen=settings.stream.events_maxlen
+                settings.redis_url, events_maxlen=settings.stream.events_maxlen,
+                socket_timeout=timeout,
             )
-            async_channel = AsyncChannel.from_url(settings.redis_url)
+            async_channel = AsyncChannel.from_url(
+                settings.redis_url, socket_timeout=timeout + settings.stream.block_ms / 1000
+            )
         else:
             log.warning("RUDDER_REDIS_URL is not set: live events and enqueueing are off")
         store = open_store(
@@ -90,7 +126,42 @@ class ServiceState:
             token_cache=TokenCache(ttl=settings.auth_cache_seconds),
         )
 
+    def start(self) -> None:
+        """Start what runs beside the requests (call from the event loop)."""
+        if self.async_channel is not None and self.token_cache.ttl > 0:
+            self._revocations = asyncio.get_running_loop().create_task(
+                self.follow_token_revocations(self.async_channel)
+            )
+
+    async def follow_token_revocations(
+        self, channel: AsyncChannel, *, retry_seconds: float = 1.0
+    ) -> None:
+        """Evict each token another process (or this one) revokes, for as long as the app
+        runs. Announcements made while the subscription was down are lost, so each
+        (re)subscription empties the cache: every token is looked up again once."""
+        failing = False  # log once per outage, not once per retry
+        while True:
+            try:
+                async for token_hash in channel.token_revocations():
+                    if token_hash is None:
+                        self.token_cache.clear()
+                        if failing:
+                            log.info("following token revocations again")
+                        failing = False
+                    else:
+                        self.token_cache.evict(token_hash)
+            except redis.RedisError as exc:
+                if not failing:
+                    log.warning("token revocations not followed (Redis: %s); cached tokens "
+                                "expire within %g s", exc, self.token_cache.ttl)
+                failing = True
+            await asyncio.sleep(retry_seconds)
+
     async def close(self) -> None:
+        if self._revocations is not None:
+            self._revocations.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._revocations
         if self.enqueuer is not None:
             self.enqueuer.close()
         if self.async_channel is not None:

@@ -15,6 +15,9 @@ Per job (prefix ``rudder:job:{id}:``):
 Per worker process: ``rudder:worker:{worker_id}`` holds its latest heartbeat (JSON of
 :class:`core.events.WorkerHeartbeat`) with a TTL, so a worker that died drops out. The
 Celery broker keeps each queue's waiting tasks in a list named after the queue.
+
+Api processes: ``rudder:tokens:revoked`` is a pub/sub channel carrying the hash of each
+revoked token, so every api process drops it from its token cache at once.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -50,6 +54,7 @@ from core.events import (
 log = logging.getLogger(__name__)
 
 STREAM_START = "0-0"
+TOKEN_REVOCATIONS = "rudder:tokens:revoked"
 DEFAULT_EVENTS_MAXLEN = 10_000
 CONTROL_MAXLEN = 1_000
 
@@ -221,8 +226,14 @@ class Channel:
         self._admit = client.register_script(_ADMIT_LUA)
 
     @classmethod
-    def from_url(cls, url: str, *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN) -> Channel:
-        client = redis.Redis.from_url(url, decode_responses=True)
+    def from_url(
+        cls, url: str, *, events_maxlen: int = DEFAULT_EVENTS_MAXLEN,
+        socket_timeout: float | None = None,
+    ) -> Channel:
+        """``socket_timeout`` bounds each command (and the connect): a Redis that hangs
+        then fails like one that is down instead of holding the caller forever."""
+        client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=socket_timeout,
+                                      socket_connect_timeout=socket_timeout)
         return cls(client, events_maxlen=events_maxlen)
 
     def close(self) -> None:
@@ -416,6 +427,10 @@ class Channel:
         self.client.set(ticket_key(ticket), payload, ex=ttl_s)
         return ticket
 
+    def announce_token_revoked(self, token_hash: str) -> None:
+        """Tell every api process to stop trusting its cached copy of this token."""
+        self.client.publish(TOKEN_REVOCATIONS, token_hash)
+
     def publish_heartbeat(self, heartbeat: WorkerHeartbeat, *, ttl_s: int) -> None:
         """Store a worker's heartbeat; it vanishes ``ttl_s`` after the last one."""
         self.client.set(worker_key(heartbeat.worker_id), heartbeat.model_dump_json(), ex=ttl_s)
@@ -454,8 +469,11 @@ class AsyncChannel:
         self.client = client
 
     @classmethod
-    def from_url(cls, url: str) -> AsyncChannel:
-        return cls(aioredis.Redis.from_url(url, decode_responses=True))
+    def from_url(cls, url: str, *, socket_timeout: float | None = None) -> AsyncChannel:
+        """``socket_timeout`` must exceed the longest XREAD BLOCK it will serve."""
+        return cls(aioredis.Redis.from_url(url, decode_responses=True,
+                                           socket_timeout=socket_timeout,
+                                           socket_connect_timeout=socket_timeout))
 
     async def close(self) -> None:
         await self.client.aclose()  # type: ignore[attr-defined]  # stubs predate aclose
@@ -473,3 +491,18 @@ class AsyncChannel:
         """Consume a ticket (GETDEL: a second use finds nothing)."""
         raw = await self.client.getdel(ticket_key(ticket))
         return cast(dict[str, str], json.loads(raw)) if raw else None
+
+    async def token_revocations(self) -> AsyncIterator[str | None]:
+        """Revoked token hashes as they are announced; None each time the subscription is
+        (re)made, since announcements sent while it was down are lost. Raises a
+        ``redis.RedisError`` when Redis cannot be reached."""
+        pubsub = self.client.pubsub()
+        try:
+            await pubsub.subscribe(TOKEN_REVOCATIONS)
+            async for message in pubsub.listen():
+                if message["type"] == "subscribe":
+                    yield None
+                elif message["type"] == "message":
+                    yield str(message["data"])
+        finally:
+            await pubsub.aclose()  # type: ignore[attr-defined]  # stubs predate aclose

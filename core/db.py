@@ -18,47 +18,55 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from core.config import get_settings
 
-
-def _enable_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets the API read while a worker writes; foreign keys are off by default in SQLite.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.close()
+DEFAULT_SQLITE_BUSY_TIMEOUT_S = 10.0
 
 
-def make_engine(
-    url: str, *, echo: bool = False, sqlite_single_connection: bool = False
-) -> Engine:
+def _sqlite_pragmas(busy_timeout_s: float) -> Any:
+    def enable(dbapi_connection: Any, _record: Any) -> None:
+        # WAL lets readers go on while one connection writes; foreign keys are off by
+        # default in SQLite. Past the busy timeout a write fails with "database is
+        # locked", which the api answers with a 503 and Retry-After.
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        cursor.close()
+
+    return enable
+
+
+def make_engine(url: str, *, echo: bool = False, lock_timeout_s: float | None = None) -> Engine:
     """Create an engine for ``url``; SQLite gets WAL + foreign keys, Postgres a pool.
 
-    ``sqlite_single_connection`` makes the process use one SQLite connection, so its
-    threads queue for the database in Python (woken the moment it is free) instead of
-    in SQLite's busy handler, which polls with sleeps of up to 100 ms and makes the
-    latency tail under concurrent writes. Only safe where no thread ever holds two
-    sessions at once (the api); SQLite allows one writer at a time anyway.
+    SQLite gets a pool of connections too, one per request or task in flight: in WAL mode
+    readers never wait for the writer, so a write that waits for another process's lock
+    holds only its own connection while reads go on. (One shared connection had made every
+    read queue behind such a write for the whole busy timeout.)
+
+    ``lock_timeout_s`` bounds how long a statement waits for a lock: SQLite's busy timeout
+    (10 s when None) and PostgreSQL's ``lock_timeout`` (none when None). Past it the
+    statement fails ("database is locked", SQLSTATE 55P03), which the api answers with a
+    503 and Retry-After.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
+        busy_timeout_s = DEFAULT_SQLITE_BUSY_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s
         database = parsed.database
+        pool: dict[str, Any] = {}
         if database and database != ":memory:":
             directory = os.path.dirname(os.path.abspath(database))
             os.makedirs(directory, exist_ok=True)
-        pool: dict[str, Any] = (
-            {"pool_size": 1, "max_overflow": 0, "pool_timeout": 60}
-            if sqlite_single_connection
-            else {}
-        )
+            pool = {"pool_size": 8, "max_overflow": 8,
+                    "pool_timeout": max(busy_timeout_s, 1.0)}
         engine = create_engine(
             url,
             echo=echo,
-            connect_args={"check_same_thread": False, "timeout": 10},
+            connect_args={"check_same_thread": False, "timeout": busy_timeout_s},
             pool_pre_ping=False,
             **pool,
         )
-        event.listen(engine, "connect", _enable_sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_pragmas(busy_timeout_s))
         return engine
     if parsed.drivername == "postgresql":
         # psycopg 3 is the driver we ship; plain postgresql:// would mean psycopg2.
@@ -67,8 +75,12 @@ def make_engine(
     # No pre-ping: it costs a round trip per checkout (a quarter of a submit's latency
     # here). After a database restart SQLAlchemy sees the first disconnect error and
     # invalidates the whole pool, so one request fails instead of every one paying.
+    connect_args: dict[str, Any] = {}
+    if lock_timeout_s is not None and parsed.get_backend_name() == "postgresql":
+        connect_args["options"] = f"-c lock_timeout={max(1, int(lock_timeout_s * 1000))}"
     return create_engine(
-        url, echo=echo, pool_pre_ping=False, pool_recycle=300, pool_size=8, max_overflow=4
+        url, echo=echo, pool_pre_ping=False, pool_recycle=300, pool_size=8, max_overflow=4,
+        connect_args=connect_args,
     )
 
 

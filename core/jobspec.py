@@ -284,7 +284,12 @@ class DatasetSource(StrictModel):
 def _source_kind(value: Any) -> str | None:
     # Pick the member by its key, so a bad dataset id is reported as exactly that and not
     # as "builtin: Field required" from the other member of the union.
-    keys = value.keys() if isinstance(value, dict) else vars(value).keys()
+    if isinstance(value, dict):
+        keys = value.keys()
+    elif isinstance(value, BaseModel):
+        keys = vars(value).keys()
+    else:
+        return None  # a list, a number, ...: refused as "a data source is ..."
     if "dataset" in keys:
         return "DatasetSource"
     if "builtin" in keys:

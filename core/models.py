@@ -138,6 +138,8 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(default=None)
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+    # None: never expires (the token `rudder up` prints for its own owner).
+    expires_at: Mapped[datetime | None] = mapped_column(default=None)
 
     user: Mapped[User] = relationship(back_populates="tokens", lazy="raise")
 

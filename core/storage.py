@@ -126,6 +126,14 @@ class ObjectStore(ABC):
         """Raise if the store cannot be reached (used by /readyz)."""
         self.list("__readyz__/")
 
+    @abstractmethod
+    def sweep_debris(self, prefix: str) -> int:
+        """Remove what interrupted writes left under ``prefix`` and is no object: a
+        directory store's ``.tmp-*.part`` files and empty directories, an S3 bucket's
+        unfinished multipart uploads. Returns how many were removed. Only for a prefix no
+        live writer is using (a job's checkpoints, swept by the worker holding its lease).
+        """
+
 
 class LocalStore(ObjectStore):
     """A directory; writes go to a temp file in the same directory and are renamed into
@@ -141,8 +149,15 @@ class LocalStore(ObjectStore):
 
     def _write_atomically(self, key: str, write: Any) -> None:
         target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
+        for _ in range(3):  # a delete may remove the (then empty) folder in between
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
+                break
+            except FileNotFoundError:
+                continue
+        else:
+            raise FileNotFoundError(f"cannot create a file under {target.parent}")
         try:
             with os.fdopen(fd, "wb") as handle:
                 write(handle)
@@ -209,7 +224,36 @@ class LocalStore(ObjectStore):
         return sorted(found, key=lambda item: item.key)
 
     def delete(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        self._remove_empty_parents(path.parent)
+
+    def _remove_empty_parents(self, directory: Path) -> None:
+        """A key's directories exist only while they hold objects: pruning a checkpoint
+        must not leave its empty step folder behind."""
+        while directory != self.root and self.root in directory.parents:
+            try:
+                directory.rmdir()
+            except OSError:  # not empty (or gone, or a writer just used it): stop here
+                return
+            directory = directory.parent
+
+    def sweep_debris(self, prefix: str) -> int:
+        top = self.root / _check_key(prefix.rstrip("/")) if prefix.strip("/") else self.root
+        if not top.is_dir():
+            return 0
+        removed = 0
+        # Deepest first, so a folder emptied by removing its debris goes too.
+        for path in sorted(top.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if path.is_file() and path.name.startswith(".tmp-") and path.name.endswith(".part"):
+                path.unlink(missing_ok=True)
+                removed += 1
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+                removed += 1
+        if top != self.root and not any(top.iterdir()):
+            self._remove_empty_parents(top)
+        return removed
 
     def check(self) -> None:
         if not os.access(self.root, os.W_OK):
@@ -296,6 +340,18 @@ class S3Store(ObjectStore):
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def sweep_debris(self, prefix: str) -> int:
+        # A killed put_object leaves nothing; a killed multipart upload (upload_file of a
+        # large file) leaves parts that are billed and invisible to listings until aborted.
+        paginator = self.client.get_paginator("list_multipart_uploads")
+        removed = 0
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+            for upload in page.get("Uploads", []):
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
+                                                   UploadId=upload["UploadId"])
+                removed += 1
+        return removed
 
     def check(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)

@@ -7,6 +7,7 @@
     rudder pause|resume|cancel|delete JOB ;  rudder ls ;  rudder show JOB ;  rudder logs JOB
     rudder checkpoints JOB ;  rudder datasets upload|ls|show|rm
     rudder model upload|ls|show|rm ;  rudder export JOB
+    rudder token create|ls|revoke     # create: local, --expires-in 30d; ls/revoke: your own
 
 ``--url`` / ``--token`` override ``RUDDER_URL`` / ``RUDDER_TOKEN``. Every error is one line
 on stderr and a non-zero exit (2: a usage mistake, 1: the API refused or is unreachable);
@@ -149,15 +150,27 @@ def _add_local_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--queues", default="cpu,gpu", metavar="QUEUE[,QUEUE]",
                    help="queues the embedded worker serves: cpu, gpu (default cpu,gpu)")
 
-    p = sub.add_parser("token", help="manage API tokens (in the local database)",
-                       description="manage API tokens (in the local database)")
+    p = sub.add_parser("token", help="create (locally), list and revoke API tokens",
+                       description="create (locally), list and revoke API tokens")
     tsub = p.add_subparsers(dest="token_command", required=True, metavar="COMMAND")
-    p = _command(tsub, "create", "create a user (if needed) and print a new token",
-                 "rudder token create --name alice", c.cmd_token_create)
+    p = _command(tsub, "create", "create a user (if needed) and print a new token "
+                 "(writes the local database of `rudder up`)",
+                 "rudder token create --name alice --expires-in 30d", c.cmd_token_create)
     p.add_argument("--name", default="admin", help="user name (default admin)")
     p.add_argument("--label", default="cli", help="a note kept with the token (default cli)")
+    p.add_argument("--expires-in", metavar="DURATION",
+                   help="the token stops working after this long: 3600, 15m, 12h, 30d, 2w "
+                        "(default: never)")
     p.add_argument("--home", default=".rudder", metavar="DIR",
                    help="the folder of `rudder up` (default .rudder)")
+    p = _command(tsub, "ls", "list your tokens (revoked and expired ones too); * marks the "
+                 "one in use", "rudder token ls", c.cmd_token_ls)
+    p.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    p = _command(tsub, "revoke", "revoke one of your tokens; it stops working at once",
+                 "rudder token revoke 3f0c1a", c.cmd_token_revoke)
+    p.add_argument("token_ref", metavar="TOKEN",
+                   help="token id, a unique prefix of it (6 or more characters), or the "
+                        "token's shown prefix (rdr_...)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,14 @@ class RudderError(Exception):
         self.code = code
         self.message = message
         self.details = details
+
+
+def _retry_after(response: httpx.Response, default: float = 1.0) -> float:
+    """The answer's ``Retry-After`` in seconds (a number; anything else: ``default``)."""
+    try:
+        return min(max(float(response.headers.get("retry-after", default)), 0.1), 30.0)
+    except ValueError:
+        return default
 
 
 @dataclass(frozen=True)
@@ -258,16 +267,30 @@ class Client:
         """Save ``model-symbol.json`` or ``model-0000.params`` of a succeeded job."""
         return self._download(f"/v1/jobs/{job_id}/export/{file}", dest)
 
+    # ------------------------------------------------------------ tokens
+    def tokens(self) -> Any:
+        """The caller's tokens (revoked and expired ones too); ``current`` marks this one."""
+        return self._request("GET", "/v1/tokens")
+
+    def revoke_token(self, token_id: str) -> Any:
+        """Revoke one of the caller's tokens; it stops working at once."""
+        return self._request("DELETE", f"/v1/tokens/{token_id}")
+
     # ------------------------------------------------------------ live events
     def events(self, job_id: str, last_event_id: str | None = None,
                timeout: float | None = None,
-               keepalives: bool = False) -> Iterator[ServerEvent]:
+               keepalives: bool = False,
+               unavailable_patience: float = 60.0) -> Iterator[ServerEvent]:
         """Stream a job's events; reconnects with Last-Event-ID when the server closes.
 
         Stops after a terminal ``status`` event (succeeded, failed, cancelled). With
         ``keepalives`` the server's idle comments come through as ``keepalive`` events: the
         server sends one only when the stream has caught up (nothing more is queued).
+        While the API answers 503 (its Redis restarting, say) this waits as its
+        ``Retry-After`` says and tries again, for up to ``unavailable_patience`` seconds
+        in a row before raising.
         """
+        unavailable_since: float | None = None
         while True:
             headers = {"Accept": "text/event-stream"}
             if last_event_id:
@@ -275,9 +298,18 @@ class Client:
             read_timeout = httpx.Timeout(10.0, read=timeout)
             with self._http.stream("GET", f"/v1/jobs/{job_id}/events", headers=headers,
                                    timeout=read_timeout) as response:
+                if response.status_code == 503:
+                    response.read()
+                    now = time.monotonic()
+                    unavailable_since = unavailable_since or now
+                    wait = _retry_after(response)
+                    if now + wait - unavailable_since <= unavailable_patience:
+                        time.sleep(wait)
+                        continue
                 if response.status_code >= 400:
                     response.read()
                     self._decode(response)
+                unavailable_since = None
                 for event in parse_sse(response.iter_lines(), keepalives):
                     if event.id:
                         last_event_id = event.id

@@ -346,9 +346,54 @@ def cmd_token_create(args: argparse.Namespace) -> int:
         raise UsageError(f"no Rudder database at {home / 'rudder.db'}: run this in the folder "
                          "where you ran `rudder up`, or pass --home DIR "
                          "(or set RUDDER_DATABASE_URL)")
-    os.environ.update({k: v for k, v in embedded_env(home).items() if k.startswith("RUDDER_")})
-    from core.tokens import issue_token
+    from core.tokens import issue_token, parse_duration
 
-    _user_id, token = issue_token(args.name, label=args.label)
+    expires_in = None
+    if args.expires_in is not None:
+        try:
+            expires_in = parse_duration(args.expires_in)
+        except ValueError as exc:
+            raise UsageError(f"--expires-in: {exc}") from None
+    os.environ.update({k: v for k, v in embedded_env(home).items() if k.startswith("RUDDER_")})
+    _user_id, token = issue_token(args.name, label=args.label, expires_in=expires_in)
     print(token)
+    return 0
+
+
+def cmd_token_ls(args: argparse.Namespace) -> int:
+    with client_of(args) as client:
+        rows = client.tokens().get("data", [])
+    if args.json:
+        print_json(rows)
+        return 0
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("", "ID", "PREFIX", "LABEL", "STATUS", "CREATED", "EXPIRES"):
+        table.add_column(name, no_wrap=name in ("ID", "PREFIX"), overflow="ellipsis")
+    for row in rows:
+        table.add_row("*" if row.get("current") else "", row["id"], row.get("prefix", ""),
+                      row.get("label", ""), row.get("status", ""),
+                      _minutes(row.get("created_at")), _minutes(row.get("expires_at")) or "never")
+    console().print(table)
+    return 0
+
+
+def _minutes(timestamp: str | None) -> str:
+    """``2026-11-23T05:12:09.123+00:00`` as ``2026-11-23 05:12`` (UTC)."""
+    return timestamp[:16].replace("T", " ") if timestamp else ""
+
+
+def cmd_token_revoke(args: argparse.Namespace) -> int:
+    ref = args.token_ref.strip()
+    with client_of(args) as client:
+        rows = client.tokens().get("data", [])
+        if ref.startswith("rdr_"):  # the shown prefix, or the whole token pasted
+            matches = [r["id"] for r in rows if r.get("prefix") and ref.startswith(r["prefix"])]
+            if len(matches) != 1:
+                raise UsageError(f"{len(matches) or 'no'} of your tokens start with {ref[:10]!r}"
+                                 "; give the token id instead (rudder token ls)")
+            full = matches[0]
+        else:
+            full = resolve(ref, lambda: (r["id"] for r in rows), "token")
+        client.revoke_token(full)
+    print(f"revoked token {full}")
     return 0

@@ -208,6 +208,12 @@ class Pruner:
         self._complete = self._complete[: self.keep_last]
         return removed
 
+    def forget(self) -> None:
+        """Drop what this pruner knows (a planned removal was not recorded): the next
+        :meth:`plan` lists the store again, so nothing planned is left behind for good."""
+        self._complete = None
+        self._listed = {}
+
     def delete(self, steps: list[int]) -> None:
         for old in steps:
             keys = self._listed.pop(old, None)
@@ -227,6 +233,29 @@ def _steps_to_prune(grouped: dict[int, list[str]], keep_last: int) -> list[int]:
         return []
     keep = set(complete[: max(keep_last, 1)])
     return [s for s in steps if s not in keep and s <= complete[0]]
+
+
+def sweep_interrupted_writes(store: ObjectStore, job_id: str,
+                             resumed_step: int | None) -> list[int]:
+    """Remove the debris of the job's previous run, which died writing a checkpoint: the
+    incomplete step directories (no meta.json) newer than the checkpoint this run resumes
+    from (``None``: it starts from scratch), the store's half-written temporary files and
+    unfinished uploads, and the folders they leave empty. Returns the steps removed.
+
+    Only the worker holding the job's lease calls this, before it writes anything, so no
+    live write of this job can be mistaken for debris (a fenced-off one may not finish).
+    """
+    removed = []
+    for step, keys in sorted(_keys_by_step(store, job_id).items()):
+        newer = resumed_step is None or step > resumed_step
+        if newer and not any(k.endswith("/" + META_FILE) for k in keys):
+            _delete_keys(store, keys)
+            removed.append(step)
+    swept = store.sweep_debris(checkpoints_prefix(job_id))
+    if removed or swept:
+        log.info("job %s: removed %d incomplete checkpoints %s and %d leftovers of "
+                 "interrupted writes", job_id, len(removed), removed, swept)
+    return removed
 
 
 def prune_checkpoints(store: ObjectStore, job_id: str, keep_last: int) -> list[int]:

@@ -18,10 +18,11 @@ from core.events import LogEvent, SetLRCommand
 from core.job_status import transition_and_announce
 from core.models import JobStatus, LRChangeStatus
 from workers.build import SpecError
+from workers.db_retry import retry_db
 from workers.lease import Lease
 from workers.resources import enqueue, get_channel, get_store
 from workers.runner import JobRunner, ReplayedChange
-from workers.service_io import ControlListener, ServiceIO
+from workers.service_io import ControlListener, ServiceIO, send_leftover_writes
 from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
@@ -40,10 +41,18 @@ class Outcome:
 def _set_status(channel: Channel, job_id: str, status: JobStatus, reason: str | None,
                 from_statuses: list[JobStatus], *, step: int | None = None,
                 command_id: str | None = None) -> bool:
-    with session_scope() as session:
-        return transition_and_announce(session, channel, job_id=job_id, to_status=status,
-                                       from_statuses=from_statuses, reason=reason, step=step,
-                                       command_id=command_id)
+    """One status transition, retried through a database outage: a job whose final write
+    failed would stay ``running`` and later be re-queued as "worker lost", which is false.
+    (The transition is a compare-and-set, so a retry after a lost commit reply is a no-op.)
+    """
+    def write() -> bool:
+        with session_scope() as session:
+            return transition_and_announce(session, channel, job_id=job_id, to_status=status,
+                                           from_statuses=from_statuses, reason=reason,
+                                           step=step, command_id=command_id)
+
+    return retry_db(write, what=f"job {job_id} status {status.value}",
+                    deadline_seconds=get_worker_settings().db_retry_seconds)
 
 
 def _lr_commands(job_id: str) -> tuple[list[SetLRCommand], list[ReplayedChange]]:
@@ -81,11 +90,20 @@ def requeue(job_id: str) -> None:
 def run_job(job_id: str) -> Outcome:
     """Train ``job_id`` if it is ours to train; returns what happened."""
     channel = get_channel()
-    with session_scope() as session:
-        job = repo.get_job(session, job_id=job_id)
-        if job is None:
-            return Outcome(job_id, "skipped:no such job")
-        status, spec, attempts = JobStatus(job.status), dict(job.spec), job.attempts
+
+    def read_job() -> tuple[JobStatus, dict[str, object], int] | None:
+        with session_scope() as session:
+            job = repo.get_job(session, job_id=job_id)
+            if job is None:
+                return None
+            return JobStatus(job.status), dict(job.spec), job.attempts
+
+    # (The first query after a database restart meets a dead pooled connection.)
+    found = retry_db(read_job, what=f"job {job_id} start",
+                     deadline_seconds=get_worker_settings().db_retry_seconds)
+    if found is None:
+        return Outcome(job_id, "skipped:no such job")
+    status, spec, attempts = found
     if status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return Outcome(job_id, f"skipped:{status.value}")
 
@@ -108,17 +126,22 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         _set_status(channel, job_id, JobStatus.FAILED,
                     f"gave up after {attempts} attempts", [JobStatus.QUEUED, JobStatus.RUNNING])
         return Outcome(job_id, "failed")
+    send_leftover_writes(channel, job_id, worker_settings.spool_dir,
+                         worker_settings.db_retry_seconds)
     # Read the control stream's position *before* the DB's pending changes: a change sent
     # in between is then seen twice (deduplicated by id), never missed.
     listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
-    pending, replay = _lr_commands(job_id)
+    pending, replay = retry_db(lambda: _lr_commands(job_id), what=f"job {job_id} lr changes",
+                               deadline_seconds=worker_settings.db_retry_seconds)
     if not _set_status(channel, job_id, JobStatus.RUNNING, None,
                        [JobStatus.QUEUED, JobStatus.RUNNING]):
         return Outcome(job_id, "skipped:status changed")
     for command in pending:
         listener.push(command)
     listener.start()
-    job_io = ServiceIO(channel, job_id, still_owner=lambda: lease.held, listener=listener)
+    job_io = ServiceIO(channel, job_id, still_owner=lambda: lease.held, listener=listener,
+                       spool_dir=worker_settings.spool_dir,
+                       db_retry_seconds=worker_settings.db_retry_seconds)
     lease.when_lost(job_io.wake.set)
     try:
         runner = JobRunner(job_id, spec, get_store(), job_io, load_upload=_load_upload,

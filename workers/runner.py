@@ -39,6 +39,7 @@ from workers.checkpoints import (
     Pruner,
     latest_complete_checkpoint,
     sha256_hex,
+    sweep_interrupted_writes,
     write_checkpoint,
 )
 from workers.hooks import (
@@ -144,6 +145,12 @@ class JobRunner:
     def resume(self) -> CheckpointMeta | None:
         """Load the latest complete checkpoint, if any; returns its meta."""
         loaded = latest_complete_checkpoint(self.store, self.job_id)
+        try:
+            sweep_interrupted_writes(self.store, self.job_id,
+                                     None if loaded is None else loaded.meta.step)
+        except Exception:  # noqa: BLE001 - debris costs space, not correctness: train on
+            log.warning("job %s: could not sweep checkpoint debris", self.job_id,
+                        exc_info=True)
         if loaded is None:
             return None
         meta = loaded.meta
@@ -212,6 +219,10 @@ class JobRunner:
         blobs = (params.getvalue(), trainer_state.getvalue())
 
         def upload() -> bool:
+            # The points up to this step are stored (in the DB, or the worker's spool file
+            # while the DB is down) before the checkpoint is: a resume re-creates only
+            # the points after it.
+            self.io.flush()
             final = write_checkpoint(self.store, meta, blobs[0], blobs[1],
                                      still_owner=self.io.still_owner)
             if final is None:
@@ -223,9 +234,14 @@ class JobRunner:
             pruned = self._pruner.plan(final.step)
             # One DB transaction adds this checkpoint and drops the pruned ones; their
             # files go after it, so a listed checkpoint always has its files.
-            if not self.io.checkpoint_saved(final.step, final.epoch,
-                                            checkpoint_prefix(self.job_id, final.step), files,
-                                            size, final.sha256, pruned=pruned):
+            try:
+                saved = self.io.checkpoint_saved(final.step, final.epoch,
+                                                 checkpoint_prefix(self.job_id, final.step),
+                                                 files, size, final.sha256, pruned=pruned)
+            except Exception:
+                self._pruner.forget()  # the pruned rows are still there: plan them again
+                raise
+            if not saved:
                 return False
             self._pruner.delete(pruned)
             log.info("job %s checkpoint at step %d (%s) in %.3fs", self.job_id, final.step,

@@ -8,6 +8,10 @@ The training thread never waits on Redis or the DB per batch:
 - :class:`ServiceIO` hands events and metric points to an outbox thread that publishes
   them to the events stream at once and writes metric points to the DB in batches.
 
+DB writes go through a :class:`~workers.db_retry.WriteSpool`: while the database refuses
+them they wait, in order, in memory and in a local spool file, and are retried with
+backoff; nothing is dropped (README: every epoch's points are stored).
+
 Every write checks the lease first: a worker that lost its job stops talking (fencing).
 """
 
@@ -19,20 +23,33 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import redis
+from sqlalchemy.orm import Session
 
 from core import repositories as repo
 from core.channel import STREAM_START, Channel
 from core.db import session_scope
 from core.events import Command, JobEvent, LREvent
 from core.models import utcnow
+from workers.db_retry import (
+    LRConfirmation,
+    PointsBatch,
+    ProgressUpdate,
+    SpoolRecord,
+    WriteSpool,
+    retry_db,
+)
 
 log = logging.getLogger(__name__)
 
 METRIC_FLUSH_SECONDS = 1.0
 OUTBOX_BATCH = 256
+# How long the last writes of a run (and a checkpoint's row) are retried while the
+# database is down before the worker gives up on them (the spool file keeps the points).
+DB_RETRY_SECONDS = 120.0
 
 
 class ControlListener:
@@ -85,12 +102,16 @@ class ServiceIO:
     """The production :class:`~workers.jobio.JobIO`: Redis events + batched DB writes."""
 
     def __init__(self, channel: Channel, job_id: str, still_owner: Callable[[], bool],
-                 listener: ControlListener) -> None:
+                 listener: ControlListener, *, spool_dir: Path | None = None,
+                 db_retry_seconds: float = DB_RETRY_SECONDS) -> None:
         self.channel = channel
         self.job_id = job_id
         self._still_owner = still_owner
         self.listener = listener
         self.wake = listener.wake
+        self.db_retry_seconds = db_retry_seconds
+        # Owned by the outbox thread (checkpoint rows use retry_db on their own thread).
+        self.spool = WriteSpool(job_id, spool_dir)
         self._outbox: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
         self._points: list[tuple[int, int, dict[str, float], datetime]] = []
         self._progress: dict[str, Any] | None = None
@@ -129,10 +150,15 @@ class ServiceIO:
         # Synchronous (on the checkpoint upload thread): the row exists once this returns.
         if not self.still_owner():
             return False
-        with session_scope() as session:
-            repo.add_checkpoint(session, job_id=self.job_id, step=step, epoch=epoch,
-                                key_prefix=key_prefix, files=files)
-            repo.delete_checkpoints(session, job_id=self.job_id, steps=pruned)
+
+        def record() -> None:
+            with session_scope() as session:
+                repo.add_checkpoint(session, job_id=self.job_id, step=step, epoch=epoch,
+                                    key_prefix=key_prefix, files=files)
+                repo.delete_checkpoints(session, job_id=self.job_id, steps=pruned)
+
+        retry_db(record, what=f"job {self.job_id} checkpoint row at step {step}",
+                 deadline_seconds=self.db_retry_seconds)
         self.channel.publish_checkpoint(self.job_id, step=step, epoch=epoch, sha256=sha256,
                                         size=size)
         return True
@@ -141,15 +167,18 @@ class ServiceIO:
         return self.listener.drain()
 
     def flush(self) -> None:
-        """Block until everything handed over so far is written."""
+        """Block until everything handed over so far is stored: in the DB, or in the spool
+        file while the DB is down."""
         done = threading.Event()
         self._outbox.put(("flush", done))
         done.wait(timeout=30)
 
     def close(self) -> None:
+        """Flush, then keep retrying what the DB has not taken for up to
+        ``db_retry_seconds`` (what is still refused then stays in the spool file)."""
         self.flush()
         self._outbox.put(None)
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=self.db_retry_seconds + 30)
 
     # -- outbox thread -----------------------------------------------------------------
     def _send(self, kind: str, payload: Any) -> None:
@@ -174,6 +203,7 @@ class ServiceIO:
                 if item is None:
                     self._guarded("events", self._publish, events)
                     self._guarded("points", self._write_db)
+                    self._guarded("backlog", self._drain_until_empty)
                     return
                 kind, payload = item
                 if kind == "event":
@@ -185,7 +215,8 @@ class ServiceIO:
                 if kind == "flush":
                     payload.set()
             self._guarded("events", self._publish, events)
-            if time.monotonic() - last_db_write >= METRIC_FLUSH_SECONDS:
+            if time.monotonic() - last_db_write >= METRIC_FLUSH_SECONDS or (
+                    len(self.spool) and self.spool.backoff.ready()):
                 self._guarded("points", self._write_db)
                 last_db_write = time.monotonic()
 
@@ -201,40 +232,94 @@ class ServiceIO:
 
     def _handle(self, kind: str, payload: Any) -> None:
         if kind == "lr":
-            self._write_db()  # progress recorded before the change must not win
-            self._write_lr(payload)
+            self._take_points()  # progress recorded before the change must not win
+            self.spool.add(LRConfirmation(payload))
+            self._drain()
         elif kind in ("flush", "tick"):
             self._write_db()
 
-    def _write_lr(self, event: LREvent) -> None:
-        """The DB row first (the api answers GET learning-rate from it), then the event."""
-        if not self.still_owner():
-            return
-        with session_scope() as session:
-            if event.status == "rejected":
-                repo.mark_lr_change_rejected(session, change_id=event.change_id,
-                                             reason=event.reason or "rejected")
-            else:
-                assert event.applied_step is not None and event.applied_at is not None
-                repo.mark_lr_change_applied(
-                    session, change_id=event.change_id, applied_step=event.applied_step,
-                    applied_lr=event.learning_rate,
-                    applied_at=datetime.fromtimestamp(event.applied_at, UTC),
-                )
-                repo.set_current_lr(session, job_id=self.job_id,
-                                    learning_rate=event.learning_rate)
-        self.channel.publish(self.job_id, event)
-
     def _write_db(self) -> None:
+        self._take_points()
+        self._drain()
+
+    def _take_points(self) -> None:
+        """Move what the loop recorded into the spool, in the order it was recorded."""
         with self._lock:
             recorded, self._points = self._points, []
             progress, self._progress = self._progress, None
-        if not (recorded or progress) or not self.still_owner():
-            return
         points = [repo.MetricPointIn(step=step, epoch=epoch, name=name, value=value, time=at)
                   for step, epoch, values, at in recorded for name, value in values.items()]
-        with session_scope() as session:
-            if points:
-                repo.add_metric_points(session, job_id=self.job_id, points=points)
-            if progress:
-                repo.update_job_progress(session, job_id=self.job_id, **progress)
+        if points:
+            self.spool.add(PointsBatch(points))
+        if progress:
+            self.spool.add(ProgressUpdate(**progress))
+
+    def _drain(self) -> bool:
+        """Send the spool's backlog in order; what the DB refuses waits in the spool file."""
+        if not self.still_owner():
+            self.spool.discard()  # the new owner re-sends from its checkpoint
+            return True
+        empty = self.spool.drain(self._write_record)
+        self.spool.persist()
+        return empty
+
+    def _drain_until_empty(self) -> None:
+        give_up_at = time.monotonic() + self.db_retry_seconds
+        while not self._drain():
+            if time.monotonic() + self.spool.backoff.wait_seconds() > give_up_at:
+                log.error("job %s: %d writes still refused by the database; they stay in %s",
+                          self.job_id, len(self.spool), self.spool.path)
+                return
+            time.sleep(self.spool.backoff.wait_seconds())
+
+    def _write_record(self, record: SpoolRecord) -> None:
+        store_record(self.channel, self.job_id, record)
+
+
+def store_record(channel: Channel, job_id: str, record: SpoolRecord) -> None:
+    """One spooled write, in its own transaction (retried whole; idempotent)."""
+    with session_scope() as session:
+        if isinstance(record, PointsBatch):
+            repo.add_metric_points(session, job_id=job_id, points=record.points)
+        elif isinstance(record, ProgressUpdate):
+            repo.update_job_progress(session, job_id=job_id, step=record.step,
+                                     epoch=record.epoch, current_lr=record.current_lr,
+                                     latest_metrics=record.latest_metrics)
+        else:
+            _record_lr(session, job_id, record.event)
+    if isinstance(record, LRConfirmation):
+        try:  # the DB row is the record; the event only tells the live stream
+            channel.publish(job_id, record.event)
+        except redis.RedisError as exc:
+            log.warning("job %s: lr event not published: %r", job_id, exc)
+
+
+def _record_lr(session: Session, job_id: str, event: LREvent) -> None:
+    """The DB row (the api answers GET learning-rate from it); the event goes after."""
+    if event.status == "rejected":
+        repo.mark_lr_change_rejected(session, change_id=event.change_id,
+                                     reason=event.reason or "rejected")
+        return
+    assert event.applied_step is not None and event.applied_at is not None
+    repo.mark_lr_change_applied(
+        session, change_id=event.change_id, applied_step=event.applied_step,
+        applied_lr=event.learning_rate,
+        applied_at=datetime.fromtimestamp(event.applied_at, UTC),
+    )
+    repo.set_current_lr(session, job_id=job_id, learning_rate=event.learning_rate)
+
+
+def send_leftover_writes(channel: Channel, job_id: str, spool_dir: Path | None,
+                         deadline_seconds: float) -> None:
+    """Store what an earlier run of the job on this host spooled and could not write
+    before it died, before this run reads the job's LR changes: a change that run
+    applied must be replayed at its step, not applied again as if it were pending."""
+    spool = WriteSpool(job_id, spool_dir)
+    give_up_at = time.monotonic() + deadline_seconds
+    while not spool.drain(lambda record: store_record(channel, job_id, record)):
+        spool.persist()
+        if time.monotonic() + spool.backoff.wait_seconds() > give_up_at:
+            raise TimeoutError(f"job {job_id}: {len(spool)} spooled writes still refused "
+                               f"by the database")
+        time.sleep(spool.backoff.wait_seconds())
+    spool.persist()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from workers.db_retry import default_spool_dir
 from workers.hooks import Pacing
 
 
@@ -40,6 +42,13 @@ class WorkerSettings(BaseSettings):
     checkpoint_min_interval_seconds: float = Field(default=5.0, ge=0)
     # Seconds a task waits before retrying a queued job whose old lease is still held.
     busy_retry_seconds: float = Field(default=2.0, gt=0)
+    # While the database refuses writes, metric points and LR confirmations wait here (one
+    # JSON-lines file per job) and are retried with backoff; the next run of the job on
+    # this host sends what a dead process left behind.
+    spool_dir: Path = Field(default_factory=default_spool_dir)
+    # How long a run's last writes (final status, last points, a checkpoint's row) are
+    # retried through a database outage before the worker gives up on them.
+    db_retry_seconds: float = Field(default=120.0, gt=0)
 
     def pacing(self) -> Pacing:
         return Pacing(log_every=self.log_every_steps,

@@ -8,11 +8,13 @@ it), or a single-use ticket from ``POST /v1/jobs/{id}/events/ticket`` for client
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated
 
+import redis.exceptions
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
@@ -34,6 +36,7 @@ from api.state import ServiceState
 from core.channel import STREAM_START, AsyncChannel, Event
 from core.models import TERMINAL_STATUSES
 
+log = logging.getLogger("rudder.api")
 router = APIRouter(prefix="/v1/jobs/{job_id}/events", tags=["events"])
 STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
 UINT64_MAX = 2**64 - 1  # Redis stream ids are two unsigned 64-bit integers
@@ -67,32 +70,42 @@ async def _tail(
     *,
     job_id: str,
     after: str,
+    first: list[Event],
     max_seconds: float,
     block_ms: int,
     already_finished: bool,
 ) -> AsyncIterator[bytes]:
+    """``first`` was read before the response started (so a Redis that is down is a 503,
+    not a 200 and a dropped stream); the rest is tailed here."""
     deadline = time.monotonic() + max_seconds
     telemetry.SSE_CONNECTIONS.inc()
     try:
         # Tell EventSource-style clients how soon to reconnect after we close.
         yield b"retry: 1000\n\n"
-        while time.monotonic() < deadline:
-            if await request.is_disconnected():
-                return
-            remaining_ms = int((deadline - time.monotonic()) * 1000)
-            events = await channel.read_events(
-                job_id, after=after, block_ms=max(1, min(block_ms, remaining_ms))
-            )
+        events = first
+        while True:
             if not events:
                 if already_finished:
                     return  # nothing more will ever come
-                yield KEEPALIVE
-                continue
+                if events is not first:
+                    yield KEEPALIVE
             for event in events:
-                after = event.id
                 yield format_event(event)
                 if _is_terminal(event):
                     return
+            if time.monotonic() >= deadline or await request.is_disconnected():
+                return
+            after = events[-1].id if events else after
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            try:
+                events = await channel.read_events(
+                    job_id, after=after, block_ms=max(1, min(block_ms, remaining_ms))
+                )
+            except redis.exceptions.RedisError as exc:
+                # The 200 is out; end the stream cleanly. The client reconnects with its
+                # Last-Event-ID and gets a 503 with Retry-After until Redis is back.
+                log.warning("event stream of job %s ended: Redis failed (%s)", job_id, exc)
+                return
     finally:
         telemetry.SSE_CONNECTIONS.dec()
 
@@ -139,11 +152,14 @@ async def stream_events(
         field = "Last-Event-ID" if last_event_id else "after"
         raise field_error(field, "must be a stream id like 1700000000000-0", status_code=400)
     finished = await _authorize(request, state, channel, job_id, ticket)
+    # Read once before answering: Redis errors here are a 503 from api/errors.py.
+    first = await channel.read_events(job_id, after=start)
     body = _tail(
         request,
         channel,
         job_id=job_id,
         after=start,
+        first=first,
         max_seconds=state.settings.stream.max_connection_seconds,
         block_ms=state.settings.stream.block_ms,
         already_finished=finished,

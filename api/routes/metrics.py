@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query
 
 from api.cursors import INT64_MAX
 from api.deps import JobDep, SessionDep
+from api.errors import field_error
 from api.schemas.dashboard import MetricSeriesSetPublic
 from api.schemas.metrics import MetricPointPublic, MetricsPublic
 from api.services import dashboard as dashboard_service
@@ -15,7 +16,12 @@ router = APIRouter(prefix="/v1/jobs/{job_id}/metrics", tags=["metrics"])
 
 
 def _names(names: list[str] | None) -> list[str]:
-    return [n.strip() for item in names or [] for n in item.split(",") if n.strip()]
+    wanted = [n.strip() for item in names or [] for n in item.split(",") if n.strip()]
+    for name in wanted:
+        # No metric name has control characters, and PostgreSQL refuses a NUL in a query.
+        if not name.isprintable():
+            raise field_error("names", f"{name!r} is not a metric name (control characters)")
+    return wanted
 
 
 @router.get("/series")

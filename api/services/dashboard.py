@@ -57,27 +57,19 @@ def keep_extremes(values: NDArray[np.float64], *, max_points: int) -> NDArray[np
 def metric_series(
     session: Session, *, job_id: str, names: list[str] | None, max_points: int
 ) -> MetricSeriesSetPublic:
-    rows = repositories.metric_columns(session, job_id=job_id, names=names)
     series: list[MetricSeriesPublic] = []
     first_step: dict[int, int] = {}
-    if rows:
-        # Column-wise arrays once, then each metric is a slice (rows come by name, step).
-        name_column, step_column, epoch_column, value_column = zip(*rows, strict=True)
-        all_steps = np.asarray(step_column, dtype=np.int64)
-        all_epochs = np.asarray(epoch_column, dtype=np.int64)
-        all_values = np.asarray(value_column, dtype=np.float64)
-        bounds = [i for i in range(1, len(rows)) if name_column[i] != name_column[i - 1]]
-        for lo, hi in zip([0, *bounds], [*bounds, len(rows)], strict=True):
-            steps, epochs, values = all_steps[lo:hi], all_epochs[lo:hi], all_values[lo:hi]
-            # An epoch starts where the epoch number changes (or at the first point).
-            starts = np.flatnonzero(np.diff(epochs, prepend=epochs[0] - 1))
-            for epoch, step in zip(epochs[starts].tolist(), steps[starts].tolist(), strict=True):
-                first_step[epoch] = min(step, first_step.get(epoch, step))
-            keep = keep_extremes(values, max_points=max_points)
-            series.append(MetricSeriesPublic(
-                name=name_column[lo], steps=steps[keep].tolist(), values=values[keep].tolist(),
-                total_points=hi - lo, downsampled=len(keep) < hi - lo,
-            ))
+    for column in repositories.metric_columns(session, job_id=job_id, names=names):
+        steps, epochs, values = column.steps, column.epochs, column.values
+        # An epoch starts where the epoch number changes (or at the first point).
+        starts = np.flatnonzero(np.diff(epochs, prepend=epochs[0] - 1))
+        for epoch, step in zip(epochs[starts].tolist(), steps[starts].tolist(), strict=True):
+            first_step[epoch] = min(step, first_step.get(epoch, step))
+        keep = keep_extremes(values, max_points=max_points)
+        series.append(MetricSeriesPublic(
+            name=column.name, steps=steps[keep].tolist(), values=values[keep].tolist(),
+            total_points=len(values), downsampled=len(keep) < len(values),
+        ))
     return MetricSeriesSetPublic(
         job_id=job_id,
         series=series,

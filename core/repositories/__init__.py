@@ -42,6 +42,7 @@ from core.repositories.lr_changes import (
     mark_lr_change_rejected,
 )
 from core.repositories.metrics import (
+    MetricColumns,
     MetricPointIn,
     add_metric_points,
     list_metric_points,
@@ -59,8 +60,10 @@ from core.repositories.users import (
     add_api_token,
     create_user,
     get_api_token,
+    get_owned_api_token,
     get_user,
     get_user_by_name,
+    list_api_tokens,
     mark_api_token_revoked,
 )
 
@@ -85,6 +88,7 @@ __all__ = [
     "get_job_by_idempotency_key",
     "get_lr_change",
     "get_model",
+    "get_owned_api_token",
     "get_user",
     "get_user_by_name",
     "increment_attempts",
@@ -92,6 +96,7 @@ __all__ = [
     "jobs_using_dataset",
     "jobs_using_model",
     "latest_checkpoint",
+    "list_api_tokens",
     "list_checkpoints",
     "list_datasets",
     "list_jobs",
@@ -103,6 +108,7 @@ __all__ = [
     "mark_api_token_revoked",
     "mark_lr_change_applied",
     "mark_lr_change_rejected",
+    "MetricColumns",
     "metric_columns",
     "metric_steps_by_time",
     "new_job_row",

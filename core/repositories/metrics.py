@@ -4,17 +4,22 @@ Queries flush and never commit (see core/repositories/__init__.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import (
+    Select,
     and_,
     func,
     or_,
     select,
 )
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -83,32 +88,99 @@ def list_metric_points(
     return list(session.scalars(query))
 
 
+@dataclass(frozen=True)
+class MetricColumns:
+    """One metric's whole history as columns, ordered by step."""
+
+    name: str
+    steps: NDArray[np.int64]
+    epochs: NDArray[np.int64]
+    values: NDArray[np.float64]
+
+
+_ROW_DTYPE = np.dtype([("step", np.int64), ("epoch", np.int64), ("value", np.float64)])
+
+
 def metric_columns(
     session: Session, *, job_id: str, names: Sequence[str] | None = None
-) -> list[tuple[str, int, int, float]]:
-    """Every point of a job as bare ``(name, step, epoch, value)`` rows ordered by
-    (name, step), for charts that thin 100k points per request.
+) -> list[MetricColumns]:
+    """Every point of a job as per-metric numpy columns ordered by (name, step), for
+    charts that thin 100k points per request.
 
-    SQLAlchemy builds and binds the statement; the driver's cursor fetches the rows,
-    because wrapping 100k rows in Row objects costs about three times the query itself.
+    Turning 100k rows into Python tuples and back into arrays cost more than the query,
+    so PostgreSQL aggregates each metric into arrays and sends them over a binary cursor
+    (five rows, no per-point text parsing); SQLite's rows go straight into a structured
+    array with ``numpy.fromiter``.
     """
-    query = select(MetricPoint.name, MetricPoint.step, MetricPoint.epoch, MetricPoint.value)
-    query = query.where(MetricPoint.job_id == job_id)
-    if names:
-        query = query.where(MetricPoint.name.in_(list(names)))
-    query = query.order_by(MetricPoint.name, MetricPoint.step)
+    if session.get_bind().dialect.name == "postgresql":
+        return _columns_postgresql(session, job_id=job_id, names=names)
+    counts: dict[str, int] = {
+        name: count
+        for name, count in session.execute(
+            select(MetricPoint.name, func.count())
+            .where(MetricPoint.job_id == job_id)
+            .group_by(MetricPoint.name)
+        )
+    }
+    columns: list[MetricColumns] = []
+    for name in sorted(n for n in counts if not names or n in names):
+        query = (
+            select(MetricPoint.step, MetricPoint.epoch, MetricPoint.value)
+            .where(MetricPoint.job_id == job_id, MetricPoint.name == name)
+            .order_by(MetricPoint.step)
+        )
+        with _driver_cursor(session, query) as cursor:
+            table = np.fromiter(cursor, dtype=_ROW_DTYPE, count=counts[name])
+        columns.append(MetricColumns(
+            name=name, steps=table["step"], epochs=table["epoch"], values=table["value"],
+        ))
+    return columns
+
+
+@contextmanager
+def _driver_cursor(
+    session: Session, query: Select[*tuple[Any, ...]], **options: Any
+) -> Iterator[Any]:
+    """Run ``query`` on the DB-API driver's own cursor: SQLAlchemy builds and binds the
+    statement, but wrapping 100k rows in Row objects would cost more than the query."""
     compiled = query.compile(
         dialect=session.get_bind().dialect, compile_kwargs={"render_postcompile": True}
     )
     params: Any = compiled.params
     if compiled.positional:
         params = tuple(compiled.params[key] for key in compiled.positiontup or ())
-    cursor = session.connection().connection.cursor()
+    driver_connection: Any = session.connection().connection.driver_connection
+    cursor = driver_connection.cursor(**options)
     try:
         cursor.execute(str(compiled), params)
-        return cast(list[tuple[str, int, int, float]], cursor.fetchall())
+        yield cursor
     finally:
         cursor.close()
+
+
+def _columns_postgresql(
+    session: Session, *, job_id: str, names: Sequence[str] | None
+) -> list[MetricColumns]:
+    query = select(
+        MetricPoint.name,
+        func.array_agg(aggregate_order_by(MetricPoint.step, MetricPoint.step)),
+        func.array_agg(aggregate_order_by(MetricPoint.epoch, MetricPoint.step)),
+        func.array_agg(aggregate_order_by(MetricPoint.value, MetricPoint.step)),
+    ).where(MetricPoint.job_id == job_id)
+    if names:
+        query = query.where(MetricPoint.name.in_(list(names)))
+    query = query.group_by(MetricPoint.name).order_by(MetricPoint.name)
+    # psycopg decodes a binary cursor's float8[]/int8[] in C; text arrays parse per element.
+    with _driver_cursor(session, query, binary=True) as cursor:
+        return [
+            MetricColumns(
+                name=name,
+                steps=np.asarray(steps, dtype=np.int64),
+                epochs=np.asarray(epochs, dtype=np.int64),
+                values=np.asarray(values, dtype=np.float64),
+            )
+            for name, steps, epochs, values in cursor.fetchall()
+        ]
 
 
 def metric_steps_by_time(session: Session, *, job_id: str) -> list[tuple[datetime, int]]:

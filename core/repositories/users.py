@@ -4,6 +4,8 @@ Queries flush and never commit (see core/repositories/__init__.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import (
     select,
 )
@@ -32,9 +34,11 @@ def get_user_by_name(session: Session, *, name: str) -> User | None:
 
 
 def add_api_token(
-    session: Session, *, user_id: str, token_hash: str, prefix: str, label: str
+    session: Session, *, user_id: str, token_hash: str, prefix: str, label: str,
+    expires_at: datetime | None = None,
 ) -> ApiToken:
-    row = ApiToken(user_id=user_id, token_hash=token_hash, prefix=prefix, label=label)
+    row = ApiToken(user_id=user_id, token_hash=token_hash, prefix=prefix, label=label,
+                   expires_at=expires_at)
     session.add(row)
     session.flush()
     return row
@@ -42,6 +46,18 @@ def add_api_token(
 
 def get_api_token(session: Session, *, token_hash: str) -> ApiToken | None:
     query = select(ApiToken).where(ApiToken.token_hash == token_hash)
+    return session.scalars(query).one_or_none()
+
+
+def list_api_tokens(session: Session, *, user_id: str) -> list[ApiToken]:
+    """The user's tokens, newest first (revoked and expired ones too: a history)."""
+    query = (select(ApiToken).where(ApiToken.user_id == user_id)
+             .order_by(ApiToken.created_at.desc(), ApiToken.id))
+    return list(session.scalars(query))
+
+
+def get_owned_api_token(session: Session, *, token_id: str, user_id: str) -> ApiToken | None:
+    query = select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user_id)
     return session.scalars(query).one_or_none()
 
 

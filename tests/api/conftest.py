@@ -8,6 +8,7 @@ import pytest
 
 from core.config import Settings
 from tests.api.browser import headless_chromium
+from tests.api.faults import RedisProcess
 from tests.conftest import TEST_SECRET, ApiHarness, serve
 
 
@@ -28,3 +29,10 @@ def sqlite_api(sqlite_url: str, redis_url: str, tmp_path: Path) -> Iterator[ApiH
     )
     with serve(settings) as harness:
         yield harness
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisProcess]:
+    server = RedisProcess()
+    yield server
+    server.close()

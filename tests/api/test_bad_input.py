@@ -101,6 +101,9 @@ class TestSpecValidation:
              "model", "limit per job"),
             ({"data": {"train": {"dataset": "../../../../etc/passwd"}}}, "data.train.dataset",
              "is not a dataset id"),
+            # found by tests/api/test_schemathesis.py: a list as a data source was a 500
+            ({"data": {"train": {"builtin": "digits"}, "val": [None, None], "batch_size": 8}},
+             "data.val", "a data source"),
         ],
     )
     def test_invalid_spec_names_the_field(
@@ -285,3 +288,40 @@ class TestControlCharacters:
         _, headers = api.make_user()
         response = api.client.delete("/v1/datasets/abc%00def", headers=headers)
         assert response.status_code == 404
+
+    @pytest.mark.parametrize("path", ["/metrics", "/metrics/series"])
+    def test_a_metric_name_with_a_nul_byte_is_a_422(self, api: ApiHarness, path: str) -> None:
+        """Found by tests/api/test_schemathesis.py: a 500 on PostgreSQL."""
+        _, headers = api.make_user()
+        job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+        response = api.client.get(f"/v1/jobs/{job_id}{path}",
+                                  params={"names": "train_loss,a\x00b"}, headers=headers)
+        assert response.status_code == 422, response.text
+        assert _error(response)["details"][0]["field"] == "names"
+
+    def test_a_cursor_hiding_a_nul_byte_is_a_400(self, api: ApiHarness) -> None:
+        from api.cursors import encode_cursor
+
+        _, headers = api.make_user()
+        job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+        for path, cursor in [
+            ("/v1/jobs", encode_cursor("2026-11-23T05:00:00+00:00", "a\x00b")),
+            (f"/v1/jobs/{job_id}/metrics", encode_cursor(3, "train\x00loss")),
+        ]:
+            response = api.client.get(path, params={"cursor": cursor}, headers=headers)
+            assert response.status_code == 400, (path, response.text)
+            assert _error(response)["details"][0]["field"] == "cursor"
+
+
+def test_a_wrong_method_is_a_405_that_names_every_method_of_the_path(api: ApiHarness) -> None:
+    """FastAPI's 405 named only the first route's methods (GET /v1/jobs/{id} said
+    ``Allow: GET`` although DELETE works too); found by schemathesis."""
+    _, headers = api.make_user()
+    job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    for path, allowed in [(f"/v1/jobs/{job_id}", "DELETE, GET"),
+                          (f"/v1/jobs/{job_id}/learning-rate", "GET, PUT"),
+                          ("/v1/jobs", "GET, POST")]:
+        response = api.client.request("PATCH", path, headers=headers)
+        assert response.status_code == 405
+        assert response.headers["Allow"] == allowed
+        assert _error(response)["code"] == "method_not_allowed"

@@ -181,3 +181,18 @@ def test_a_stream_id_redis_would_refuse_is_a_400_before_the_stream(api: ApiHarne
         response = api.client.get(f"/v1/jobs/{job_id}/events", **kwargs)
         assert response.status_code == 400, response.text
         assert response.json()["error"]["code"] == "validation_error"
+
+
+def test_the_largest_stream_id_redis_holds_is_accepted(api: ApiHarness) -> None:
+    """The uint64 bound is exact: the maximum id streams (nothing after it), one more is
+    a 400."""
+    _, headers = api.make_user()
+    job_id = _submit(api, headers)
+    api.client.post(f"/v1/jobs/{job_id}/cancel", headers=headers)  # finished: the stream ends
+    largest = f"{2**64 - 1}-{2**64 - 1}"
+    ok = api.client.get(f"/v1/jobs/{job_id}/events", params={"after": largest}, headers=headers)
+    assert ok.status_code == 200, ok.text
+    over = api.client.get(f"/v1/jobs/{job_id}/events", params={"after": f"{2**64}-0"},
+                          headers=headers)
+    assert over.status_code == 400
+    assert over.json()["error"]["details"][0]["field"] == "after"

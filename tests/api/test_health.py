@@ -46,13 +46,24 @@ def test_auth_can_be_switched_off_for_local_use(make_settings: Any) -> None:
         assert api.client.get("/v1/jobs").json()["data"][0]["id"] == response.json()["id"]
 
 
-def test_unexpected_errors_are_json_500_without_internals(
-    make_settings: Any, monkeypatch: Any
-) -> None:
-    """A storage backend failing in an unforeseen way (here: nothing listens at its
-    endpoint) gives the standard error body, not a stack trace."""
+def _job_with_a_checkpoint_row(api: Any, headers: dict[str, str], key_prefix: str) -> str:
     from core import repositories
 
+    job_id = str(api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"])
+    with api.sessions() as session:
+        repositories.add_checkpoint(
+            session, job_id=job_id, step=1, epoch=0, key_prefix=key_prefix,
+            files={"params.npz": {"sha256": "00", "size": 1}},
+        )
+        session.commit()
+    return job_id
+
+
+def test_unreachable_storage_is_a_503_without_internals(
+    make_settings: Any, monkeypatch: Any
+) -> None:
+    """Issue 14: a dependency that fails (here nothing listens at the S3 endpoint) is a
+    retryable 503 in the standard error body, not a 500 or a stack trace."""
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -61,13 +72,30 @@ def test_unexpected_errors_are_json_500_without_internals(
     )
     with serve(settings) as api:
         _, headers = api.make_user()
-        job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
-        with api.sessions() as session:
-            repositories.add_checkpoint(
-                session, job_id=job_id, step=1, epoch=0, key_prefix="jobs/x/",
-                files={"params.npz": {"sha256": "00", "size": 1}},
-            )
-            session.commit()
+        job_id = _job_with_a_checkpoint_row(api, headers, "jobs/x/")
+        response = api.client.get(
+            f"/v1/jobs/{job_id}/checkpoints/1/files/params.npz", headers=headers
+        )
+        assert response.status_code == 503
+        assert int(response.headers["Retry-After"]) >= 1
+        assert response.json() == {
+            "error": {"code": "unavailable",
+                      "message": "object storage is not answering; retry shortly",
+                      "details": None}
+        }
+        assert api.client.get("/readyz").json()["checks"]["storage"].startswith("error")
+
+
+def test_unexpected_errors_are_json_500_without_internals(
+    make_settings: Any, tmp_path: Any
+) -> None:
+    """A storage backend failing in an unforeseen way (a file where its folder should be)
+    gives the standard error body, not a stack trace."""
+    with serve(make_settings(storage_url=f"file://{tmp_path / 'objects'}")) as api:
+        _, headers = api.make_user()
+        job_id = _job_with_a_checkpoint_row(api, headers, "jobs/not-a-folder/")
+        (tmp_path / "objects" / "jobs").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "objects" / "jobs" / "not-a-folder").write_bytes(b"x")
         response = api.client.get(
             f"/v1/jobs/{job_id}/checkpoints/1/files/params.npz", headers=headers
         )
@@ -76,4 +104,3 @@ def test_unexpected_errors_are_json_500_without_internals(
             "error": {"code": "internal_error", "message": "internal server error",
                       "details": None}
         }
-        assert api.client.get("/readyz").json()["checks"]["storage"].startswith("error")

@@ -144,6 +144,34 @@ def test_token_create_outside_the_up_folder_creates_nothing(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
+def test_token_create_with_an_expiry_then_ls_and_revoke(cli: Cli, tmp_path: Path) -> None:
+    """Issue 14: tokens can expire, and a user lists and revokes their own."""
+    env = cli.env | {"RUDDER_DATABASE_URL": cli.api.settings.database_url,
+                     "RUDDER_SECRET_KEY": cli.api.settings.secret_key.get_secret_value()}
+    bad = subprocess.run([*RUDDER, "token", "create", "--expires-in", "soon"], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "--expires-in: 'soon' is not a duration" in _one_error_line(bad)
+    made = subprocess.run([*RUDDER, "token", "create", "--name", "cli-tokens", "--label",
+                           "ci", "--expires-in", "12h"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    as_new = cli.env | {"RUDDER_TOKEN": token}
+    listed = subprocess.run([*RUDDER, "token", "ls"], env=as_new, cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.lstrip().startswith("*"))
+    assert token[:10] in row and "ci" in row and "active" in row and "never" not in row
+    revoked = subprocess.run([*RUDDER, "token", "revoke", token[:10]], env=as_new, cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert revoked.returncode == 0 and revoked.stdout.startswith("revoked token "), revoked
+    after = subprocess.run([*RUDDER, "ls"], env=as_new, cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+    assert "invalid, revoked or expired token (401 unauthorized)" in _one_error_line(after)
+    # the user's other tokens are untouched
+    assert "revoked" not in cli("token", "ls").stdout
+
+
 # ------------------------------------------------------------------ 5. id prefixes
 
 
@@ -226,7 +254,7 @@ def test_version_and_help_for_every_argument_with_an_example() -> None:
                 yield from commands(child, f"{path} {name}")
 
     found = list(commands(build_parser(), "rudder"))
-    assert len(found) == 22  # 17 + model upload|ls|show|rm and export (issue 12)
+    assert len(found) == 24  # 19 + model upload|ls|show|rm and export (issue 12)
     for path, parser in found:
         assert parser.epilog and "example:\n  rudder" in parser.epilog, path
         for action in parser._actions:

@@ -113,3 +113,49 @@ def test_s3_prefix_isolates_stores(s3_endpoint: str, s3_storage_url: str) -> Non
 
 def test_checkpoint_layout() -> None:
     assert checkpoint_prefix("j1", 200) == "jobs/j1/checkpoints/0000000200/"
+
+
+def test_deleting_a_folders_last_object_removes_the_empty_folders(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "objects")
+    store.put("jobs/j/checkpoints/0000000010/params.npz", b"p")
+    store.put("jobs/j/checkpoints/0000000020/params.npz", b"p")
+    store.delete("jobs/j/checkpoints/0000000010/params.npz")
+    checkpoints = tmp_path / "objects" / "jobs" / "j" / "checkpoints"
+    assert [p.name for p in checkpoints.iterdir()] == ["0000000020"]
+    store.delete("jobs/j/checkpoints/0000000020/params.npz")
+    assert list((tmp_path / "objects").iterdir()) == []  # the store's root stays
+    store.put("jobs/j/checkpoints/0000000030/params.npz", b"again")  # and is usable
+    assert store.get("jobs/j/checkpoints/0000000030/params.npz") == b"again"
+
+
+def test_sweep_removes_a_killed_local_writes_temporary_file(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.put("jobs/j/checkpoints/0000000010/params.npz", b"kept")
+    # What a worker killed inside put() leaves: a temporary file (and its folder).
+    for folder in ("0000000010", "0000000020"):
+        (tmp_path / "jobs/j/checkpoints" / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "jobs/j/checkpoints" / folder / ".tmp-x1y2.part").write_bytes(b"half")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / ".tmp-other.part").write_bytes(b"not under the prefix")
+    assert store.sweep_debris("jobs/j/checkpoints/") == 3  # two files, one emptied folder
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "elsewhere", "elsewhere/.tmp-other.part", "jobs", "jobs/j", "jobs/j/checkpoints",
+        "jobs/j/checkpoints/0000000010", "jobs/j/checkpoints/0000000010/params.npz"]
+    assert store.sweep_debris("jobs/none/") == 0
+
+
+def test_sweep_aborts_an_unfinished_s3_multipart_upload(s3_endpoint: str,
+                                                        s3_storage_url: str) -> None:
+    store = open_store(s3_storage_url, endpoint_url=s3_endpoint)
+    assert isinstance(store, S3Store)
+    client, bucket = store.client, store.bucket
+    # What a worker killed inside upload_file of a large object leaves behind.
+    key = store.prefix + "jobs/j/checkpoints/0000000020/params.npz"
+    upload = client.create_multipart_upload(Bucket=bucket, Key=key)
+    client.upload_part(Bucket=bucket, Key=key, UploadId=upload["UploadId"], PartNumber=1,
+                       Body=b"x" * 1024)
+    other = client.create_multipart_upload(Bucket=bucket, Key=store.prefix + "datasets/d/x")
+    assert store.sweep_debris("jobs/j/checkpoints/") == 1
+    left = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert [u["UploadId"] for u in left] == [other["UploadId"]]
+    assert store.list("jobs/") == []

@@ -41,6 +41,7 @@ def worker_env(
         "RUDDER_WORKER_LEASE_TTL_SECONDS": "2",
         # These jobs train in well under a second; tests count their interval checkpoints.
         "RUDDER_WORKER_CHECKPOINT_MIN_INTERVAL_SECONDS": "0",
+        "RUDDER_WORKER_SPOOL_DIR": str(tmp_path / "spool"),
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

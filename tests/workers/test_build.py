@@ -117,6 +117,9 @@ def test_a_resumed_job_loads_its_trainer_states_after_other_networks_were_built(
         build.build_network(spec.model)
     again, resumed = _trainer_of(spec)
     assert again == names
+    resaved = io.BytesIO()
+    resumed.save_states(resaved)
+    assert resaved.getvalue() == saved.getvalue()  # the same job, the same file, byte for byte
     saved.seek(0)
     resumed.load_states(saved)  # raised ValueError (shape mismatch) before
 

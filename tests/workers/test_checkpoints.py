@@ -1,17 +1,20 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from core.storage import ObjectStore
+from core.storage import LocalStore, ObjectStore
 from workers.checkpoints import (
     META_FILE,
     PARAMS_FILE,
     CheckpointMeta,
+    Pruner,
     checkpoint_prefix,
     latest_complete_checkpoint,
     list_checkpoint_steps,
     prune_checkpoints,
     sha256_hex,
+    sweep_interrupted_writes,
     write_checkpoint,
 )
 
@@ -78,3 +81,44 @@ def test_prune_keeps_last_n_complete_and_newer_in_progress(store: ObjectStore) -
     assert list_checkpoint_steps(store, JOB) == [50, 40, 30]
     loaded = latest_complete_checkpoint(store, JOB)
     assert loaded is not None and loaded.meta.step == 40
+
+
+def test_pruning_leaves_no_empty_step_folders(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    for step in (10, 20, 30, 40):
+        _write(store, step)
+    assert sorted(prune_checkpoints(store, JOB, keep_last=2)) == [10, 20]
+    folders = sorted(p.name for p in (tmp_path / "jobs" / JOB / "checkpoints").iterdir())
+    assert folders == ["0000000030", "0000000040"]
+
+
+def test_resume_sweeps_what_the_dead_run_left_after_its_last_checkpoint(
+        store: ObjectStore) -> None:
+    for step in (10, 20):
+        _write(store, step)
+    # The dead run: step 30 lost its meta.json (killed between files), step 40 got one file.
+    _write(store, 30)
+    store.delete(checkpoint_prefix(JOB, 30) + META_FILE)
+    store.put(checkpoint_prefix(JOB, 40) + PARAMS_FILE, b"half")
+    assert sweep_interrupted_writes(store, JOB, resumed_step=20) == [30, 40]
+    assert list_checkpoint_steps(store, JOB) == [20, 10]
+    loaded = latest_complete_checkpoint(store, JOB)
+    assert loaded is not None and loaded.meta.step == 20
+    # A job with no complete checkpoint starts over: every step folder is debris.
+    store.put(checkpoint_prefix(JOB, 50) + PARAMS_FILE, b"half")
+    assert sweep_interrupted_writes(store, "other-job", resumed_step=None) == []
+    assert 50 in list_checkpoint_steps(store, JOB)
+
+
+def test_a_pruning_plan_whose_rows_were_not_removed_is_planned_again(
+        store: ObjectStore) -> None:
+    pruner = Pruner(store, JOB, keep_last=1)
+    for step in (10, 20):
+        _write(store, step)
+    assert pruner.plan(20) == [10]
+    pruner.forget()  # recording checkpoint 20 (and dropping 10's row) failed
+    _write(store, 30)
+    removed = pruner.plan(30)
+    assert sorted(removed) == [10, 20]
+    pruner.delete(removed)
+    assert list_checkpoint_steps(store, JOB) == [30]

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from engine import autograd, gluon, nd
+from engine.ndarray.mxnet_format import read_params
+from engine.symbol import check_params, inspect_symbol_json
 from tests.oracle import needs_mxnet, run_mxnet
 
 EXPORT_AND_DIFFERENTIATE = '''
@@ -50,6 +52,13 @@ def test_an_mxnet_zoo_export_predicts_the_same_and_differentiates_right(name, mx
     inputs = {"x": rng.normal(size=(4, 3, 64, 64)).astype(np.float32),
               "w": rng.normal(size=(4, 10)).astype(np.float32)}
     run = run_mxnet(f"NAME, PREFIX = {name!r}, {prefix!r}\n" + EXPORT_AND_DIFFERENTIATE, inputs)
+    # what the service checks before storing an upload accepts MXNet's own export
+    with open(f"{prefix}-symbol.json") as sym, open(f"{prefix}-0000.params", "rb") as prm:
+        info = inspect_symbol_json(sym.read(), {"data": inputs["x"].shape})
+        params = read_params(prm.read(), max_bytes=1 << 28)
+    check_params(info, params)
+    assert info["output_shapes"] == [(4, 10)]
+    assert info["parameter_count"] == sum(v.size for v in params.values())
     net = gluon.SymbolBlock.imports(f"{prefix}-symbol.json", ["data"], f"{prefix}-0000.params")
     x, w = nd.array(inputs["x"]), nd.array(inputs["w"])
     np.testing.assert_allclose(net(x).asnumpy(), run["predicted"], rtol=1e-4, atol=1e-4)

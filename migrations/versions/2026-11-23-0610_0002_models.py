@@ -1,7 +1,7 @@
 """uploaded models (issue 12)
 
 Revision ID: 0002_models
-Revises: 0001
+Revises: 0002_token_expiry
 Create Date: 2026-11-23
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002_models"
-down_revision: str | None = "0001"
+down_revision: str | None = "0002_token_expiry"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

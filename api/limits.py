@@ -15,7 +15,7 @@ import re
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-UPLOAD_PATHS = ("/v1/datasets",)
+UPLOAD_PATHS = ("/v1/datasets", "/v1/models")
 # PUT /v1/datasets/uploads/{id}/parts/{n}: bounded by the part size, not the upload's.
 PART_PATH = re.compile(r"^/v1/datasets/uploads/[^/]+/parts/[^/]+$")
 

@@ -22,10 +22,12 @@ from api.routes import (
     datasets,
     docs,
     events,
+    exports,
     health,
     jobs,
     learning_rate,
     metrics,
+    models,
     timeline,
     tokens,
     workers,
@@ -86,6 +88,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     app.include_router(dataset_uploads.router)
     app.include_router(datasets.router)
+    app.include_router(models.router)
+    app.include_router(exports.router)
     app.include_router(dashboard.router)
     app.mount("/static", StaticFiles(directory=dashboard.DASHBOARD_DIR), name="static")
     app.include_router(docs.router)

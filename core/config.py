@@ -40,6 +40,9 @@ class RequestLimits(BaseModel):
     max_dataset_rows: int = Field(default=5_000_000, ge=1)
     max_dataset_features: int = Field(default=1_000_000, ge=1)
     max_page_size: int = Field(default=200, ge=1)
+    # An uploaded model's symbol JSON (zoo networks' are well under 1 MiB); its params file
+    # is bounded by max_upload_bytes.
+    max_symbol_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     # A job whose model estimate (core.model_size) exceeds this is refused at submit.
     max_job_memory_bytes: int = Field(default=4 * 1024**3, ge=1)
 

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from core import spec_params
+from core.model_forms import UploadedModelRef, ZooModel, model_form
 from core.transform_spec import Transforms
 
 MAX_LAYERS = 256
@@ -131,10 +132,49 @@ class LeakyReLU(StrictModel):
     alpha: float = Field(default=0.01, ge=0.0, le=1.0)
 
 
+class GlobalMaxPool2D(StrictModel):
+    type: Literal["GlobalMaxPool2D"]
+
+
+class Reshape(StrictModel):
+    """The whole batch's new shape; ``0`` copies that input dimension, ``-1`` infers one.
+
+    ``[-1, 1, 8, 8]`` turns the 64 flat features of ``digits`` into 8x8 one-channel images
+    for Conv2D."""
+
+    type: Literal["Reshape"]
+    shape: list[Annotated[int, Field(ge=-1, le=1_000_000)]] = Field(min_length=1, max_length=8)
+
+    @field_validator("shape")
+    @classmethod
+    def _one_inferred_dimension(cls, shape: list[int]) -> list[int]:
+        if shape.count(-1) > 1:
+            raise ValueError("at most one dimension may be -1 (inferred)")
+        return shape
+
+
 Layer = Annotated[
     Dense | Dropout | ActivationLayer | Flatten | Conv2D | MaxPool2D | AvgPool2D
-    | GlobalAvgPool2D | BatchNorm | LayerNorm | Embedding | LeakyReLU,
+    | GlobalAvgPool2D | GlobalMaxPool2D | BatchNorm | LayerNorm | Embedding | LeakyReLU
+    | Reshape,
     Field(discriminator="type"),
+]
+# Layers that expect images (N, C, H, W): on flat rows they fail at run time, so a layer
+# list that reaches one before any Reshape is refused at submit when the data is flat.
+IMAGE_LAYERS = (Conv2D, MaxPool2D, AvgPool2D, GlobalAvgPool2D, GlobalMaxPool2D)
+
+LayerList = Annotated[list[Layer], Field(min_length=1, max_length=MAX_LAYERS)]
+# Tags are capitalised: api.errors drops them from a field's name (``model.0.units``).
+ModelSpec = Annotated[
+    Annotated[LayerList, Tag("Layers")]
+    | Annotated[ZooModel, Tag("Zoo")]
+    | Annotated[UploadedModelRef, Tag("Uploaded")],
+    Discriminator(
+        model_form,
+        custom_error_type="model_form",
+        custom_error_message="a model is a list of layers, {zoo: name, classes: n} or "
+                             "{model: id}",
+    ),
 ]
 
 
@@ -322,7 +362,7 @@ class JobSpec(StrictModel):
     """A training job, exactly as in design.md's job spec (v1)."""
 
     name: ShortText
-    model: list[Layer] = Field(min_length=1, max_length=MAX_LAYERS)
+    model: ModelSpec
     data: DataSpec
     loss: LossSpec
     initializer: InitializerSpec = InitializerSpec(type="uniform")
@@ -351,6 +391,9 @@ class JobSpec(StrictModel):
             return self.optimizer.learning_rate
         base_lr = self.lr_scheduler.params.get("base_lr") if self.lr_scheduler else None
         return float(base_lr) if isinstance(base_lr, int | float) else None
+
+    def uploaded_model_id(self) -> str | None:
+        return self.model.model if isinstance(self.model, UploadedModelRef) else None
 
     def dataset_ids(self) -> list[str]:
         sources: list[BuiltinSource | DatasetSource | None] = [self.data.train, self.data.val]

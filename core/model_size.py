@@ -48,12 +48,18 @@ def _pair(value: int | tuple[int, int]) -> int:
     return value[0] * value[1] if isinstance(value, tuple) else value * value
 
 
-def estimate(spec: JobSpec, *, input_features: int | None = None) -> SizeEstimate:
-    """Walk the layers, tracking the width each layer sees (1 where it is unknowable)."""
+def estimate(
+    spec: JobSpec, *, input_features: int | None = None, parameters: int = 0
+) -> SizeEstimate:
+    """Walk the layers, tracking the width each layer sees (1 where it is unknowable).
+
+    ``parameters``: a count known otherwise (an uploaded model's, measured at upload)."""
     width = max(1, input_features or 1)
-    parameters = 0
     activations = 0
-    for layer in spec.model:
+    # A zoo network's size is fixed by its name and an upload's was measured at upload
+    # (its parameter_count); only a layer list is estimated here.
+    layers = spec.model if isinstance(spec.model, list) else []
+    for layer in layers:
         if isinstance(layer, Dense):
             fan_in = layer.in_units or width
             parameters += fan_in * layer.units + (layer.units if layer.use_bias else 0)

@@ -340,3 +340,30 @@ class DatasetUploadPart(Base):
     sha256: Mapped[str] = mapped_column(String(64))
     etag: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class UploadedModel(Base):
+    """A user's MXNet symbol (+ optional params), validated at upload (issue 12).
+
+    The files live in object storage under ``storage_prefix``; the row keeps what the
+    upload's inspection found, so listing and job submission never re-read them.
+    """
+
+    __tablename__ = "models"
+    __table_args__ = (Index("ix_models_owner_created", "owner_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(255))
+    storage_prefix: Mapped[str] = mapped_column(String(512))
+    symbol_sha256: Mapped[str] = mapped_column(String(64))
+    symbol_size: Mapped[int] = mapped_column(BigInteger)
+    params_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
+    params_size: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    input_name: Mapped[str] = mapped_column(String(128))
+    input_shape: Mapped[list[int]] = mapped_column(JSON)
+    output_shapes: Mapped[list[list[int]]] = mapped_column(JSON)
+    # {"Convolution": 20, "BatchNorm": 20, ...}: each operator and how often it occurs
+    ops: Mapped[dict[str, int]] = mapped_column(JSON)
+    parameter_count: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

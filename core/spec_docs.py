@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from core import jobspec, spec_params
+from core import jobspec, model_forms, spec_params
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "job-spec.md"
 
@@ -48,7 +48,8 @@ epochs: 10
 
 A model is also checked against the per-job memory limit (`RUDDER_LIMITS__MAX_JOB_MEMORY_BYTES`,
 4 GiB by default): float32 parameters × 4 (weights, gradients, two optimizer states) plus
-one batch of activations.
+one batch of activations (a layer list is estimated; an uploaded model counts the
+parameters measured at upload; a zoo network is not estimated).
 """
 
 
@@ -134,8 +135,60 @@ def _components(kind: spec_params.Kind, title: str) -> list[str]:
     return lines
 
 
+_MODEL_FORMS = """\
+## `model`: three forms
+
+`model` is one of a layer list, a model-zoo network, or an uploaded MXNet symbol.
+
+A **layer list** (below, "Layers"), applied in order. Image layers (Conv2D, pooling) need
+`(N, C, H, W)` input: on flat features (the built-in data sets) start with a `Reshape`,
+or the job is refused at submit.
+
+```yaml
+model:
+  - {type: Reshape, shape: [-1, 1, 8, 8]}    # digits' 64 features as 8x8 images
+  - {type: Conv2D, channels: 16, kernel_size: 3, activation: relu}
+  - {type: GlobalMaxPool2D}
+  - {type: Dense, units: 10}
+```
+
+A **Gluon model-zoo network** with random initial weights (there are no pretrained
+weights: workers have no network access). Its input is images `(N, 3, H, W)`, so the
+training data must be an uploaded data set of that shape.
+
+```yaml
+model: {zoo: resnet18_v1, classes: 10, thumbnail: true}
+```
+
+An **uploaded MXNet symbol** (`POST /v1/models`, or `rudder model upload
+net-symbol.json --params net-0000.params --input-shape 1,3,32,32`), trained from its
+uploaded params (`params: true`), from the spec's `initializer` (`params: false`), or from
+the params when the upload has them (`params` left out). The training data's feature
+shape must be the upload's declared input shape without its batch axis. A Module-style
+loss head (`SoftmaxOutput`, `*RegressionOutput`, `SVMOutput`, as `mx.model.save_checkpoint`
+files end) is dropped: the spec's `loss` is applied to the head's input.
+
+```yaml
+model: {model: 6f1c0d3e-8a52-4a8e-9d0c-2f4b7c1e9a10, params: true}
+```
+
+A job that succeeded can be downloaded in MXNet's format (`GET /v1/jobs/{id}/export`):
+`-symbol.json` + `-0000.params`, loadable with `mx.gluon.SymbolBlock.imports`.
+"""
+
+
+def _model_forms() -> list[str]:
+    lines = [_MODEL_FORMS]
+    lines += ["### Zoo networks (`model: {zoo: ...}`)", "",
+              *_fields_table(model_forms.ZooModel), "",
+              "`zoo` names: " + ", ".join(f"`{n}`" for n in model_forms.ZOO_MODELS) + ".",
+              "", "### An uploaded model (`model: {model: ...}`)", "",
+              *_fields_table(model_forms.UploadedModelRef), ""]
+    return lines
+
+
 def _layers() -> list[str]:
-    lines = ["## Layers (`model`)", "",
+    lines = ["## Layers (`model` as a list)", "",
              "A list of layers, applied in order (a Sequential network); each is "
              "`{type: <name>, ...}`.", ""]
     union = typing.get_args(typing.get_args(jobspec.Layer)[0])
@@ -154,6 +207,7 @@ def render() -> str:
                          ("`trainer.compression`", jobspec.CompressionSpec),
                          ("`checkpoint`", jobspec.CheckpointSpec)):
         sections += [f"## {title}", "", *_fields_table(model), ""]
+    sections += _model_forms()
     sections += _layers()
     for kind, title in (("optimizer", "Optimizers (`optimizer`)"),
                         ("lr_scheduler", "Learning-rate schedules (`lr_scheduler`)"),

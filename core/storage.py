@@ -58,6 +58,23 @@ def dataset_key(dataset_id: str, fmt: str) -> str:
     return f"{dataset_prefix(dataset_id)}data.{fmt}"
 
 
+# An uploaded model's files, named as MXNet's ``export`` names them (``<prefix>-symbol.json``,
+# ``<prefix>-0000.params``) so a download is usable as is.
+MODEL_SYMBOL_FILE = "model-symbol.json"
+MODEL_PARAMS_FILE = "model-0000.params"
+# {"input_name": "data", "input_shape": [1, 3, 32, 32]}: what the upload declared
+MODEL_META_FILE = "model.json"
+
+
+def model_prefix(model_id: str) -> str:
+    return f"models/{model_id}/"
+
+
+def job_export_prefix(job_id: str) -> str:
+    """Where a finished job's network is written in MXNet's format (symbol + params)."""
+    return job_objects_prefix(job_id) + "export/"
+
+
 class ObjectNotFound(KeyError):
     """The key does not exist in the store."""
 

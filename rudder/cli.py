@@ -6,6 +6,7 @@
     rudder lr 3f0c1a 0.0005 [--mode scale|override] [--wait 10]
     rudder pause|resume|cancel|delete JOB ;  rudder ls ;  rudder show JOB ;  rudder logs JOB
     rudder checkpoints JOB ;  rudder datasets upload|ls|show|rm
+    rudder model upload|ls|show|rm ;  rudder export JOB
     rudder token create|ls|revoke     # create: local, --expires-in 30d; ls/revoke: your own
 
 ``--url`` / ``--token`` override ``RUDDER_URL`` / ``RUDDER_TOKEN``. Every error is one line
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from rudder import __version__, dataset_commands
 from rudder import commands as c
 from rudder.client import RudderError
+from rudder.model_commands import add_model_commands
 
 Formatter = argparse.RawDescriptionHelpFormatter
 URL_HELP = "API URL (default $RUDDER_URL or http://127.0.0.1:8000)"
@@ -162,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_local_commands(sub)
     _add_job_commands(sub)
     dataset_commands.add_commands(sub, _command)
+    add_model_commands(sub, _command)
     return parser
 
 

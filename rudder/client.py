@@ -13,6 +13,7 @@ Configuration comes from arguments or the environment: ``RUDDER_URL`` (default
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -209,7 +210,9 @@ class Client:
 
     def download_checkpoint(self, job_id: str, step: int, file: str, dest: Path) -> Path:
         """Save one checkpoint file (``params.npz``, ``trainer.npz``, ``meta.json``)."""
-        path = f"/v1/jobs/{job_id}/checkpoints/{step}/files/{file}"
+        return self._download(f"/v1/jobs/{job_id}/checkpoints/{step}/files/{file}", dest)
+
+    def _download(self, path: str, dest: Path) -> Path:
         with self._http.stream("GET", path) as response:
             if response.status_code >= 400:
                 response.read()
@@ -293,6 +296,38 @@ class Client:
     def delete_dataset(self, dataset_id: str) -> Any:
         """Delete an uploaded data set (409 while a queued or running job uses it)."""
         return self._request("DELETE", f"/v1/datasets/{dataset_id}")
+
+    # ------------------------------------------------------------ models
+    def upload_model(self, symbol: Path, input_shape: str, params: Path | None = None,
+                     name: str | None = None, input_name: str | None = None) -> Any:
+        """Upload an MXNet ``-symbol.json`` (+ ``.params``); the api checks it first."""
+        with contextlib.ExitStack() as stack:
+            files = {"symbol": (symbol.name, stack.enter_context(open(symbol, "rb")),
+                                "application/json")}
+            if params is not None:
+                files["params"] = (params.name, stack.enter_context(open(params, "rb")),
+                                   "application/octet-stream")
+            data = {"input_shape": input_shape}
+            data |= {k: v for k, v in (("name", name), ("input_name", input_name)) if v}
+            return self._request("POST", "/v1/models", files=files, data=data)
+
+    def models(self) -> Any:
+        return self._request("GET", "/v1/models")
+
+    def get_model(self, model_id: str) -> Any:
+        return self._request("GET", f"/v1/models/{model_id}")
+
+    def delete_model(self, model_id: str) -> Any:
+        """Delete an uploaded model (409 while a queued, running or paused job uses it)."""
+        return self._request("DELETE", f"/v1/models/{model_id}")
+
+    def export(self, job_id: str) -> Any:
+        """A succeeded job's network as MXNet files: ``{files: [{name, size, url}]}``."""
+        return self._request("GET", f"/v1/jobs/{job_id}/export")
+
+    def download_export(self, job_id: str, file: str, dest: Path) -> Path:
+        """Save ``model-symbol.json`` or ``model-0000.params`` of a succeeded job."""
+        return self._download(f"/v1/jobs/{job_id}/export/{file}", dest)
 
     # ------------------------------------------------------------ tokens
     def tokens(self) -> Any:

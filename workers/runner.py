@@ -34,7 +34,7 @@ from core.events import LogEvent, LREvent, SetLRCommand
 from core.jobspec import JobSpec, parse_spec
 from core.storage import ObjectStore, checkpoint_prefix
 from engine.ndarray.creation import array
-from workers import build, data_sources
+from workers import build, data_sources, networks
 from workers.checkpoint_writer import CheckpointWriter
 from workers.checkpoints import (
     META_FILE,
@@ -149,13 +149,16 @@ class JobRunner:
         self.ctx = build.pick_context(spec.device)
         engine.random.seed(self.data_seed)
         sample = self._build_data(spec)
-        self.net = build.build_network(spec.model)
+        self.net = networks.build_model(spec.model, self.store)
         initializer = build.create_component(engine.initializer.create, "initializer",
                                              spec.initializer)
         self.net.initialize(initializer, ctx=self.ctx)
         # Materialise deferred shapes now (an inference pass draws no random numbers), so
         # a checkpoint can be loaded into the parameters before training starts.
         self.net(sample)
+        # An uploaded model's own params are the starting point (a checkpoint, if any,
+        # replaces them in resume()).
+        networks.load_initial_weights(self.net, spec.model, self.store, self.ctx)
         self.loss = build.create_component(engine.gluon.loss.create, "loss", spec.loss)
         self.trainer = build.build_trainer(spec, self.net)
         # A Loss metric on each split gives train_loss / val_loss points.
@@ -346,8 +349,21 @@ class JobRunner:
         if reason in (STOP_PAUSE, STOP_SHUTDOWN):
             self.save_checkpoint(reason, wait=True)
             return self._result("paused" if reason == STOP_PAUSE else "interrupted")
-        self.save_checkpoint("final", wait=True)
+        if self.save_checkpoint("final", wait=True) and self.io.still_owner():
+            self._export()
         return self._result("succeeded")
+
+    def _export(self) -> None:
+        """The trained network in MXNet's format, for GET /v1/jobs/{id}/export. A failure
+        is reported, not fatal: the job trained and its checkpoint is saved."""
+        try:
+            sizes = networks.export_network(self.net, self.store, self.job_id)
+        except Exception as exc:  # noqa: BLE001 - any engine or storage refusal
+            log.exception("job %s: export failed", self.job_id)
+            self.io.publish(LogEvent(level="warning", message=f"export in MXNet format "
+                                     f"failed: {type(exc).__name__}: {exc}"))
+            return
+        log.info("job %s exported (%s)", self.job_id, sizes)
 
     def _result(self, outcome: str) -> RunResult:
         return RunResult(outcome=outcome, step=self.state.step, epoch=self.state.epoch,

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from api import cursors, telemetry
 from api.errors import ApiError, field_error, not_found
 from api.schemas.jobs import JobControlPublic
+from api.services.model_checks import check_model_fits_data
 from api.state import ServiceState
 from core import model_size, repositories
 from core.events import CancelCommand, PauseCommand
@@ -56,6 +57,7 @@ def _check_spec_references(
     session: Session, *, spec: JobSpec, owner: User, state: ServiceState
 ) -> None:
     features = model_size.input_features_of(spec)
+    feature_shape: tuple[int, ...] | None = (features,) if features is not None else None
     for split in ("train", "val"):
         source = getattr(spec.data, split)
         dataset_id = getattr(source, "dataset", None)
@@ -85,7 +87,10 @@ def _check_spec_references(
             )
         if split == "train" and dataset.feature_shape:
             features = math.prod(int(d) for d in dataset.feature_shape)
-    size = model_size.estimate(spec, input_features=features)
+            feature_shape = tuple(int(d) for d in dataset.feature_shape)
+    known_parameters = check_model_fits_data(session, spec=spec, owner=owner,
+                                             feature_shape=feature_shape)
+    size = model_size.estimate(spec, input_features=features, parameters=known_parameters)
     limit = state.settings.limits.max_job_memory_bytes
     if size.bytes > limit:
         raise field_error(

@@ -64,9 +64,18 @@ def test_names_are_case_insensitive_like_the_registries() -> None:
     ("change", "location"),
     [
         ({"unknown": 1}, ("unknown",)),
-        ({"model": [{"type": "Dense", "units": 0}]}, ("model", 0, "Dense", "units")),
-        ({"model": [{"type": "Dense"}]}, ("model", 0, "Dense", "units")),
-        ({"model": [{"type": "GRU"}]}, ("model", 0)),
+        # "Layers" is the model form's tag (api.errors drops it: "model.0.units")
+        ({"model": [{"type": "Dense", "units": 0}]}, ("model", "Layers", 0, "Dense", "units")),
+        ({"model": [{"type": "Dense"}]}, ("model", "Layers", 0, "Dense", "units")),
+        ({"model": [{"type": "GRU"}]}, ("model", "Layers", 0)),
+        ({"model": [{"type": "Reshape", "shape": [-1, -1, 8]}]},
+         ("model", "Layers", 0, "Reshape", "shape")),
+        ({"model": {"zoo": "resnet19_v1"}}, ("model", "Zoo", "zoo")),
+        ({"model": {"zoo": "vgg11", "thumbnail": True}}, ("model", "Zoo")),
+        ({"model": {"zoo": "resnet18_v1", "classes": 0}}, ("model", "Zoo", "classes")),
+        ({"model": {"zoo": "resnet18_v1", "pretrained": True}}, ("model", "Zoo", "pretrained")),
+        ({"model": {"model": "../x"}}, ("model", "Uploaded", "model")),
+        ({"model": {"layers": []}}, ("model",)),
         ({"optimizer": {"type": "sgd", "momentum": {"nested": 1}}}, ("optimizer",)),
         ({"optimizer": {"type": "sgd", "learning_rate": True}}, ("optimizer",)),
         (
@@ -77,7 +86,7 @@ def test_names_are_case_insensitive_like_the_registries() -> None:
         ({"checkpoint": {"every_steps": 0}}, ("checkpoint", "every_steps")),
         ({"trainer": {"kvstore": "dist_sync"}}, ("trainer", "kvstore")),
         ({"name": ""}, ("name",)),
-        ({"model": [{"type": "Flatten"}] * 300}, ("model",)),
+        ({"model": [{"type": "Flatten"}] * 300}, ("model", "Layers")),
         ({"metrics": ["accuracy"] * 20}, ("metrics",)),
     ],
 )
@@ -146,3 +155,17 @@ def test_a_data_source_with_neither_key_names_both_forms() -> None:
         parse_spec(_spec(data={"train": {"bucket": "x"}}))
     [error] = exc.value.errors()
     assert error["loc"] == ("data", "train") and "{dataset: id}" in error["msg"]
+
+
+def test_the_three_model_forms_parse_and_round_trip() -> None:
+    layers = [{"type": "Reshape", "shape": [-1, 1, 8, 8]}, {"type": "Conv2D", "channels": 4,
+              "kernel_size": 3}, {"type": "GlobalMaxPool2D"}, {"type": "Dense", "units": 10}]
+    zoo = {"zoo": "ResNet18_v1", "classes": 10, "thumbnail": True}
+    uploaded = {"model": "12345678-1234-1234-1234-123456789012", "params": True}
+    for model in (layers, zoo, uploaded):
+        spec = parse_spec(_spec(model=model))
+        assert parse_spec(spec.model_dump(mode="json")) == spec
+    assert parse_spec(_spec(model=zoo)).model.zoo == "resnet18_v1"  # type: ignore[union-attr]
+    spec = parse_spec(_spec(model=uploaded))
+    assert spec.uploaded_model_id() == uploaded["model"]
+    assert parse_spec(_spec(model=layers)).uploaded_model_id() is None

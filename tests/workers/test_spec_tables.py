@@ -72,7 +72,7 @@ def _layer_models() -> list[type[jobspec.StrictModel]]:
 def test_every_layer_field_is_a_parameter_of_the_engine_layer(model: type) -> None:
     name = model.model_fields["type"].annotation.__args__[0]
     samples = {"units": 2, "rate": 0.5, "activation": "relu", "channels": 2, "kernel_size": 1,
-               "input_dim": 3, "output_dim": 2}
+               "input_dim": 3, "output_dim": 2, "shape": [0, -1]}
     fields = {f: samples.get(f, info.default) for f, info in model.model_fields.items()
               if f != "type"}
     spec_layer = model.model_validate({"type": name, **fields})

@@ -44,6 +44,7 @@ from .pool_layers import (
     MaxPool3D,
 )
 from .registry import LAYERS, create, names, register
+from .shape_layers import Reshape
 
 
 def __getattr__(name: str) -> object:
@@ -64,3 +65,4 @@ __all__ = [
     "GlobalAvgPool3D", "GlobalMaxPool3D", "MaxPool3D",
 ]
 __all__ += ["BatchNormReLU", "GroupNorm", "InstanceNorm", "ReflectionPad2D"]
+__all__ += ["Reshape"]

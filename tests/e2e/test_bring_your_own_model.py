@@ -13,6 +13,7 @@ import pytest
 
 import engine as mx
 from rudder.client import Client
+from tests import services
 from tests.e2e.conftest import example_spec
 from tests.e2e.events import EventTap, is_status, metric_at_least
 from tests.e2e.harness import Stack, stack_env
@@ -73,21 +74,23 @@ outputs["y"] = net(nd.array(inputs["x"]))
 
 
 @pytest.fixture(scope="module")
-def roomy_stack(e2e_pg_url: str, e2e_redis_url: str,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """A stack whose lease outlives a resnet step on a busy CPU (the default 2 s would
-    expire while the heartbeat thread waits for the GIL)."""
+def roomy_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack whose lease outlives a resnet step on a busy CPU (the default would
+    expire while the heartbeat thread waits for the GIL). It has its own database and
+    broker: the session's other stacks share theirs, and their dispatchers and workers
+    (with another object store) would otherwise send and take this stack's jobs."""
     home = tmp_path_factory.mktemp("e2e-byom")
-    env = stack_env(e2e_pg_url, e2e_redis_url, f"file://{home / 'objects'}",
-                    {"RUDDER_WORKER_LEASE_TTL_SECONDS": 60})
-    running = Stack(env=env, logs=home)
-    try:
-        running.start_api()
-        running.start_worker()
-        running.token = running.issue_token("byom-user")
-        yield running
-    finally:
-        running.stop()
+    with services.postgres_database() as pg_url, services.redis_server() as redis_url:
+        env = stack_env(pg_url, redis_url, f"file://{home / 'objects'}",
+                        {"RUDDER_WORKER_LEASE_TTL_SECONDS": 60})
+        running = Stack(env=env, logs=home)
+        try:
+            running.start_api()
+            running.start_worker()
+            running.token = running.issue_token("byom-user")
+            yield running
+        finally:
+            running.stop()
 
 
 @pytest.fixture

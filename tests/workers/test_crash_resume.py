@@ -142,7 +142,7 @@ def _resume(job_id: str, channel: Channel) -> None:
     from workers.watchdog import sweep
 
     assert _job(job_id).status == "running"  # the dead worker never said otherwise
-    requeued = wait_until(lambda: sweep(channel, enqueue=lambda job_id, queue: None), 10,
+    requeued = wait_until(lambda: sweep(channel), 10,
                           what="lease expiry and re-queue")
     assert requeued == [job_id]
     assert run_job(job_id).result == "succeeded"

@@ -36,6 +36,7 @@ _CPU = cpu()  # one context object for all the arrays made here (not one per ima
 
 
 TRANSFORMS = Registry("transform")
+register = TRANSFORMS.register  # the one decorator spelling (tests/engine/test_registry.py)
 """The transforms a job spec may name (every one that takes plain parameters)."""
 
 
@@ -71,7 +72,7 @@ class Compose(Sequential):
             self.add(transform)
 
 
-@TRANSFORMS.register
+@register
 class Cast(_ArrayTransform):
     """Cast to ``dtype``."""
 
@@ -83,7 +84,7 @@ class Cast(_ArrayTransform):
         return x.astype(self._dtype)
 
 
-@TRANSFORMS.register
+@register
 class ToTensor(_ArrayTransform):
     """HWC (or NHWC) in [0, 255] → CHW (NCHW) float32 in [0, 1)."""
 
@@ -91,7 +92,7 @@ class ToTensor(_ArrayTransform):
         return image_ops.to_tensor(x)
 
 
-@TRANSFORMS.register
+@register
 class Normalize(_ArrayTransform):
     """``(x - mean) / std`` per channel of a CHW (or NCHW) tensor."""
 
@@ -112,7 +113,7 @@ def _size_pair(size: int | Sequence[int]) -> tuple[int, int]:
     return int(w), int(h)
 
 
-@TRANSFORMS.register
+@register
 class Resize(_ArrayTransform):
     """Resize to ``size`` (an int: square, or the short side with ``keep_ratio``; a pair:
     (width, height))."""
@@ -143,7 +144,7 @@ class Resize(_ArrayTransform):
         return _resize(x, w, h, self._interpolation)
 
 
-@TRANSFORMS.register
+@register
 class CenterCrop(_ArrayTransform):
     """Crop the center ``size`` (int, or (width, height)); upsample if the image is smaller."""
 
@@ -156,7 +157,7 @@ class CenterCrop(_ArrayTransform):
         return image.center_crop(x, self._size, self._interpolation)[0].asnumpy()
 
 
-@TRANSFORMS.register
+@register
 class CropResize(_ArrayTransform):
     """Crop the box at (``x``, ``y``) of ``width`` x ``height``; with ``size`` (an int: square,
     or (width, height)), resize the crop to it (``interpolation`` None means bilinear; MXNet
@@ -185,7 +186,7 @@ class CropResize(_ArrayTransform):
         return _resize(out, *self._size, self._interpolation)
 
 
-@TRANSFORMS.register
+@register
 class RandomResizedCrop(_ArrayTransform):
     """Crop a random area (``scale`` of the image) with a random aspect ratio (``ratio``)
     and resize it to ``size``."""
@@ -210,14 +211,14 @@ class _Flip(_ArrayTransform):
         return numpy.ascontiguousarray(numpy.flip(x, axis))
 
 
-@TRANSFORMS.register
+@register
 class RandomFlipLeftRight(_Flip):
     """Mirror the image left-right with probability 1/2."""
 
     axis = 1
 
 
-@TRANSFORMS.register
+@register
 class RandomFlipTopBottom(_Flip):
     """Flip the image upside down with probability 1/2."""
 
@@ -240,28 +241,28 @@ class _RandomFactor(_ArrayTransform):
         raise NotImplementedError
 
 
-@TRANSFORMS.register
+@register
 class RandomBrightness(_RandomFactor):
     """Scale brightness by a random factor in [max(0, 1 - brightness), 1 + brightness]."""
 
     kernel = staticmethod(image_ops.brightness)
 
 
-@TRANSFORMS.register
+@register
 class RandomContrast(_RandomFactor):
     """Scale contrast by a random factor in [max(0, 1 - contrast), 1 + contrast]."""
 
     kernel = staticmethod(image_ops.contrast)
 
 
-@TRANSFORMS.register
+@register
 class RandomSaturation(_RandomFactor):
     """Scale saturation by a random factor in [max(0, 1 - saturation), 1 + saturation]."""
 
     kernel = staticmethod(image_ops.saturation)
 
 
-@TRANSFORMS.register
+@register
 class RandomHue(_RandomFactor):
     """Rotate the hue by a random number of turns in [max(0, 1 - hue), 1 + hue] (MXNet's
     range: a whole turn plus up to ``hue`` either way)."""
@@ -269,7 +270,7 @@ class RandomHue(_RandomFactor):
     kernel = staticmethod(image_ops.hue)
 
 
-@TRANSFORMS.register
+@register
 class RandomColorJitter(_ArrayTransform):
     """Brightness, contrast, saturation and hue jitter, in a random order; each factor is
     ``1 + U(-amount, amount)`` (hue: ``U(-hue, hue)`` turns); an amount of 0 skips it."""
@@ -291,7 +292,7 @@ class RandomColorJitter(_ArrayTransform):
         return x
 
 
-@TRANSFORMS.register
+@register
 class RandomLighting(_ArrayTransform):
     """AlexNet-style PCA lighting noise, weights drawn from N(0, ``alpha``)."""
 

@@ -50,7 +50,30 @@ class RedisProcess:
             self.process.wait(timeout=10)
         self.process = None
 
+    def restart(self) -> None:
+        """Kill it and start an empty one on the same port."""
+        self.kill()
+        self.start(empty=True)
+
+    def freeze(self) -> None:
+        """SIGSTOP: the server keeps its port but answers nothing (a hung Redis)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    def subscribers(self, channel: str) -> int:
+        client = redis.Redis.from_url(self.url)
+        try:
+            return int(dict(client.pubsub_numsub(channel))[channel.encode()])
+        finally:
+            client.close()
+
     def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.thaw()  # a frozen server cannot die of SIGKILL until it runs again
         self.kill()
         shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -8,8 +8,8 @@ import pytest
 
 from core.config import Settings
 from tests.api.browser import headless_chromium
-from tests.api.faults import RedisProcess
 from tests.conftest import TEST_SECRET, ApiHarness, serve
+from tests.restartable_redis import RedisProcess
 
 
 @pytest.fixture
@@ -33,6 +33,5 @@ def sqlite_api(sqlite_url: str, redis_url: str, tmp_path: Path) -> Iterator[ApiH
 
 @pytest.fixture
 def private_redis() -> Iterator[RedisProcess]:
-    server = RedisProcess()
-    yield server
-    server.close()
+    with RedisProcess() as server:
+        yield server

@@ -17,9 +17,9 @@ import pytest
 from core import repositories
 from core.config import Settings
 from core.models import JobStatus
-from tests.api.faults import RedisProcess
 from tests.api.specs import digits_spec
 from tests.conftest import TEST_SECRET, ApiHarness, serve
+from tests.restartable_redis import RedisProcess
 from tests.services import free_port, wait_until
 
 

@@ -14,8 +14,8 @@ import httpx
 from core.channel import TOKEN_REVOCATIONS
 from core.config import Settings
 from core.tokens import issue_token
-from tests.api.faults import RedisProcess
 from tests.conftest import ApiHarness, serve
+from tests.restartable_redis import RedisProcess
 from tests.services import wait_until
 
 

@@ -333,7 +333,8 @@ def test_history_longer_than_one_page_is_drawn_whole(sqlite_api: ApiHarness, bro
     _open_job(browser, wait, job_id)
     wait.until(lambda d: d.find_element(By.ID, "charts").get_attribute("data-total")
                == str(steps * 3))
-    shown = browser.execute_script(
-        "return jobView.panels.panels.get('loss').plot.data[0]")
+    # The history is in the store at once; its panels are built on the next frame.
+    shown = wait.until(lambda d: d.execute_script(
+        "const p = jobView.panels.panels.get('loss'); return p && p.plot.data[0]"))
     assert shown[0] == 1 and shown[-1] == steps and len(shown) <= 2000
     _no_console_errors(browser)

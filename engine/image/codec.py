@@ -124,4 +124,8 @@ def encode_bgr(img: numpy.ndarray, img_fmt: str = ".jpg", quality: int = 95) -> 
 
 def decode_rgb_batch(payloads: list[bytes]) -> list[numpy.ndarray]:
     """Decode many images to HWC uint8 RGB, as :func:`decode` with ``flag=1`` does."""
-    return [decode(payload, 1) for payload in payloads]
+    out = []
+    for payload in payloads:
+        array = _decode_jpeg_direct(payload, 1)  # no copy of the bytes for the usual file
+        out.append(array if array is not None else decode(payload, 1))
+    return out

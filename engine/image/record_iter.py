@@ -42,6 +42,8 @@ from ..ndarray.ndarray import NDArray
 from .codec import decode, decode_rgb_batch
 from .resize import resize as _resize
 
+# MXNet's IRHeader as stored at the start of a record (recordio's "<IfQQ")
+_HEADER = numpy.dtype([("flag", "<u4"), ("label", "<f4"), ("id", "<u8"), ("id2", "<u8")])
 _CPU = cpu()  # one context object for all the arrays made here (not one per image)
 
 # MXNet parameters accepted with only their default value (anything else is refused)
@@ -79,18 +81,13 @@ class _BatchBuilder:
         self.raw_pixels = raw_pixels  # uint8 output: no normalisation, as MXNet's uint8 iters
 
     def __call__(self, records: list[bytes]) -> tuple[numpy.ndarray, numpy.ndarray]:
-        from ..recordio import unpack
-
         count = len(records)
-        labels = numpy.empty((count, self.label_width), numpy.float32)
         rng = _random.generator()
         flips = rng.random(count) < 0.5 if self.rand_mirror else numpy.full(count, self.mirror)
         where = rng.random((count, 2))  # crop positions, as fractions of the free room
-        headers, payloads = zip(*(unpack(record) for record in records), strict=True)
-        for i, header in enumerate(headers):
-            labels[i] = self._label(header)
+        labels, payloads = self._split(records)
         if self.data_shape[0] == 3:
-            images = decode_rgb_batch(list(payloads))
+            images = decode_rgb_batch(payloads)
         else:
             images = [decode(payload, 0) for payload in payloads]
         pixels = self._crop_and_flip(images, where, flips)
@@ -140,6 +137,27 @@ class _BatchBuilder:
         else:
             y, x = y // 2, x // 2
         return img[y:y + height, x:x + width]
+
+    def _split(self, records: list[bytes]) -> tuple[numpy.ndarray, list[bytes]]:
+        """(labels as (N, label_width) float32, image payloads). Records with one label in
+        their header (the usual case) have all their headers read by one numpy call."""
+        from ..recordio import unpack
+
+        count = len(records)
+        if self.label_width == 1:
+            heads = b"".join([record[:_HEADER.itemsize] for record in records])
+            if len(heads) == count * _HEADER.itemsize:  # else one is too short: unpack says so
+                fields = numpy.frombuffer(heads, _HEADER)
+                if not fields["flag"].any():
+                    payloads = [record[_HEADER.itemsize:] for record in records]
+                    return fields["label"].reshape(count, 1), payloads
+        labels = numpy.empty((count, self.label_width), numpy.float32)
+        payloads = []
+        for i, record in enumerate(records):
+            header, payload = unpack(record)
+            labels[i] = self._label(header)
+            payloads.append(payload)
+        return labels, payloads
 
     def _label(self, header: Any) -> Any:
         if header.flag > 0:

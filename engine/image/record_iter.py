@@ -8,8 +8,9 @@ an image smaller than the crop is first enlarged keeping its aspect ratio), a mi
 ``(pixel - mean) * (scale / std)`` in float32, channels RGB, layout NCHW. Parameters of
 MXNet's that it does not implement are refused by name rather than ignored.
 
-The work per batch is vectorised where it can be: each worker decodes its images (OpenCV for
-JPEG), then crops, mirrors and normalises the whole batch with a few numpy operations.
+The work per batch is vectorised where it can be: each worker decodes its images
+(libjpeg-turbo for JPEG), then crops and mirrors the whole batch with a few numpy
+operations and sends it as uint8; the iterator normalises it with one more.
 
 >>> import os, tempfile
 >>> import numpy as np
@@ -64,11 +65,12 @@ _IGNORED = {"verbose", "num_decode_threads", "ctx", "shuffle_chunk_seed", "dtype
 
 
 class _BatchBuilder:
-    """``batchify_fn``: raw records → (NCHW float32 data, labels)."""
+    """``batchify_fn``: raw records → (NCHW uint8 crops, labels); :meth:`normalise` makes
+    the float32 data of them."""
 
     def __init__(self, data_shape: tuple[int, int, int], label_width: int, resize: int,
                  rand_crop: bool, rand_mirror: bool, mirror: bool, mean: numpy.ndarray,
-                 mult: numpy.ndarray, inter_method: int, raw_pixels: bool = False) -> None:
+                 mult: numpy.ndarray, inter_method: int) -> None:
         self.data_shape = data_shape
         self.label_width = label_width
         self.resize = resize
@@ -78,7 +80,6 @@ class _BatchBuilder:
         self.mean = mean
         self.mult = mult
         self.inter_method = inter_method
-        self.raw_pixels = raw_pixels  # uint8 output: no normalisation, as MXNet's uint8 iters
 
     def __call__(self, records: list[bytes]) -> tuple[numpy.ndarray, numpy.ndarray]:
         count = len(records)
@@ -91,12 +92,13 @@ class _BatchBuilder:
         else:
             images = [decode(payload, 0) for payload in payloads]
         pixels = self._crop_and_flip(images, where, flips)
-        if self.raw_pixels:
-            return pixels, labels[:, 0] if self.label_width == 1 else labels
-        # (pixel - mean) * (scale / std) in float32, as MXNet computes it, for the whole batch
+        return pixels, labels[:, 0] if self.label_width == 1 else labels
+
+    def normalise(self, pixels: numpy.ndarray) -> numpy.ndarray:
+        """(pixel - mean) * (scale / std) in float32, as MXNet computes it, for a batch."""
         data = numpy.subtract(pixels, self.mean[:, None, None], dtype=numpy.float32)
         data *= self.mult[:, None, None]
-        return data, labels[:, 0] if self.label_width == 1 else labels
+        return data
 
     def _crop_and_flip(self, images: list[numpy.ndarray], where: numpy.ndarray,
                        flips: numpy.ndarray) -> numpy.ndarray:
@@ -261,8 +263,10 @@ class ImageRecordIter(DataIter):
         mean = numpy.array([mean_r, mean_g, mean_b][:channels], numpy.float32)
         std = numpy.array([std_r, std_g, std_b][:channels], numpy.float32)
         builder = _BatchBuilder(shape, label_width, resize, rand_crop, rand_mirror, mirror,
-                                mean, numpy.float32(scale) / std, inter_method,
-                                raw_pixels=dtype == "uint8")
+                                mean, numpy.float32(scale) / std, inter_method)
+        # the workers send uint8 pixels and this process normalises them: a quarter of the
+        # bytes through shared memory, and the float32 batch is written once, here
+        self._normalise = None if dtype == "uint8" else builder.normalise
         self._sampler = _EpochBatches()
         workers = min(max(int(preprocess_threads), 0), os.cpu_count() or 1)
         self._loader = DataLoader(self._records, batch_sampler=self._sampler,
@@ -326,6 +330,8 @@ class ImageRecordIter(DataIter):
         except StopIteration:
             self._current = None
             return False
+        if self._normalise is not None:
+            data = self._normalise(data.asnumpy() if isinstance(data, NDArray) else data)
         self._current = ((_as_nd(data), _as_nd(label)), self._pads[self._position])
         self._position += 1
         return True

@@ -11,6 +11,7 @@ from PIL import Image
 
 from engine import image
 from engine.image import codec
+from tests.oracle import needs_mxnet, run_mxnet
 
 
 def jpeg(pixels, **save):
@@ -56,3 +57,20 @@ def test_truncated_or_foreign_bytes_raise_image_decode_error():
         image.decode(buf[:-30])
     with pytest.raises(image.ImageDecodeError, match="cannot decode image"):
         image.decode(b"GIF89a nonsense")
+
+
+@needs_mxnet
+def test_colour_jpegs_decode_to_mxnets_exact_pixels():
+    rng = np.random.default_rng(1)
+    smooth = np.add.outer(np.arange(32) * 5, np.arange(32) * 3)[:, :, None] * [1, 2, 3] % 256
+    noisy = np.clip(smooth + rng.integers(-40, 40, (32, 32, 3)), 0, 255).astype(np.uint8)
+    buffers = [jpeg(noisy, quality=90), jpeg(noisy, progressive=True),
+               jpeg(noisy, subsampling=0), jpeg(rng.integers(0, 256, (17, 23, 3), np.uint8))]
+    run = run_mxnet(
+        "for i, buf in enumerate(inputs[k] for k in sorted(inputs)):\n"
+        "    outputs['rgb%d' % i] = mx.image.imdecode(buf.tobytes(), flag=1)\n"
+        "    outputs['gray%d' % i] = mx.image.imdecode(buf.tobytes(), flag=0)\n",
+        {f"b{i}": np.frombuffer(buf, np.uint8) for i, buf in enumerate(buffers)})
+    for i, buf in enumerate(buffers):
+        np.testing.assert_array_equal(image.decode(buf, 1), run[f"rgb{i}"])
+        np.testing.assert_array_equal(image.decode(buf, 0), run[f"gray{i}"])

@@ -106,6 +106,26 @@ def read_record_at(fd: int, offset: int, file_size: int) -> tuple[bytes, int]:
             return _MAGIC_BYTES.join(parts), position
 
 
+_HEAD = struct.Struct("<II")
+_ONE_READ_MAX = 1 << 22  # a longer span (a gap in the index) is read the careful way
+
+
+def read_record_within(fd: int, offset: int, span: int, file_size: int) -> bytes:
+    """:func:`read_record_at` for a record that ends within ``span`` bytes of ``offset``
+    (the distance to the next record in the file): one read instead of two. A record in
+    several parts, or anything unexpected, goes through :func:`read_record_at`, which also
+    says what is wrong."""
+    if 8 <= span <= _ONE_READ_MAX:
+        block = os.pread(fd, span, offset)
+        if len(block) >= 8:
+            magic, lrecord = _HEAD.unpack_from(block)
+            length = lrecord & _MAX_LENGTH
+            if (magic == MAGIC and lrecord >> 29 == _FLAG_WHOLE
+                    and 8 + _padded(length) <= len(block)):
+                return block[8:8 + length]
+    return read_record_at(fd, offset, file_size)[0]
+
+
 class MXRecordIO:
     """Sequential reader (``flag='r'``) or writer (``flag='w'``) of a RecordIO file.
 

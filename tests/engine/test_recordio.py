@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engine import recordio
+from engine.gluon.data import RecordFileDataset
 from engine.recordio import IRHeader, RecordIOError
 from tests.oracle import needs_mxnet, run_mxnet
 
@@ -50,6 +51,27 @@ def test_round_trip_with_split_records(tmp_path):
     sequential = recordio.MXRecordIO(rec, "r")
     assert [sequential.read() for _ in PAYLOADS] == PAYLOADS
     assert sequential.read() is None
+
+
+def test_the_dataset_reads_every_record_as_the_indexed_reader_does(tmp_path):
+    # RecordFileDataset reads a whole record in one go; split ones take the careful path
+    rec, idx = write_engine(tmp_path, PAYLOADS)
+    dataset = RecordFileDataset(str(rec))
+    order = list(reversed(range(len(PAYLOADS))))
+    assert [dataset[i] for i in order] == [PAYLOADS[i] for i in order]
+
+
+def test_the_dataset_reports_corrupt_and_truncated_records(tmp_path):
+    rec, idx = write_engine(tmp_path, [b"first", b"second record", b"x" * 40])
+    raw = bytearray(rec.read_bytes())
+    raw[16:20] = b"ZZZZ"  # the second record's magic
+    rec.write_bytes(bytes(raw[:-10]))  # and the third loses its end
+    dataset = RecordFileDataset(str(rec))
+    assert dataset[0] == b"first"
+    with pytest.raises(RecordIOError, match="offset 16: bad magic"):
+        dataset[1]
+    with pytest.raises(RecordIOError, match="truncated record at offset 40"):
+        dataset[2]
 
 
 def test_a_payload_with_an_aligned_magic_is_split_in_the_file(tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from ...recordio import read_record_within
 from .dataset import Dataset
 
 
@@ -32,9 +33,18 @@ class RecordFileDataset(Dataset):
                 raise FileNotFoundError(f"RecordFileDataset: {path} does not exist (a .rec "
                                         f"needs its .idx beside it)")
         self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+        # where each record starts and how far it is to the next one (or to the end of the
+        # file): a record then costs one positional read, read the .idx once here
+        size = os.path.getsize(filename)
+        self._starts = [self._record.idx[key] for key in self._record.keys]
+        bounds = sorted(set(self._starts)) + [size]
+        following = dict(zip(bounds[:-1], bounds[1:], strict=True))
+        self._spans = [following[start] - start for start in self._starts]
+        self._size = size
 
     def __getitem__(self, idx: int) -> bytes:
-        return self._record.read_idx(self._record.keys[idx])
+        return read_record_within(self._record._fd, self._starts[idx],
+                                           self._spans[idx], self._size)
 
     def __len__(self) -> int:
         return len(self._record.keys)

@@ -149,6 +149,20 @@ def test_compose_runs_in_order_and_keeps_the_input_kind():
     np.testing.assert_array_equal(as_nd.asnumpy(), as_np)
 
 
+def test_compose_gives_the_steps_results_and_keeps_their_hooks():
+    steps = [transforms.Resize(8), transforms.ToTensor(), transforms.Normalize(0.5, 0.5)]
+    by_step = nd.array(IMG, dtype="uint8")
+    for step in steps:
+        by_step = step(by_step)
+    composed = transforms.Compose(steps)
+    np.testing.assert_array_equal(composed(nd.array(IMG, dtype="uint8")).asnumpy(),
+                                  by_step.asnumpy())
+    seen = []
+    steps[1].register_forward_hook(lambda block, inputs, output: seen.append(output.shape))
+    np.testing.assert_array_equal(composed(IMG), by_step.asnumpy())
+    assert seen == [(3, 8, 8)]  # a hooked step still runs as a Block, hook included
+
+
 def test_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="mean must have either 1 or 3 elements"):
         transforms.Normalize((0.1, 0.2), 1.0)(np.zeros((3, 2, 2), np.float32))

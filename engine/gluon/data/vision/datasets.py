@@ -28,6 +28,7 @@ import numpy
 from .... import image
 from ....context import cpu
 from ....ndarray.ndarray import NDArray
+from ....recordio import unpack
 from ...data.dataset import Dataset
 from ..record_dataset import RecordFileDataset
 
@@ -205,9 +206,7 @@ class ImageRecordDataset(RecordFileDataset):
         self._transform = transform
 
     def __getitem__(self, idx: int) -> Any:
-        from .... import recordio
-
-        header, payload = recordio.unpack(super().__getitem__(idx))
+        header, payload = unpack(super().__getitem__(idx))
         img = NDArray(image.decode(payload, self._flag), _CPU)
         if self._transform is not None:
             return self._transform(img, header.label)

@@ -8,6 +8,7 @@ reference, generated from this module, is docs/job-spec.md.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -255,12 +256,16 @@ class MetricSpec(NamedComponent):
 # worker loads ``sklearn.datasets.load_<name>`` for the tables, and generates the image
 # sets (synthetic, in MNIST's and CIFAR-10's file formats) locally; the size estimate
 # reads the feature count.
+# The image sets reach the network as CHW tensors (ToTensor is added when absent).
+IMAGE_BUILTIN_SHAPES: dict[str, tuple[int, int, int]] = {
+    "mnist": (1, 28, 28), "cifar10": (3, 32, 32),
+}
 BUILTIN_DATASETS: dict[str, int] = {
     "digits": 64, "iris": 4, "wine": 13, "breast_cancer": 30,
-    "mnist": 28 * 28 * 1, "cifar10": 32 * 32 * 3,
+    **{name: math.prod(shape) for name, shape in IMAGE_BUILTIN_SHAPES.items()},
 }
 BuiltinName = Literal["digits", "iris", "wine", "breast_cancer", "mnist", "cifar10"]
-IMAGE_BUILTINS = frozenset({"mnist", "cifar10"})
+IMAGE_BUILTINS = frozenset(IMAGE_BUILTIN_SHAPES)
 
 
 class BuiltinSource(StrictModel):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from core.jobspec import (
     BUILTIN_DATASETS,
+    IMAGE_BUILTIN_SHAPES,
     BatchNorm,
     BuiltinSource,
     Conv2D,
@@ -28,6 +29,7 @@ from core.jobspec import (
     JobSpec,
     LayerNorm,
 )
+from core.transform_spec import CenterCrop, RandomResizedCrop, Resize
 
 BYTES_PER_VALUE = 4  # float32
 # weight + gradient + up to two optimizer states (Adam's mean and variance)
@@ -82,6 +84,35 @@ def input_features_of(spec: JobSpec) -> int | None:
     """The train split's feature count when it is a built-in set (uploads: the caller's)."""
     source = spec.data.train
     return BUILTIN_DATASETS[source.builtin] if isinstance(source, BuiltinSource) else None
+
+
+def input_shape_of(spec: JobSpec) -> tuple[int, ...] | None:
+    """One training record's shape as the network sees it, when a built-in set makes it
+    known before anything runs: ``(features,)`` for the tables, ``(C, H, W)`` for the
+    image sets after their transforms (None where a transform keeps the aspect ratio of
+    images whose size is not known here). Uploads: the caller's (from validation).
+
+    >>> from core.jobspec import JobSpec
+    >>> spec = JobSpec.model_validate({"name": "x", "model": [{"type": "Dense", "units": 2}],
+    ...     "data": {"train": {"builtin": "cifar10", "transforms": [
+    ...         {"type": "RandomResizedCrop", "size": [24, 20]}, {"type": "ToTensor"}]}},
+    ...     "loss": {"type": "softmax_cross_entropy"}, "optimizer": {"type": "sgd"}})
+    >>> input_shape_of(spec)
+    (3, 20, 24)
+    """
+    source = spec.data.train
+    if not isinstance(source, BuiltinSource):
+        return None
+    if source.builtin not in IMAGE_BUILTIN_SHAPES:
+        return (BUILTIN_DATASETS[source.builtin],)
+    channels, height, width = IMAGE_BUILTIN_SHAPES[source.builtin]
+    for step in source.transforms or []:
+        if isinstance(step, Resize) and step.keep_ratio:
+            return None
+        if isinstance(step, Resize | CenterCrop | RandomResizedCrop):
+            # MXNet's sizes are an int (square) or (width, height).
+            width, height = (step.size, step.size) if isinstance(step.size, int) else step.size
+    return (channels, height, width)
 
 
 def human_bytes(count: int) -> str:

@@ -57,7 +57,7 @@ def _check_spec_references(
     session: Session, *, spec: JobSpec, owner: User, state: ServiceState
 ) -> None:
     features = model_size.input_features_of(spec)
-    feature_shape: tuple[int, ...] | None = (features,) if features is not None else None
+    feature_shape = model_size.input_shape_of(spec)
     for split in ("train", "val"):
         source = getattr(spec.data, split)
         dataset_id = getattr(source, "dataset", None)

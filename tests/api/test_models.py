@@ -182,3 +182,38 @@ def test_an_oversized_params_file_is_413_naming_it_and_nothing_is_stored(make_ap
     huge = _upload(api, headers, params=params * 100)  # over the whole request's limit
     assert huge.status_code == 413
     assert _stored(api) == before
+
+
+def _image_symbol_json() -> bytes:
+    """A small network over 3-channel images (no Reshape: it takes CHW as it comes)."""
+    import engine as mx
+
+    conv = mx.sym.Convolution(mx.sym.var("data"), num_filter=4, kernel=(3, 3), name="conv")
+    pooled = mx.sym.Pooling(conv, kernel=(1, 1), global_pool=True, pool_type="avg",
+                            name="pool")
+    fc = mx.sym.FullyConnected(mx.sym.Flatten(pooled), num_hidden=10, name="fc")
+    return str(fc.tojson()).encode()
+
+
+def test_image_builtins_reach_the_model_as_chw_images_after_their_transforms(
+    api: ApiHarness,
+) -> None:
+    """The built-in image sets are CHW tensors to the network (not flat rows): an upload
+    declared for 3x32x32 and a zoo net train on cifar10, and a crop changes the shape."""
+    _, headers = api.make_user()
+    model_id = _upload(api, headers, input_shape="1,3,32,32",
+                       symbol=_image_symbol_json()).json()["id"]
+    cifar = {"train": {"builtin": "cifar10", "transforms": [{"type": "ToTensor"}]},
+             "batch_size": 16}
+    for model in ({"model": model_id}, {"zoo": "resnet18_v1", "classes": 10},
+                  [{"type": "Conv2D", "channels": 4, "kernel_size": 3},
+                   {"type": "Dense", "units": 10}]):
+        response = api.client.post("/v1/jobs", json=digits_spec(model=model, data=cifar),
+                                   headers=headers)
+        assert response.status_code == 201, (model, response.text)
+    cropped = {"train": {"builtin": "cifar10", "transforms": [
+        {"type": "RandomResizedCrop", "size": 28}, {"type": "ToTensor"}]}, "batch_size": 16}
+    response = api.client.post("/v1/jobs", json=digits_spec(model={"model": model_id},
+                                                            data=cropped), headers=headers)
+    assert response.status_code == 422
+    assert "(3, 28, 28)" in response.json()["error"]["message"]

@@ -61,6 +61,15 @@ def not_found(what: str, ident: str) -> ApiError:
     return ApiError(404, "not_found", f"{what} {ident} not found")
 
 
+def in_use(what: str, ident: str, job_ids: list[str]) -> ApiError:
+    """409: a resource that active jobs still need cannot be deleted."""
+    return ApiError(
+        409, "in_use",
+        f"{what} {ident} is used by {len(job_ids)} queued, running or paused job(s)",
+        details={"jobs": job_ids},
+    )
+
+
 def field_error(field: str, message: str, *, status_code: int = 422) -> ApiError:
     """A validation error that names the offending field."""
     return ApiError(

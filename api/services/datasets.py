@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
-from api.errors import ApiError, field_error, not_found
+from api.errors import ApiError, field_error, in_use, not_found
 from api.state import ServiceState
 from core import repositories
 from core.datasets import DatasetError, ValidatedDataset, validate_upload
@@ -115,11 +115,7 @@ def delete_dataset(session: Session, *, state: ServiceState, owner: User, datase
         session, owner_id=owner.id, dataset_id=dataset_id, statuses=ACTIVE_STATUSES
     )
     if using:
-        raise ApiError(
-            409, "in_use",
-            f"dataset {dataset_id} is used by {len(using)} queued, running or paused job(s)",
-            details={"jobs": using},
-        )
+        raise in_use("dataset", dataset_id, using)
     repositories.delete_dataset(session, dataset_id=dataset_id)
     session.commit()
     prefix = dataset_prefix(dataset_id)

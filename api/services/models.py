@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from api.errors import ApiError, not_found
+from api.errors import ApiError, in_use, not_found
 from api.services.model_inspection import (
     ModelUploadError,
     check_params,
@@ -121,11 +121,7 @@ def delete_model(session: Session, *, state: ServiceState, owner: User, model_id
         session, owner_id=owner.id, model_id=model_id, statuses=ACTIVE_STATUSES
     )
     if using:
-        raise ApiError(
-            409, "in_use",
-            f"model {model_id} is used by {len(using)} queued, running or paused job(s)",
-            details={"jobs": using},
-        )
+        raise in_use("model", model_id, using)
     prefix = model.storage_prefix
     repositories.delete_model(session, model_id=model_id)
     session.commit()

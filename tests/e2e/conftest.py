@@ -10,7 +10,7 @@ import yaml
 
 from rudder.client import Client
 from tests import services
-from tests.e2e.harness import ROOT, Stack, stack_env
+from tests.e2e.harness import ROOT, Stack, running_stack, stack_env
 
 
 @pytest.fixture(scope="session")
@@ -31,14 +31,8 @@ def stack(e2e_pg_url: str, e2e_redis_url: str,
     """API + one worker on PostgreSQL, a private Redis and a local object store."""
     home = tmp_path_factory.mktemp("e2e")
     env = stack_env(e2e_pg_url, e2e_redis_url, f"file://{home / 'objects'}")
-    running = Stack(env=env, logs=home)
-    try:
-        running.start_api()
-        running.start_worker()
-        running.token = running.issue_token("e2e-user")
+    with running_stack(env, home, user="e2e-user") as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -91,6 +93,19 @@ class Stack:
             text = path.read_text(errors="replace").splitlines()[-lines:]
             chunks.append(f"--- {path.name}\n" + "\n".join(text))
         return "\n".join(chunks)
+
+
+@contextmanager
+def running_stack(env: dict[str, str], logs: Path, *, user: str) -> Iterator[Stack]:
+    """An API and one worker, up and with ``user``'s token, stopped on exit."""
+    stack = Stack(env=env, logs=logs)
+    try:
+        stack.start_api()
+        stack.start_worker()
+        stack.token = stack.issue_token(user)
+        yield stack
+    finally:
+        stack.stop()
 
 
 def stack_env(database_url: str, redis_url: str, storage_url: str,

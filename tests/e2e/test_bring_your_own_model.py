@@ -16,7 +16,7 @@ from rudder.client import Client
 from tests import services
 from tests.e2e.conftest import example_spec
 from tests.e2e.events import EventTap, is_status, metric_at_least
-from tests.e2e.harness import Stack, stack_env
+from tests.e2e.harness import Stack, running_stack, stack_env
 from tests.oracle import run_mxnet
 
 pytestmark = pytest.mark.slow
@@ -83,14 +83,8 @@ def roomy_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     with services.postgres_database() as pg_url, services.redis_server() as redis_url:
         env = stack_env(pg_url, redis_url, f"file://{home / 'objects'}",
                         {"RUDDER_WORKER_LEASE_TTL_SECONDS": 60})
-        running = Stack(env=env, logs=home)
-        try:
-            running.start_api()
-            running.start_worker()
-            running.token = running.issue_token("byom-user")
+        with running_stack(env, home, user="byom-user") as running:
             yield running
-        finally:
-            running.stop()
 
 
 @pytest.fixture

@@ -27,21 +27,14 @@ from core.job_status import transition_and_announce
 from core.models import JobStatus, LRChangeMode
 from tests.services import wait_until
 from tests.workers.db_outage import outage_controller
+from tests.workers.jobs import stored_job
 from workers.db_retry import retry_db
 from workers.service_io import ControlListener, ServiceIO
 
 T = TypeVar("T")
 
-SPEC = {"name": "t", "model": [{"type": "Dense", "units": 2}],
-        "data": {"train": {"builtin": "digits"}}, "loss": {"type": "l2"},
-        "optimizer": {"type": "sgd"}}
-
-
 def _job() -> tuple[str, str]:
-    with session_scope() as session:
-        user = repo.create_user(session, name="spool-user")
-        job = repo.create_job(session, owner_id=user.id, name="t", spec=SPEC, queue="cpu")
-        return job.id, user.id
+    return stored_job("spool-user")
 
 
 def _service_io(channel: Channel, job_id: str, spool_dir: Path) -> ServiceIO:

@@ -14,18 +14,12 @@ from core.events import (
 )
 from core.models import LRChangeMode
 from tests.services import wait_until
+from tests.workers.jobs import stored_job
 from workers.service_io import ControlListener, ServiceIO
-
-SPEC = {"name": "t", "model": [{"type": "Dense", "units": 2}],
-        "data": {"train": {"builtin": "digits"}}, "loss": {"type": "l2"},
-        "optimizer": {"type": "sgd"}}
 
 
 def _job_and_user() -> tuple[str, str]:
-    with session_scope() as session:
-        user = repo.create_user(session, name="io-user")
-        job = repo.create_job(session, owner_id=user.id, name="t", spec=SPEC, queue="cpu")
-        return job.id, user.id
+    return stored_job("io-user")
 
 
 def test_commands_reach_the_loop_without_blocking_it(worker_env: dict[str, str],

@@ -16,9 +16,9 @@ spike on the shared machine hits them alike; a contender's figure is the median 
 all its timed steps, and the ratios compare those medians. ``--threads N`` caps every
 contender's BLAS/OpenMP threads alike (bench/threads.py, default 1).
 
-``--profile`` instead prints where the engine's step goes: ms per step in each op's forward
-and backward, per input shape (the ops of engine.nd that Gluon layers call are wrapped with
-timers), and the rest ("other": activations, loss, autograd bookkeeping, Adam).
+``--profile`` instead prints where the engine's hybridized step goes: ms per step in each
+op's forward and backward, per input shape (every kernel of the compiled program is wrapped
+with timers), and the rest ("other": loss, autograd bookkeeping, Adam).
 
 Usage: python bench/engine_cnn.py [--nets cnn,resnet18] [--steps 10] [--rounds 3]
        [--threads 1] [--resnet-batch 16] [--profile]
@@ -102,7 +102,7 @@ def engine_step(net_name: str, data: dict[str, np.ndarray]):
 
     net = BUILDERS[net_name](gluon.nn)
     net.initialize(init="xavier")
-    net.hybridize()
+    net.hybridize(static_alloc=True, static_shape=True)  # as the worker and the MXNet anchor
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": LR})
     x, y = nd.array(data["x"]), nd.array(data["y"])
@@ -247,56 +247,74 @@ def report(net_name: str, batch: int, times: dict[str, list[float]]) -> None:
         print(f"  engine / faster anchor = {medians['engine'] / min(anchors):5.2f}")
 
 
-PROFILED_OPS = ("Convolution", "Pooling", "BatchNorm", "Activation", "FullyConnected")
+def _kernel_label(kernel, run) -> str:
+    """An op name, its first input's shape and its window geometry where it has one, e.g.
+    ``Convolution(16, 64, 32, 32) k3 s2``."""
+    step = getattr(kernel, "step", None)
+    name = step.name if step is not None else type(kernel).__name__.removesuffix("Kernel")
+    reads = kernel.reads()
+    shape = tuple(run.values[reads[0]].shape) if reads and run.values[reads[0]] is not None \
+        else ()
+    geometry = ""
+    for key, tag in (("kernel", "k"), ("stride", "s")):
+        value = step.kwargs.get(key) if step is not None else None
+        if value not in (None, ()):
+            value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+            geometry += f" {tag}{value[0] if len(set(value)) == 1 else value}"
+    return f"{name}{shape}{geometry}"
 
 
 def profile(net_name: str, data, steps: int) -> None:
-    """Per-op forward/backward ms per step of the engine's training step."""
+    """Per-op forward/backward ms per step of the engine's hybridized training step.
+
+    A hybridized block runs a compiled program of kernels (engine/gluon/hybrid/kernels.py:
+    fused ones, and a generic one that calls the ``engine.nd`` operator); every kernel
+    class's ``forward``/``backward`` is wrapped with a timer, labelled by the op and its first
+    input's shape. "other" is the rest of the step: loss, autograd bookkeeping, Adam.
+    Times are this thread's CPU time, so that other processes on a shared machine weigh
+    less than in wall-clock time (the step runs on one thread with --threads 1).
+    """
     from collections import defaultdict
 
-    from engine.gluon import block
+    from engine.gluon.hybrid import kernels
 
     spent: dict[str, float] = defaultdict(float)
+    labels: dict[int, str] = {}
 
-    def timed(name: str, op):
-        def run(*args, **kwargs):
-            label = f"{name}{tuple(args[0].shape)}"
-            t0 = time.perf_counter()
-            out = op(*args, **kwargs)
-            spent[label + " fwd"] += time.perf_counter() - t0
-            node = getattr(out, "_node", None)
-            if node is not None:
-                backward = node.backward
+    def timed(method, direction: str):
+        def run_timed(kernel, run):
+            if direction == "fwd":
+                labels[id(kernel)] = _kernel_label(kernel, run)
+            t0 = time.thread_time()
+            method(kernel, run)
+            spent[f"{labels.get(id(kernel), '?')} {direction}"] += time.thread_time() - t0
+        return run_timed
 
-                def timed_backward(g, backward=backward):
-                    t1 = time.perf_counter()
-                    grads = backward(g)
-                    spent[label + " bwd"] += time.perf_counter() - t1
-                    return grads
-
-                node.backward = timed_backward
-            return out
-        return run
-
-    originals = {name: getattr(block.nd, name) for name in PROFILED_OPS}
-    for name, op in originals.items():
-        setattr(block.nd, name, timed(name, op))
+    classes = [cls for cls in vars(kernels).values() if isinstance(cls, type)
+               and cls.__module__ == kernels.__name__
+               and callable(getattr(cls, "forward", None))
+               and callable(getattr(cls, "backward", None))]
+    originals = {cls: (cls.forward, cls.backward) for cls in classes}
+    for cls, (fwd, bwd) in originals.items():
+        cls.forward, cls.backward = timed(fwd, "fwd"), timed(bwd, "bwd")
     try:
         step = engine_step(net_name, data)
         step()
         step()
         spent.clear()
-        t0 = time.perf_counter()
+        t0, wall = time.thread_time(), time.perf_counter()
         for _ in range(steps):
             step()
-        total = (time.perf_counter() - t0) / steps
+        total = (time.thread_time() - t0) / steps
+        wall = (time.perf_counter() - wall) / steps
     finally:
-        for name, op in originals.items():
-            setattr(block.nd, name, op)
-    print(f"{net_name}: {total * 1e3:.1f} ms/step (mean of {steps}), by op and input shape:")
+        for cls, (fwd, bwd) in originals.items():
+            cls.forward, cls.backward = fwd, bwd
+    print(f"{net_name}: {total * 1e3:.1f} ms/step of CPU time ({wall * 1e3:.1f} ms wall; mean "
+          f"of {steps}, hybridized), by op and input shape:")
     for label, secs in sorted(spent.items(), key=lambda item: -item[1]):
-        print(f"  {label:<40} {secs / steps * 1e3:8.2f} ms")
-    print(f"  {'other':<40} {(total - sum(spent.values()) / steps) * 1e3:8.2f} ms")
+        print(f"  {label:<48} {secs / steps * 1e3:8.2f} ms")
+    print(f"  {'other':<48} {(total - sum(spent.values()) / steps) * 1e3:8.2f} ms")
 
 
 def main() -> None:

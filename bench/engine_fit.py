@@ -31,6 +31,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# before numpy: the engine picks OpenBLAS's kernels, as a worker does (engine/blas_kernels.py)
+from engine import blas_kernels  # noqa: E402, F401
+
+# isort: split
 import numpy as np  # noqa: E402
 
 import engine as mx  # noqa: E402

@@ -11,7 +11,6 @@ subtracted (both raw and net figures are printed).
 
 Targets: engine >= 10x faster than MXNet, >= 5x faster than PyTorch's default Adam.step.
 Usage: python bench/engine_step.py [--iters 300] [--repeats 5] [--rounds 3]
-(unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the run if the machine sets them)
 """
 
 from __future__ import annotations

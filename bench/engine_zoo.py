@@ -51,7 +51,7 @@ def engine_step(model: str, data: dict[str, np.ndarray]):
 
     net = vision.get_model(model, classes=10)
     net.initialize(init.Xavier())
-    net.hybridize()
+    net.hybridize(static_alloc=True, static_shape=True)  # as the worker and the MXNet anchor
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), *OPTIMIZER)
     x, y = nd.array(data["x"]), nd.array(data["y"])

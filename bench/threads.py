@@ -4,6 +4,10 @@ BLAS and OpenMP read their thread counts when they load, so a benchmark calls
 ``cap_threads()`` before it imports numpy; the anchors' subprocesses get the same cap.
 Default 1: on a shared 2-core machine single-threaded figures are far steadier; pass
 ``--threads 2`` for the multi-threaded comparison.
+
+It also lets the engine pick numpy's OpenBLAS kernels before numpy loads, as a Rudder worker
+does (engine/blas_kernels.py); the anchors' subprocesses inherit the same OPENBLAS_CORETYPE.
+``RUDDER_BLAS_CORETYPE=inherit`` measures with the environment's kernels instead.
 """
 
 from __future__ import annotations
@@ -27,4 +31,8 @@ def cap_threads(default: int = 1) -> int:
             threads = int(argv[i + 1])
     for var in THREAD_VARS:
         os.environ[var] = str(threads)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from engine import blas_kernels  # before numpy: picks the kernels (see its docstring)
+
+    print(blas_kernels.describe(), flush=True)
     return threads

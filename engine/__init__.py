@@ -13,6 +13,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+# first, before anything imports numpy: importing it picks OpenBLAS's kernels (see the module)
+from . import blas_kernels
+
+# isort: split
 from . import autograd, base, nd, random
 from . import np as np
 from .base import MXNetError

@@ -124,10 +124,12 @@ def mark_variables(
 
 
 def _as_list(x: Any) -> list[Any]:
-    from .ndarray.ndarray import NDArray
-
     if x is None:
         return []
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    from .ndarray.ndarray import NDArray
+
     if isinstance(x, NDArray):
         return [x]
     return list(x)
@@ -179,18 +181,20 @@ def direct_grad_buffer(var: NDArray) -> Any:
 
 
 def _direct_targets(order: list[NDArray]) -> dict[int, Any]:
-    uses: dict[int, int] = {}
-    variables: dict[int, NDArray] = {}
+    targets: dict[int, Any] = {}
+    used_twice: set[int] = set()
     for arr in order:
         for parent in arr._node.inputs:  # type: ignore[union-attr]
             if parent._node is None and parent._grad_req == "write" and parent._grad is not None:
-                uses[id(parent)] = uses.get(id(parent), 0) + 1
-                variables[id(parent)] = parent
-    return {
-        key: variables[key]._grad.raw  # type: ignore[union-attr]
-        for key, n in uses.items()
-        if n == 1 and variables[key]._grad.raw.dtype == variables[key].raw.dtype  # type: ignore[union-attr]
-    }
+                key = id(parent)
+                if key in targets:
+                    used_twice.add(key)
+                else:
+                    grad = parent._grad.raw
+                    targets[key] = grad if grad.dtype == parent.raw.dtype else None
+    for key in used_twice:
+        del targets[key]
+    return {key: grad for key, grad in targets.items() if grad is not None}
 
 
 def _run_backward(
@@ -275,8 +279,14 @@ def backward(
     hg = [None] * len(head_list) if head_grads is None else _as_list(head_grads)
     if len(hg) != len(head_list):
         raise ValueError(f"got {len(head_list)} heads but {len(hg)} head_grads")
-    with _scope(False, train_mode):
+    # _scope(False, train_mode) inlined: this runs once per training step
+    state = _state
+    old_rec, old_train = state.recording, state.training
+    state.recording, state.training = False, train_mode
+    try:
         leaves = _run_backward(head_list, hg, retain_graph, allow_direct=True)
+    finally:
+        state.recording, state.training = old_rec, old_train
     for var, g in leaves.values():
         if g is WRITTEN:
             var._fresh_grad = True

@@ -42,8 +42,8 @@ def module_for(device_type: str) -> ModuleType:
     if device_type == "gpu":
         if cupy is None:
             raise RuntimeError(
-                "a gpu context needs cupy and a CUDA device; install the 'gpu' extra "
-                "(pip install 'rudder[gpu]') on a machine with an NVIDIA GPU"
+                "a gpu context needs cupy and a CUDA device; on a machine with an NVIDIA "
+                "GPU, scripts/gpu-setup installs the cupy built for its CUDA version"
             )
         return cupy
     return numpy

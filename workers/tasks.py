@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+# first: the engine picks numpy's BLAS kernels, which only works before numpy is loaded
+import workers.engine_api  # noqa: F401
+
+# isort: split
 from celery.signals import (
     worker_process_init,
     worker_process_shutdown,
@@ -20,6 +25,8 @@ from workers.hooks import shutdown_requested
 from workers.lifecycle import LeaseBusy, run_job
 from workers.settings import get_worker_settings
 from workers.watchdog import start_watchdog, stop_watchdog
+
+log = logging.getLogger(__name__)
 
 # Enough retries to outlast a stale lease several times over (ttl 30 s, retry every 2 s).
 BUSY_MAX_RETRIES = 300
@@ -64,6 +71,7 @@ def _stop_heartbeat(**_: Any) -> None:
 
 @worker_ready.connect
 def _start_watchdog(**_: Any) -> None:
+    log.info("%s", workers.engine_api.engine.blas_kernels.describe())
     if get_worker_settings().watchdog_enabled:
         start_watchdog()
 

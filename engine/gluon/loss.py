@@ -73,8 +73,8 @@ class Loss(HybridBlock):
 
     def forward(self, pred: Any, label: Any, *args: Any, **kwargs: Any) -> Any:
         # on Symbols (Module training a Gluon loss) F is engine.symbol, as in MXNet
-        return self.hybrid_forward(symbol if _is_symbol(pred) else nd, pred, label, *args,
-                                   **kwargs)
+        F = nd if isinstance(pred, NDArray) or not _is_symbol(pred) else symbol  # noqa: N806
+        return self.hybrid_forward(F, pred, label, *args, **kwargs)
 
 
 @register(aliases=("l2",))

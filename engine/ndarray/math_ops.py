@@ -86,7 +86,8 @@ _UNARY.update({
     "cbrt": (lambda x: _xp(x).cbrt(x), lambda g, x, o: g / (3 * o * o)),
     "rcbrt": (lambda x: 1 / _xp(x).cbrt(x), lambda g, x, o: -g * o / (3 * x)),
     "trunc": (lambda x: _xp(x).trunc(x), _zero),
-    "fix": (lambda x: _xp(x).fix(x), _zero),
+    # fix == trunc (round toward zero, same dtype); numpy 2.5 deprecates numpy.fix
+    "fix": (lambda x: _xp(x).trunc(x), _zero),
     "rint": (lambda x: _xp(x).rint(x), _zero),
     "erf": (_erf, lambda g, x, o: g * 2 / math.sqrt(math.pi) * _xp(x).exp(-x * x)),
     "erfinv": (_erfinv, lambda g, x, o: g * math.sqrt(math.pi) / 2 * _xp(x).exp(o * o)),

@@ -193,7 +193,7 @@ def softmax_cross_entropy_sparse(logits: NDArray, label: Any, axis: int = -1) ->
             f"softmax cross-entropy: {cols.shape[0]} labels for {rows.shape[0]} predictions "
             f"(logits shape {logits.shape}, class axis {axis})"
         )
-    z = x2 - x2.max(axis=1, keepdims=True)
+    z = x2 - _row_max(x2, xp)[:, None]
     e = xp.exp(z)
     s = e.sum(axis=1)
     out = (xp.log(s) - z[rows, cols]).astype(x.dtype, copy=False).reshape(batch_shape)
@@ -208,11 +208,20 @@ def softmax_cross_entropy_sparse(logits: NDArray, label: Any, axis: int = -1) ->
     return apply_op(out, (logits,), backward)
 
 
+def _row_max(x2: Any, xp: Any) -> Any:
+    """``x2.max(axis=1)``. numpy reduces a few classes per row slowly (one short inner loop
+    per row: ~7 us for 128x10); over the transposed copy it is one vectorized pass per class,
+    3x faster all told. A maximum is exact, so the result is the same."""
+    if xp is numpy and x2.shape[1] <= 64:
+        return xp.ascontiguousarray(x2.T).max(axis=0)
+    return x2.max(axis=1)
+
+
 def sigmoid_bce_with_logits(logits: NDArray, label: Any) -> NDArray:
     """Elementwise ``max(x,0) - x·y + log(1 + exp(-|x|))`` with gradient ``σ(x) - y``."""
     x = logits._data
     xp = logits.xp
-    y = as_raw(label)
+    y = as_raw(label, logits)  # a cpu label for gpu logits moves there
     out = (xp.maximum(x, 0) - x * y + xp.log1p(xp.exp(-abs(x)))).astype(x.dtype, copy=False)
     return apply_op(out, (logits,), lambda g: (g * (_sigmoid(x) - y),))
 

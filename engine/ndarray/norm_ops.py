@@ -22,6 +22,7 @@ from typing import Any
 import numpy
 
 from .. import autograd
+from . import cpu_kernels
 from .ndarray import NDArray, apply_op, as_raw
 
 
@@ -94,6 +95,9 @@ def batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArra
     g_raw = xp.ones((c,), x.dtype) if fix_gamma else gamma._data.astype(x.dtype, copy=False)
     bet = beta._data.astype(x.dtype, copy=False)
     batch_stats = autograd.is_training() and not use_global_stats
+    if batch_stats and view.flat and work.shape[0] > 0 and cpu_kernels.available(work):
+        return _compiled_batch_norm(data, gamma, beta, moving_mean, moving_var, view, eps,
+                                    momentum, fix_gamma, output_mean_var)
     if batch_stats:
         mean = view.sum(work) / view.count
         xhat = work - view.vec(mean)
@@ -135,6 +139,111 @@ def batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArra
     result = apply_op(view.restore(out), (data, gamma, beta, moving_mean, moving_var), backward)
     if output_mean_var:
         return result, NDArray(mean, data._ctx), NDArray(var, data._ctx)  # type: ignore[return-value]
+    return result
+
+
+class TrainingNorm:
+    """BatchNorm with batch statistics on a float32 (rows, C) matrix through the compiled
+    kernels of :mod:`engine.ndarray.cpu_kernels`, optionally with a ReLU fused after it.
+
+    The imperative op and the hybridized program's BatchNorm(+ReLU) kernel both run this
+    class, so they compute the same floats. Nothing but per-channel vectors is kept for the
+    backward: it recomputes x̂ (and the ReLU mask) from ``x``, which costs one more read of
+    ``x`` but saves writing and reading a normalized copy.
+    """
+
+    def __init__(self, x: Any, gamma: Any, beta: Any, fix_gamma: bool, eps: float) -> None:
+        c = x.shape[1]
+        self.x, self.fix_gamma, self.count = x, fix_gamma, x.shape[0]
+        mean, var = numpy.empty(c), numpy.empty(c)
+        cpu_kernels.channel_stats(x, mean, var)
+        inv_std = 1.0 / numpy.sqrt(var + eps)
+        g64 = numpy.ones(c) if fix_gamma else gamma.astype(numpy.float64)
+        self.mean64, self.var64, self.gamma64 = mean, var, g64
+        self.mean = mean.astype(numpy.float32)
+        self.inv_std = inv_std.astype(numpy.float32)
+        self.scale = (g64 * inv_std).astype(numpy.float32)
+        self.beta = beta.astype(numpy.float32)
+
+    def forward(self, out: Any, relu: bool, moving_mean: Any, moving_var: Any,
+                momentum: float) -> None:
+        """Write the normalized (and ReLU'd) data into ``out`` and update the running
+        statistics in place: ``running = running·momentum + batch·(1 - momentum)``."""
+        cpu_kernels.normalize(self.x, self.mean, self.scale, self.beta, relu, out)
+        self._update(moving_mean, moving_var, momentum)
+
+    def backward(self, g: Any, relu: bool, gx: Any) -> tuple[Any, Any]:
+        """The input gradient into ``gx`` for the output gradient ``g`` (taken through the
+        ReLU when ``relu``); returns the gradients of gamma (zeros under fix_gamma) and beta."""
+        c = self.x.shape[1]
+        # contiguous: the kernels compiled for strided arrays run many times slower
+        g = numpy.ascontiguousarray(g, dtype=numpy.float32)
+        sum_g, sum_gx = numpy.empty(c), numpy.empty(c)
+        cpu_kernels.normalize_grad_sums(g, self.x, self.mean, self.inv_std, self.scale,
+                                        self.beta, relu, sum_g, sum_gx)
+        # d/dx of gamma·(x - mean)/std with mean and var depending on x
+        per_xhat = (sum_gx / self.count).astype(numpy.float32)
+        per_one = (sum_g / self.count).astype(numpy.float32)
+        cpu_kernels.normalize_grad(g, self.x, self.mean, self.inv_std, self.scale, self.beta,
+                                   relu, per_xhat, per_one, self.scale, gx)
+        return self._param_grads(sum_g, sum_gx)
+
+    def forward_max_pool(self, out: Any, arg: Any, relu: bool, moving_mean: Any,
+                         moving_var: Any, momentum: float) -> None:
+        """``forward`` followed by a 2x2/stride-2 max-pool, in one pass: ``out`` and
+        ``arg`` (uint8 window positions) are (N, H/2, W/2, C) for ``x`` of N·H·W rows."""
+        cpu_kernels.normalize_max_pool(self._grid(out), self.mean, self.scale, self.beta, relu,
+                                       out, arg)
+        self._update(moving_mean, moving_var, momentum)
+
+    def backward_max_pool(self, g: Any, arg: Any, relu: bool, gx: Any) -> tuple[Any, Any]:
+        """``backward`` for the gradient ``g`` of ``forward_max_pool``'s pooled output; ``gx``
+        is (rows, C) as in ``backward``."""
+        c = self.x.shape[1]
+        g = numpy.ascontiguousarray(g, dtype=numpy.float32)
+        x4, gx4 = self._grid(g), gx.reshape(self._grid(g).shape)
+        sum_g, sum_gx = numpy.empty(c), numpy.empty(c)
+        cpu_kernels.normalize_max_pool_grad_sums(g, arg, x4, self.mean, self.inv_std,
+                                                 self.scale, self.beta, relu, sum_g, sum_gx)
+        per_xhat = (sum_gx / self.count).astype(numpy.float32)
+        per_one = (sum_g / self.count).astype(numpy.float32)
+        cpu_kernels.normalize_max_pool_grad(g, arg, x4, self.mean, self.inv_std, self.scale,
+                                            self.beta, relu, per_xhat, per_one, self.scale, gx4)
+        return self._param_grads(sum_g, sum_gx)
+
+    def _grid(self, pooled: Any) -> Any:
+        """``x`` as (N, H, W, C) for a pooled (N, H/2, W/2, C) array."""
+        n, h, w, c = pooled.shape
+        return self.x.reshape(n, 2 * h, 2 * w, c)
+
+    def _update(self, moving_mean: Any, moving_var: Any, momentum: float) -> None:
+        for running, batch in ((moving_mean, self.mean64), (moving_var, self.var64)):
+            running[...] = running * momentum + batch.astype(running.dtype) * (1 - momentum)
+
+    def _param_grads(self, sum_g: Any, sum_gx: Any) -> tuple[Any, Any]:
+        c = self.x.shape[1]
+        ggamma = numpy.zeros(c, numpy.float32) if self.fix_gamma else sum_gx.astype(numpy.float32)
+        return ggamma, sum_g.astype(numpy.float32)
+
+
+def _compiled_batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArray,
+                         moving_var: NDArray, view: _ChannelView, eps: float, momentum: float,
+                         fix_gamma: bool, output_mean_var: bool) -> Any:
+    """Training-mode BatchNorm of channels-last float32 data via :class:`TrainingNorm`."""
+    norm = TrainingNorm(view.work, gamma._data, beta._data, fix_gamma, eps)
+    out = numpy.empty_like(view.work)
+    norm.forward(out, False, moving_mean._data, moving_var._data, momentum)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        gx = numpy.empty_like(view.work)
+        ggamma, gbeta = norm.backward(view.of(g), False, gx)
+        return (view.restore(gx), ggamma.reshape(gamma.shape), gbeta.reshape(beta.shape),
+                None, None)
+
+    result = apply_op(view.restore(out), (data, gamma, beta, moving_mean, moving_var), backward)
+    if output_mean_var:
+        return (result, NDArray(norm.mean, data._ctx),
+                NDArray(norm.var64.astype(numpy.float32), data._ctx))
     return result
 
 

@@ -53,7 +53,11 @@ _BINARY: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, Any]]]] = 
     "div": (lambda a, b: a / b, lambda g, a, b, o: (g / b, -g * o / b)),
     "pow": (
         lambda a, b: a**b,
-        lambda g, a, b, o: (g * b * a ** (b - 1), g * o * _xp(o).log(_xp(o).where(a > 0, a, 1))),
+        # asarray: `a` is a Python scalar for `2.3 ** x`, and cupy.where takes no bare bool
+        lambda g, a, b, o: (
+            g * b * a ** (b - 1),
+            g * o * _xp(o).log(_xp(o).where(_xp(o).asarray(a > 0), a, 1)),
+        ),
     ),
     "maximum": (
         lambda a, b: _xp(a, b).maximum(a, b),

@@ -98,7 +98,7 @@ def _regression(transform: str):
         per_sample = max(int(numpy.prod(as_raw(label).shape)) // max(batch, 1), 1)
 
         def backward(g: Any) -> tuple[Any, None]:
-            diff = out - as_raw(label).reshape(out.shape)
+            diff = out - as_raw(label, data).reshape(out.shape)
             if transform == "mae":
                 diff = data.xp.sign(diff)
             return (diff * (grad_scale / per_sample)).astype(x.dtype), None

@@ -280,7 +280,7 @@ def pick(x: NDArray, index: Any, axis: int = -1, keepdims: bool = False) -> NDAr
     """``x[..., index[...], ...]`` along ``axis``: one element per row (MXNet ``pick``)."""
     xp = x.xp
     ax = axis % x.ndim
-    idx = as_raw(index).astype(numpy.int64)
+    idx = as_raw(index, x).astype(numpy.int64)  # a cpu index for gpu data moves there
     idx = xp.clip(idx, 0, x.shape[ax] - 1)
     idx_exp = xp.expand_dims(idx.reshape(x.shape[:ax] + x.shape[ax + 1 :]), ax)
     data = x._data

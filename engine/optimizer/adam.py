@@ -7,11 +7,13 @@ C = clip to ±clip_gradient, t = the parameter's update count, lr/wd include mul
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
 import numpy
 
+from ..backend import array_module
 from ..ndarray import NDArray, zeros
 from .optimizer import Optimizer, _nonzero, register
 
@@ -21,9 +23,7 @@ def _zeros_like(weight: NDArray) -> NDArray:
 
 
 def _xp(raw: Any) -> Any:
-    from ..backend import array_module
-
-    return array_module(raw)
+    return numpy if type(raw) is numpy.ndarray else array_module(raw)
 
 
 def _moments(G: Any, m: Any, v: Any, beta1: float, beta2: float) -> None:
@@ -83,7 +83,10 @@ class Adam(Optimizer):
         xp.multiply(G, G, out=tmp)
         tmp *= (1.0 - self.beta2) * r * r
         v += tmp
-        lr_t = _f(lr * numpy.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t))
+        if isinstance(lr, float) and isinstance(t, float):  # math.sqrt: the same double
+            lr_t = lr * math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        else:
+            lr_t = _f(lr * numpy.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t))
         xp.sqrt(v, out=tmp)
         tmp += self.epsilon
         xp.divide(m, tmp, out=tmp)

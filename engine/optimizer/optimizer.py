@@ -213,8 +213,10 @@ class Optimizer(StateDictMixin):
         owner = next((k for k in cls.__mro__ if "_rule" in vars(k)), Optimizer)
         if owner is Optimizer or not owner._fusable:
             return False
-        return all(getattr(cls, name) is getattr(owner, name) for name in (
-            "update", "update_multi_precision", "create_state", "create_state_multi_precision"))
+        return (cls.update is owner.update
+                and cls.update_multi_precision is owner.update_multi_precision
+                and cls.create_state is owner.create_state
+                and cls.create_state_multi_precision is owner.create_state_multi_precision)
 
     def fused_update(self, indices: list[int], w: Any, g: Any, state: Any, seg: Any) -> None:
         """One step for parameters ``indices`` laid end to end in raw flat ``w``/``g``."""
@@ -405,6 +407,8 @@ class Optimizer(StateDictMixin):
 
 
 def _nonzero(x: Any) -> bool:
+    if isinstance(x, float):  # the usual case (one wd for all): no array round trip
+        return x != 0
     return bool(numpy.any(numpy.asarray(x) != 0))
 
 

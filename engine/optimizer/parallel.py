@@ -56,8 +56,10 @@ def run_chunked(size: int, work: Callable[[int, int], None]) -> bool:
 
     Returns False (and does nothing) when parallelism would not pay off.
     """
+    if size < MIN_ELEMENTS:
+        return False
     threads = thread_count()
-    if threads < 2 or size < MIN_ELEMENTS:
+    if threads < 2:
         return False
     threads = min(threads, size // (MIN_ELEMENTS // 2))
     if threads < 2:

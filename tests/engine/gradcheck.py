@@ -16,7 +16,9 @@ import pytest
 Inputs may be numpy arrays or NDArrays; they are converted to float64 NDArrays on ``ctx``
 (cpu by default, a gpu context runs the same check on cupy). ``wrt`` selects which inputs
 are differentiated (default: all); the others are passed through unchanged (labels,
-integer indices).
+integer indices). On a gpu context, check_grad also runs ``fn`` once in float32 on the GPU
+and on numpy and asserts that outputs and gradients agree within 1e-5 relative, so ``fn``
+makes any arrays of its own on its inputs' context (``ctx=x.context``), not a captured one.
 """
 
 from __future__ import annotations
@@ -119,4 +121,49 @@ def check_grad(
             "differences",
         )
         analytic.append(got)
+    if ctx.device_type == "gpu":
+        _check_float32_matches_cpu(fn, inputs, wrt_set, ctx, train_mode, weights_np)
     return analytic
+
+
+# float32 sums run in another order on the GPU (cuBLAS, tree reductions), so elements near
+# zero carry an absolute error of the array's scale: the tolerance is relative to the
+# largest element of the CPU result.
+FLOAT32_RTOL = 1e-5
+
+
+def _float32_run(
+    fn: Callable[..., Any], inputs: Sequence[Any], wrt_set: set[int], ctx: Context,
+    train_mode: bool, weights_np: list[np.ndarray],
+) -> list[np.ndarray]:
+    arrays = []
+    for i, x in enumerate(inputs):
+        raw = x.asnumpy() if isinstance(x, NDArray) else np.asarray(x)
+        if i in wrt_set:
+            raw = raw.astype(np.float32)
+        arrays.append(NDArray(ctx.xp.asarray(raw.copy()), ctx))
+    for i in sorted(wrt_set):
+        arrays[i].attach_grad()
+    with autograd.record(train_mode=train_mode):
+        outs = _as_outputs(fn(*arrays))
+    heads = [NDArray(ctx.xp.asarray(w.astype(o.raw.dtype)), ctx)
+             for w, o in zip(weights_np, outs, strict=True)]
+    autograd.backward(outs, heads)
+    return [o.asnumpy() for o in outs] + [arrays[i].grad.asnumpy() for i in sorted(wrt_set)]
+
+
+def _check_float32_matches_cpu(
+    fn: Callable[..., Any], inputs: Sequence[Any], wrt_set: set[int], ctx: Context,
+    train_mode: bool, weights_np: list[np.ndarray],
+) -> None:
+    """The same float32 forward and backward on the GPU and on numpy agree to 1e-5."""
+    on_gpu = _float32_run(fn, inputs, wrt_set, ctx, train_mode, weights_np)
+    on_cpu = _float32_run(fn, inputs, wrt_set, cpu(), train_mode, weights_np)
+    n_out = len(on_gpu) - len(wrt_set)
+    for k, (got, want) in enumerate(zip(on_gpu, on_cpu, strict=True)):
+        what = f"output {k}" if k < n_out else f"gradient {k - n_out}"
+        scale = float(np.abs(want).max()) if want.size else 0.0
+        np.testing.assert_allclose(
+            got, want, rtol=FLOAT32_RTOL, atol=FLOAT32_RTOL * scale,
+            err_msg=f"float32 {what} on {ctx} differs from numpy's",
+        )

@@ -103,7 +103,9 @@ class Estimator:
 
     ``train_metrics`` default to Accuracy (for a softmax cross-entropy loss) plus the mean
     loss; their names get the prefix ``'training '`` and the validation copies
-    ``'validation '``, as in Gluon.
+    ``'validation '``, as in Gluon. ``context=None`` trains where the net's parameters
+    already are; a net not yet initialized goes to the GPUs if any, else the CPU (Gluon's
+    default, which would move an already-set-up net away from its Trainer).
     """
 
     def __init__(
@@ -130,7 +132,8 @@ class Estimator:
         self.val_loss = val_loss if val_loss is not None else loss
         self.batch_axis = batch_axis
         self.batch_processor = _check_batch_processor(batch_processor)
-        self.context = self._check_context(context)
+        self.context = self._check_context(context if context is not None
+                                           else self._net_contexts())
         self._initialize(initializer)
         self.trainer = self._check_trainer(trainer)
         self._train_metrics = _check_metrics(train_metrics)
@@ -169,6 +172,23 @@ class Estimator:
         if not contexts or not all(isinstance(c, Context) for c in contexts):
             raise ValueError("context must be a Context or a non-empty list of Contexts")
         return contexts
+
+    def _net_contexts(self) -> list[Context] | None:
+        """The contexts every parameter of the net is already (or deferred) on, if any.
+
+        Without this, a net initialized on the CPU met the GPU default on a machine with a
+        GPU, and its Trainer (built for the CPU arrays) could not step: a net that is set up
+        trains where it is, and only an uninitialized one goes to the default devices.
+        """
+        found: list[Context] | None = None
+        for param in self.net.collect_params().values():
+            if param._ctx_data is None and not getattr(param, "_deferred_init", None):
+                return None
+            ctx = param.list_ctx()
+            if found is not None and ctx != found:
+                return None
+            found = ctx
+        return found
 
     def _initialize(self, initializer: Any) -> None:
         params = self.net.collect_params()

@@ -55,17 +55,24 @@ class HybridBlock(Block):
         super().cast(dtype)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        _check_inputs(args, kwargs)
-        if self._active and current_tracer() is None and not _is_symbol(args[0] if args else None):
+        first = args[0] if args else None
+        if not isinstance(first, NDArray):  # an NDArray first input passes the check at once
+            _check_inputs(args, kwargs)
+        if self._active and current_tracer() is None and (
+                isinstance(first, NDArray) or not _is_symbol(first)):
             # hybridized: hooks run around the cached program, as around MXNet's CachedOp
-            for hook in list(self._forward_pre_hooks.values()):
-                hook(self, args)
+            if self._forward_pre_hooks:
+                for hook in list(self._forward_pre_hooks.values()):
+                    hook(self, args)
             if self._cached_graph is None:
                 self._cached_graph = CachedGraph(self, self._static_alloc)
             out = self._cached_graph(self.forward, args, kwargs)
-            for hook in list(self._forward_hooks.values()):
-                hook(self, args, out)
+            if self._forward_hooks:
+                for hook in list(self._forward_hooks.values()):
+                    hook(self, args, out)
             return out
+        if not self._forward_pre_hooks and not self._forward_hooks:
+            return self.forward(*args, **kwargs)  # Block.__call__ without hooks to run
         return super().__call__(*args, **kwargs)
 
     def infer_shape(self, *args: Any) -> None:

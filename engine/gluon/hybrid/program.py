@@ -19,12 +19,20 @@ import weakref
 from typing import Any
 
 from ... import autograd
-from ...ndarray.ndarray import NDArray, _Node, needs_grad
+from ...autograd import WRITTEN
+from ...ndarray.ndarray import NDArray, _Node
 from .kernels import (
     ActivationKernel,
     FullyConnectedKernel,
     GenericKernel,
     activation_of,
+)
+from .norm_kernels import (
+    AddReluKernel,
+    BatchNormKernel,
+    fusable_add_relu,
+    fusable_followers,
+    is_plain_batch_norm,
 )
 from .trace import SlotRef, Step, Tracer, Untraceable
 
@@ -34,6 +42,13 @@ _FC_KWARGS = {"data", "weight", "bias", "no_bias", "num_hidden", "flatten"}
 def _layout(arr: Any) -> tuple[int, ...]:
     """The order of an array's axes in memory, outermost first."""
     return tuple(sorted(range(arr.ndim), key=lambda axis: -abs(arr.strides[axis])))
+
+
+def _same_layout(arr: Any, like: Any) -> bool:
+    # the common case, both C-ordered, without sorting strides on every call
+    if like.flags.c_contiguous:
+        return bool(arr.flags.c_contiguous)
+    return _layout(arr) == _layout(like)
 
 
 class BufferSet:
@@ -51,10 +66,18 @@ class BufferSet:
         reads it without a transposing copy)."""
         arr = self._arrays.get(key)
         if arr is None or arr.shape != shape or arr.dtype != dtype or (
-                like is not None and _layout(arr) != _layout(like)):
+                like is not None and not _same_layout(arr, like)):
             arr = (self.xp.empty_like(like, dtype=dtype) if like is not None
                    else self.xp.empty(shape, dtype))
             self._arrays[key] = arr
+        return arr
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """A read-only array of zeros (shared by every kernel that asks for this shape)."""
+        key = ("zeros", shape, dtype)
+        arr = self._arrays.get(key)
+        if arr is None or arr.dtype != dtype:
+            arr = self._arrays[key] = self.xp.zeros(shape, dtype)
         return arr
 
 
@@ -62,7 +85,7 @@ class Run:
     """The state of one replay: values by slot, gradients, and what needs a gradient."""
 
     __slots__ = ("program", "values", "ctx", "xp", "buffers", "keep", "needs", "grads",
-                 "tapes", "leaves")
+                 "tapes", "leaves", "direct")
 
     def __init__(self, program: Program, values: list[Any], ctx: Any, xp: Any,
                  buffers: BufferSet, keep: bool, needs: list[bool],
@@ -77,6 +100,8 @@ class Run:
         self.grads: dict[int, Any] = {}
         self.tapes: dict[int, Any] = {}
         self.leaves = leaves
+        # autograd's in-place gradient targets while this run's backward runs
+        self.direct: dict[int, Any] | None = None
 
     def output_buffer(self, slot: int, key: tuple[Any, ...], shape: tuple[int, ...],
                       dtype: Any, like: Any = None) -> Any:
@@ -89,9 +114,12 @@ class Run:
 
     def direct_buffer(self, slot: int) -> Any:
         """The Parameter's own gradient buffer, when the whole gradient may be written there."""
-        if self.program.uses.get(slot, 0) != 1 or slot not in self.program.leaf_index:
+        if self.direct is None:
             return None
-        return autograd.direct_grad_buffer(self.leaves[self.program.leaf_index[slot]])
+        leaf = self.program.single_use_leaf.get(slot)
+        if leaf is None:
+            return None
+        return self.direct.get(id(self.leaves[leaf]))
 
     def add_grad(self, slot: int, g: Any) -> None:
         if slot in self.grads:
@@ -121,6 +149,9 @@ class Program:
         for step in tracer.steps:
             for slot in step.inputs:
                 self.uses[slot] = self.uses.get(slot, 0) + 1
+        # leaves read by one step only: their whole gradient may go to autograd's buffer
+        self.single_use_leaf = {slot: i for i, slot in enumerate(self.leaf_slots)
+                                if self.uses.get(slot, 0) == 1}
         self.kernels = self._compile(tracer.steps)
         self._backward_kernels = self._tape_order()
         self._steps = tracer.steps
@@ -131,6 +162,7 @@ class Program:
         self._lent: list[tuple[BufferSet, weakref.ref[NDArray]]] = []
         self._inference = BufferSet(xp)
         self._needs_cache: dict[tuple[bool, ...], list[bool]] = {}
+        self._no_needs = (False,) * len(self.leaf_slots)
 
     @staticmethod
     def _param_slot_numbers(tracer: Tracer) -> list[int]:
@@ -144,7 +176,17 @@ class Program:
         kernels: list[Any] = []
         skip = -1
         for i, step in enumerate(steps):
-            if i == skip:
+            if i <= skip:  # fused into the previous kernel
+                continue
+            if is_plain_batch_norm(step):
+                relu, pool = fusable_followers(steps, i, self.uses, self.output_slots)
+                kernels.append(BatchNormKernel(i, step, relu, pool))
+                skip = i + (relu is not None) + (pool is not None)
+                continue
+            relu = fusable_add_relu(steps, i, self.uses, self.output_slots)
+            if relu is not None:
+                kernels.append(AddReluKernel(i, step, relu))
+                skip = i + 1
                 continue
             if self._is_plain_fc(step):
                 nxt = steps[i + 1] if i + 1 < len(steps) else None
@@ -237,18 +279,19 @@ class Program:
 
     # ------------------------------------------------------------------- running
     def __call__(self, inputs: list[NDArray], ctx: Any) -> Any:
-        leaves = list(inputs) + [p.data(ctx) for p in self.params]
+        leaves = list(inputs)
+        leaves += [_param_data(p, ctx) for p in self.params]
         values: list[Any] = [None] * self.n_slots
         for slot, arr in zip(self.leaf_slots, leaves, strict=True):
             values[slot] = arr.raw
         keep = False
-        needs: list[bool]
-        if autograd.is_recording():
-            leaf_needs = tuple(needs_grad(a) for a in leaves)
-            keep = any(leaf_needs)
-            needs = self._needs(leaf_needs)
+        if autograd._state.recording:
+            # needs_grad() of each leaf, inlined (called per leaf on every replay)
+            leaf_needs = tuple([a._node is not None or a._grad_req != "null" for a in leaves])
+            keep = True in leaf_needs
         else:
-            needs = self._needs((False,) * len(leaves))
+            leaf_needs = self._no_needs
+        needs = self._needs(leaf_needs)
         if keep:
             buffers = self._free_set() if self.static_alloc else BufferSet(self.xp)
             buffers.generation += 1
@@ -280,6 +323,8 @@ class Program:
             for slot, result in differentiable:
                 result._node = _Node((anchor,), _to_anchor(slot))
             self._lend(buffers, anchor)
+        if self.structure is None:
+            return results[0]
         return _unflatten(self.structure, results)
 
     def _backward_rule(self, run: Run, slot: int | None) -> Any:
@@ -294,12 +339,14 @@ class Program:
                     "call that had already been differentiated once; its buffers were reused"
                 )
             run.grads = dict(g.by_slot) if slot is None else {slot: g}
+            run.direct = autograd._state.direct
             for kernel in self._backward_kernels:
                 kernel.backward(run)
+            grads = run.grads
             out = []
             for leaf in self.leaf_slots:
-                grad = run.grads.get(leaf)
-                if grad is not None and grad is not autograd.WRITTEN:
+                grad = grads.get(leaf)
+                if grad is not None and grad is not WRITTEN:
                     grad = grad.copy()  # may live in a reused buffer
                 out.append(grad)
             if not autograd._state.retain_graph:
@@ -327,6 +374,15 @@ class _OutputGrads:
 
 def _to_anchor(slot: int) -> Any:
     return lambda g: (_OutputGrads({slot: g}),)
+
+
+def _param_data(param: Any, ctx: Any) -> NDArray:
+    """``param.data(ctx)``, without its context search when the parameter lives on ``ctx``
+    alone (every call of a single-device program)."""
+    data, contexts = param._ctx_data, param._ctx_list
+    if data is not None and len(data) == 1 and contexts[0] == ctx:
+        return data[0]  # type: ignore[no-any-return]
+    return param.data(ctx)  # type: ignore[no-any-return]
 
 
 def _flatten_outputs(output: Any) -> tuple[Any, list[NDArray]]:

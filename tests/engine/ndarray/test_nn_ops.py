@@ -117,8 +117,9 @@ def test_batchnorm_training_gradients_and_running_stats(fix_gamma, ctx):
     gamma, beta = rng.uniform(0.5, 1.5, 3), rng.standard_normal(3)
 
     def bn(x, gamma, beta):
-        rm = nd.zeros((3,), ctx=ctx, dtype="float64")
-        rv = nd.ones((3,), ctx=ctx, dtype="float64")
+        # on the inputs' device: check_grad also runs bn on numpy for the float32 cross-check
+        rm = nd.zeros((3,), ctx=x.context, dtype="float64")
+        rv = nd.ones((3,), ctx=x.context, dtype="float64")
         return nd.BatchNorm(x, gamma, beta, rm, rv, eps=1e-5, fix_gamma=fix_gamma)
 
     grads = check_grad(bn, [x, gamma, beta], ctx=ctx, train_mode=True)
@@ -142,8 +143,9 @@ def test_batchnorm_inference_uses_running_stats(ctx):
     rm, rv = rng.standard_normal(2), rng.uniform(0.5, 2.0, 2)
 
     def bn(x, gamma, beta):
-        return nd.BatchNorm(x, gamma, beta, nd.array(rm, ctx=ctx, dtype="float64"),
-                            nd.array(rv, ctx=ctx, dtype="float64"), eps=1e-3, fix_gamma=False)
+        return nd.BatchNorm(x, gamma, beta, nd.array(rm, ctx=x.context, dtype="float64"),
+                            nd.array(rv, ctx=x.context, dtype="float64"), eps=1e-3,
+                            fix_gamma=False)
 
     gamma, beta = rng.uniform(0.5, 1.5, 2), rng.standard_normal(2)
     check_grad(bn, [x, gamma, beta], ctx=ctx, train_mode=False)

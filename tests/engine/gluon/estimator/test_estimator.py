@@ -265,6 +265,20 @@ def test_fit_convenience_builds_and_trains():
     assert est.val_metrics[0].get()[1] > 0.5
 
 
+def test_without_a_context_an_initialized_net_trains_where_its_parameters_are():
+    # cpu(1) stands for "not the default device": on a GPU machine the default is gpu(0),
+    # and a net set up on the CPU with its Trainer must not be sent there
+    net = nn.Dense(3, in_units=6, prefix="estimator_where_")
+    net.initialize(ctx=mx.cpu(1))
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+    est = Estimator(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer=trainer)
+    assert est.context == [mx.cpu(1)]
+    est.fit(_loader(), epochs=1)
+    assert net.weight.list_ctx() == [mx.cpu(1)]
+    fresh = Estimator(nn.Dense(3, in_units=6), gluon.loss.SoftmaxCrossEntropyLoss())
+    assert fresh.context == ([mx.gpu(0)] if mx.num_gpus() else [mx.cpu()])
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(mx.num_gpus() == 0, reason="needs cupy and a CUDA GPU")
 def test_estimator_on_gpu_matches_cpu():

@@ -1,0 +1,90 @@
+"""The engine's two convolution paths, layer by layer: im2col against Winograd F(2x2, 3x3).
+
+For the 3x3 convolutions of issue 11's CNN and of ResNet-18 (bench/engine_cnn.py), times one
+forward and one backward (data, weight and bias gradients; none for the data of a 3-channel
+network input) by each path, forced with engine/ndarray/winograd.py's thresholds, and marks
+the path the engine picks by itself. Times are CPU seconds of this thread (so other
+processes on a shared machine weigh less), the minimum over interleaved rounds.
+
+Usage: python bench/conv_paths.py [--nets cnn,resnet18] [--rounds 5] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from threads import cap_threads  # noqa: E402
+
+cap_threads()
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine import autograd, nd  # noqa: E402
+from engine.ndarray import winograd  # noqa: E402
+from engine.ndarray.ndarray import NDArray  # noqa: E402
+
+# (batch, in channels, size, filters) of each 3x3 stride-1 padding-1 convolution
+LAYERS = {"cnn": [(64, 3, 32, 32), (64, 32, 16, 64), (64, 64, 8, 128)],
+          "resnet18": [(16, 3, 32, 64), (16, 64, 32, 64), (16, 128, 16, 128),
+                       (16, 256, 8, 256), (16, 512, 4, 512)]}
+
+
+def time_layer(n: int, c: int, size: int, f: int, reps: int = 5) -> tuple[float, float]:
+    """Minimum CPU ms of a forward and of a backward (gradients arrive channels-last, as
+    the engine's BatchNorm/Activation/Pooling hand them back)."""
+    rng = np.random.default_rng(0)
+    x = NDArray(rng.standard_normal((n, c, size, size)).astype(np.float32))
+    w = NDArray((rng.standard_normal((f, c, 3, 3)) * 0.1).astype(np.float32))
+    b = NDArray(np.zeros(f, np.float32))
+    for arr in (w, b) if c == 3 else (x, w, b):
+        arr.attach_grad()
+    g = NDArray(np.ones((n, size, size, f), np.float32).transpose(0, 3, 1, 2))
+    fwd, bwd = [], []
+    for _ in range(reps):
+        t0 = time.thread_time()
+        with autograd.record():
+            y = nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=f)
+        t1 = time.thread_time()
+        y.backward(g)
+        fwd.append(t1 - t0)
+        bwd.append(time.thread_time() - t1)
+    return min(fwd) * 1e3, min(bwd) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nets", default="cnn,resnet18")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    chosen, tiles = winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES
+    print(f"{'layer (N, C, HxW, F)':<32} {'im2col fwd/bwd ms':>18} {'winograd fwd/bwd ms':>20}"
+          f"  engine picks")
+    for net in args.nets.split(","):
+        for n, c, size, f in LAYERS[net]:
+            picks = winograd.applies(np, (3, 3), (1, 1), (1, 1), 1, (n, size, size, c), f,
+                                     (1, 1))
+            best: dict[str, tuple[float, float]] = {}
+            for _ in range(args.rounds):
+                for path, least in (("im2col", 10 ** 9), ("winograd", 1)):
+                    winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES = least, 1
+                    got = time_layer(n, c, size, f)
+                    old = best.get(path, (np.inf, np.inf))
+                    best[path] = (min(old[0], got[0]), min(old[1], got[1]))
+            winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES = chosen, tiles
+            (fi, bi), (fw, bw) = best["im2col"], best["winograd"]
+            layer = f"{net} ({n}, {c}, {size}x{size}, {f})"
+            print(f"{layer:<32} {fi:8.2f} / {bi:7.2f} "
+                  f"{fw:9.2f} / {bw:7.2f}   {'winograd' if picks else 'im2col'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

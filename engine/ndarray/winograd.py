@@ -1,0 +1,242 @@
+"""Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped 2-D convolutions (numpy).
+
+A 2x2 block of outputs needs 36 multiply-adds per (input, output) channel pair by im2col and
+16 here: each 4x4 input tile ``d`` (stride 2) and each filter ``w`` are mapped to a 4x4
+"transform domain" (``V = Bᵀ d B``, ``U = G w Gᵀ``), where the convolution becomes 16
+independent channel GEMMs ``M[k] = V[k] @ U[k]`` (k = one of the 4x4 points), and the
+output block is ``Y = Aᵀ M A`` (Lavin & Gray, "Fast Algorithms for Convolutional Neural
+Networks", 2015). The backward is the exact transpose of that product, sharing one
+transformed output gradient ``Gy = A dY Aᵀ`` between both gradients:
+
+- weight: ``dU[k] = V[k]ᵀ @ Gy[k]`` (K = all tiles: large, BLAS-efficient GEMMs), then
+  ``dw = Gᵀ dU G``;
+- data: ``dV[k] = Gy[k] @ U[k]ᵀ``, then ``dd = B dV Bᵀ`` added back into the overlapping tiles.
+
+The data and gradient transforms are a few numpy adds over strided views of the whole batch:
+1.3-1.6x faster than the same transforms as GEMMs with the constant 16x16 / 4x16 matrices
+(whose entries are 0 and ±1, so a GEMM does mostly no work). Now that numba is a
+dependency, float32 runs all four data-sized transforms as fused compiled loops
+(:mod:`.conv_kernels`: padding read as zeros, bias added on the way, the data gradient
+scattered tile by tile with no padded buffer; 1.9-2.4x faster than these numpy ones, 2 ms per
+step of issue 11's CNN). Three do the numpy adds in the same order (the same floats); the
+data gradient sums overlapping tiles in another order. The filter transforms
+are one small GEMM with the 16x9 matrix ``G ⊗ G``. float32 results stay within ~1e-6
+relative error of a float64 reference, as im2col's do. F(4x4, 3x3) (2.25x fewer
+multiplies again, but larger transforms and a larger float32 error) was not tried.
+
+Everything works on channels-last data (N, H, W, C) and the weight as rows (F, 9·C) in
+(kh, kw, C) order, the layouts of :mod:`.conv_ops`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import conv_kernels, cpu_kernels
+
+# G maps a 3-tap filter to the 4 transform points (exact in binary floating point)
+_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+_GG = np.kron(_G, _G)  # (16, 9): a 3x3 filter, row-major, to the 4x4 points, row-major
+
+# Where the Winograd path pays (measured one layer at a time, 1 thread, SkylakeX kernels):
+# per tile it trades 20 multiply-adds per (input, output) channel pair, C·F, for transforms
+# of 16·(C + F) values, so what decides is C·F / (C + F), here as the harmonic mean of the
+# channel counts 2·C·F / (C + F). Issue 11's Conv(32→64) (43) ran at par to 1.2x slower than
+# im2col, its Conv(64→128) (85) 1.25x faster, ResNet's Conv(64→64) (64) 1.25x faster; a
+# 3-channel image (6) 4x slower (bench/conv_paths.py prints these). Below MIN_TILES 4x4
+# tiles the filter transforms (16·F·C values each way) outweigh the savings: ResNet's
+# 512-channel 4x4 maps (64 tiles) ran at par, its 256-channel 8x8 maps (256 tiles) 1.4x
+# faster.
+MIN_HARMONIC_CHANNELS = 48
+MIN_TILES = 128
+
+
+def applies(xp: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
+            dilate: tuple[int, ...], groups: int, shape: tuple[int, ...], filters: int,
+            pad: tuple[int, ...]) -> bool:
+    """Whether a convolution of channels-last data ``shape`` into ``filters`` channels takes
+    the Winograd path (numpy only: the cupy path keeps im2col, whose few large GEMMs a GPU
+    runs at full speed)."""
+    if xp is not np or kernel != (3, 3) or stride != (1, 1) or dilate != (1, 1) or groups != 1:
+        return False
+    n, h, w, c = shape
+    tiles = n * ((h + 2 * pad[0] - 1) // 2) * ((w + 2 * pad[1] - 1) // 2)
+    return 2 * c * filters >= MIN_HARMONIC_CHANNELS * (c + filters) and tiles >= MIN_TILES
+
+
+def _tiles(arr: Any, th: int, tw: int) -> Any:
+    """(4, 4, N, th, tw, C) read-only view of the 4x4 tiles at stride 2 of (N, H, W, C)."""
+    s_n, s_h, s_w, s_c = arr.strides
+    n, c = arr.shape[0], arr.shape[3]
+    return np.lib.stride_tricks.as_strided(
+        arr, (4, 4, n, th, tw, c), (s_h, s_w, s_n, 2 * s_h, 2 * s_w, s_c), writeable=False)
+
+
+def _blocks(arr: Any) -> Any:
+    """(2, 2, N, th, tw, C) view of the 2x2 blocks of an even-sized (N, 2th, 2tw, C)."""
+    n, h, w, c = arr.shape
+    return arr.reshape(n, h // 2, 2, w // 2, 2, c).transpose(2, 4, 0, 1, 3, 5)
+
+
+def _input_transform(d: Any, out: Any) -> None:
+    """``out = Bᵀ d B`` over the two leading 4x4 axes; Bᵀ rows are
+    (1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1)."""
+    t = np.empty(d.shape, d.dtype)
+    np.subtract(d[0], d[2], out=t[0])
+    np.add(d[1], d[2], out=t[1])
+    np.subtract(d[2], d[1], out=t[2])
+    np.subtract(d[1], d[3], out=t[3])
+    np.subtract(t[:, 0], t[:, 2], out=out[:, 0])
+    np.add(t[:, 1], t[:, 2], out=out[:, 1])
+    np.subtract(t[:, 2], t[:, 1], out=out[:, 2])
+    np.subtract(t[:, 1], t[:, 3], out=out[:, 3])
+
+
+def _output_transform(m: Any, out: Any) -> None:
+    """``out = Aᵀ m A``: (4, 4, ...) → (2, 2, ...); Aᵀ rows are (1, 1, 1, 0), (0, 1, -1, -1)."""
+    s = np.empty((2, *m.shape[1:]), m.dtype)
+    np.add(m[0], m[1], out=s[0])
+    s[0] += m[2]
+    np.subtract(m[1], m[2], out=s[1])
+    s[1] -= m[3]
+    np.add(s[:, 0], s[:, 1], out=out[:, 0])
+    out[:, 0] += s[:, 2]
+    np.subtract(s[:, 1], s[:, 2], out=out[:, 1])
+    out[:, 1] -= s[:, 3]
+
+
+def _grad_transform(dy: Any, out: Any) -> None:
+    """``out = A dy Aᵀ``: (2, 2, ...) → (4, 4, ...), the transpose of the output transform."""
+    t = np.empty((4, *dy.shape[1:]), out.dtype)
+    t[0] = dy[0]
+    np.add(dy[0], dy[1], out=t[1])
+    np.subtract(dy[0], dy[1], out=t[2])
+    np.negative(dy[1], out=t[3])
+    out[:, 0] = t[:, 0]
+    np.add(t[:, 0], t[:, 1], out=out[:, 1])
+    np.subtract(t[:, 0], t[:, 1], out=out[:, 2])
+    np.negative(t[:, 1], out=out[:, 3])
+
+
+def _add_input_grad(dv: Any, gpad: Any, th: int, tw: int) -> None:
+    """``gpad += B dv Bᵀ`` tile by tile, the transpose of the input transform; the tiles
+    overlap by two rows and columns, so the rows are folded first (row 2t of the padded
+    gradient collects tile t's row 0 and tile t-1's row 2), then the columns."""
+    rest = dv.shape[2:]
+    # row stage: B's rows are (1, 0, 0, 0), (0, 1, -1, 1), (-1, 1, 1, 0), (0, 0, 0, -1)
+    r = np.empty((4, 4, *rest), dv.dtype)
+    r[0] = dv[0]
+    np.subtract(dv[1], dv[2], out=r[1])
+    r[1] += dv[3]
+    np.add(dv[1], dv[2], out=r[2])
+    r[2] -= dv[0]
+    np.negative(dv[3], out=r[3])
+    # fold the overlapping rows: (th + 1) row blocks of 2 padded rows each
+    n, c = rest[0], rest[-1]
+    rows = np.zeros((2, 4, n, th + 1, tw, c), dv.dtype)
+    rows[:, :, :, :th] = r[:2]
+    rows[:, :, :, 1:] += r[2:]
+    # column stage on the folded rows, then the same fold along columns into gpad
+    q = np.empty((4, 2, n, th + 1, tw, c), dv.dtype)
+    q[0] = rows[:, 0]
+    np.subtract(rows[:, 1], rows[:, 2], out=q[1])
+    q[1] += rows[:, 3]
+    np.add(rows[:, 1], rows[:, 2], out=q[2])
+    q[2] -= rows[:, 0]
+    np.negative(rows[:, 3], out=q[3])
+    # gpad (N, 2(th+1), 2(tw+1), C) as (row phase, col phase, N, th+1, tw+1, C)
+    target = _blocks(gpad).transpose(1, 0, 2, 3, 4, 5)  # (col phase, row phase, ...)
+    target[:, :, :, :, :tw] += q[:2]
+    target[:, :, :, :, 1:] += q[2:]
+
+
+class Plan:
+    """Shapes of one convolution: data (N, H, W, C), F filters, padding (ph, pw)."""
+
+    def __init__(self, shape: tuple[int, ...], filters: int, pad: tuple[int, ...]) -> None:
+        self.n, self.h, self.w, self.c = shape
+        self.f = filters
+        self.pad = pad
+        self.oh, self.ow = self.h + 2 * pad[0] - 2, self.w + 2 * pad[1] - 2
+        self.th, self.tw = (self.oh + 1) // 2, (self.ow + 1) // 2
+        self.tiles = self.n * self.th * self.tw
+
+    def padded_shape(self) -> tuple[int, int, int, int]:
+        """Data padded so every 4x4 tile is whole: (N, 2th + 2, 2tw + 2, C)."""
+        return (self.n, 2 * self.th + 2, 2 * self.tw + 2, self.c)
+
+    def interior(self) -> tuple[slice, ...]:
+        ph, pw = self.pad
+        return (slice(None), slice(ph, ph + self.h), slice(pw, pw + self.w), slice(None))
+
+
+def weight_transform(wrows: Any, c: int) -> Any:
+    """Filters as rows (F, 9·C) → U (16, F, C): ``G w Gᵀ`` per filter and channel."""
+    f = wrows.shape[0]
+    taps = wrows.reshape(f, 9, c).transpose(1, 0, 2).reshape(9, f * c)
+    return (_GG.astype(wrows.dtype) @ taps).reshape(16, f, c)
+
+
+def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
+    """Output (N, OH, OW, F) channels-last, with the transformed data V (16, tiles, C) and
+    filters U (16, F, C) that the backward reuses."""
+    compiled = cpu_kernels.available(xl, wrows) and (bias is None
+                                                     or cpu_kernels.available(bias))
+    v = np.empty((4, 4, plan.n, plan.th, plan.tw, plan.c), dtype=xl.dtype)
+    if compiled:  # the same floats, without the padded copy
+        conv_kernels.winograd_input_transform(xl, *plan.pad, v)
+    else:
+        xpad = np.zeros(plan.padded_shape(), dtype=xl.dtype)
+        xpad[plan.interior()] = xl
+        _input_transform(_tiles(xpad, plan.th, plan.tw), v)
+    v = v.reshape(16, plan.tiles, plan.c)
+    u = weight_transform(wrows, plan.c).astype(xl.dtype, copy=False)
+    m = np.empty((16, plan.tiles, plan.f), dtype=xl.dtype)
+    for k in range(16):  # 16 2-D GEMMs: faster than one batched np.matmul here
+        np.matmul(v[k], u[k].T, out=m[k])
+    out = np.empty((plan.n, 2 * plan.th, 2 * plan.tw, plan.f), dtype=xl.dtype)
+    m = m.reshape(4, 4, plan.n, plan.th, plan.tw, plan.f)
+    if compiled:
+        conv_kernels.winograd_output_transform(  # out[0, 0, 0]: an unread (F,) stand-in
+            m, out[0, 0, 0] if bias is None else bias, bias is not None, out)
+    else:
+        _output_transform(m, _blocks(out))
+        if bias is not None:
+            out += bias.reshape(1, 1, 1, plan.f).astype(out.dtype, copy=False)
+    return out[:, :plan.oh, :plan.ow], v, u
+
+
+def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, Any | None]:
+    """Gradients for output gradient ``gl`` (N, OH, OW, F) channels-last: the weight's as
+    rows (F, 9·C) and, if ``need_gx``, the data's (N, H, W, C) channels-last."""
+    if (plan.oh, plan.ow) != (2 * plan.th, 2 * plan.tw):  # odd output: pad to whole blocks
+        even = np.zeros((plan.n, 2 * plan.th, 2 * plan.tw, plan.f), dtype=gl.dtype)
+        even[:, :plan.oh, :plan.ow] = gl
+        gl = even
+    gy = np.empty((4, 4, plan.n, plan.th, plan.tw, plan.f), dtype=v.dtype)
+    compiled = cpu_kernels.available(gl, v)
+    if compiled:
+        conv_kernels.winograd_grad_transform(gl, gy)
+    else:
+        _grad_transform(_blocks(gl), gy)
+    gy = gy.reshape(16, plan.tiles, plan.f)
+    du = np.empty((16, plan.f, plan.c), dtype=v.dtype)
+    for k in range(16):
+        np.matmul(gy[k].T, v[k], out=du[k])
+    gw = _GG.T.astype(v.dtype) @ du.reshape(16, -1)  # (9, F·C)
+    gw = gw.reshape(9, plan.f, plan.c).transpose(1, 0, 2).reshape(plan.f, 9 * plan.c)
+    if not need_gx:
+        return gw, None
+    dv = np.empty((16, plan.tiles, plan.c), dtype=v.dtype)
+    for k in range(16):
+        np.matmul(gy[k], u[k], out=dv[k])
+    dv = dv.reshape(4, 4, plan.n, plan.th, plan.tw, plan.c)
+    if compiled:
+        gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=v.dtype)
+        conv_kernels.winograd_input_grad(dv, *plan.pad, gx)
+        return gw, gx
+    gpad = np.zeros(plan.padded_shape(), dtype=v.dtype)
+    _add_input_grad(dv, gpad, plan.th, plan.tw)
+    return gw, gpad[plan.interior()]

@@ -1,0 +1,98 @@
+"""BatchNorm and 2x2 max-pooling through the compiled kernels (engine.ndarray.cpu_kernels).
+
+The kernels take float32 data laid out channels-last in memory, as a convolution returns
+it. Each test runs the op on such data and compares with the numpy path of the same op on
+the same values in float64 (whose gradients test_nn_ops checks against finite differences).
+"""
+
+import numpy as np
+import pytest
+
+from engine import autograd, nd
+from engine.ndarray import cpu_kernels
+
+rng = np.random.default_rng(5)
+
+
+def channels_last(x):
+    """An (N, C, H, W) NDArray whose memory is (N, H, W, C), as a convolution's output."""
+    return nd.array(np.ascontiguousarray(x.transpose(0, 2, 3, 1))).transpose((0, 3, 1, 2))
+
+
+def test_numba_is_there_so_the_compiled_path_is_what_these_tests_exercise():
+    assert cpu_kernels.ENABLED
+    x = channels_last(np.ones((1, 2, 2, 2), np.float32))
+    assert cpu_kernels.available(x.raw) and not x.raw.flags.c_contiguous
+
+
+def _batch_norm(x, gamma, beta, fix_gamma, dtype):
+    rm, rv = nd.array(rng.standard_normal(x.shape[1])), nd.array(rng.uniform(1, 2, x.shape[1]))
+    args = [channels_last(x) if dtype == np.float32 else nd.array(x, dtype=dtype),
+            nd.array(gamma, dtype=dtype), nd.array(beta, dtype=dtype)]
+    for a in args:
+        a.attach_grad()
+    head = rng.standard_normal(x.shape)
+    with autograd.record():
+        y = nd.BatchNorm(*args, rm, rv, eps=1e-5, momentum=0.8, fix_gamma=fix_gamma)
+    y.backward(nd.array(head, dtype=dtype))
+    return [y.asnumpy(), rm.asnumpy(), rv.asnumpy()] + [a.grad.asnumpy() for a in args]
+
+
+@pytest.mark.parametrize("fix_gamma", [False, True])
+@pytest.mark.parametrize("offset", [0.0, 300.0])
+def test_batchnorm_training_matches_the_float64_numpy_path(fix_gamma, offset):
+    # a large common offset would cancel catastrophically in a naive E[x²]-E[x]² variance
+    x = (rng.standard_normal((4, 5, 6, 3)) * rng.uniform(0.5, 2, (1, 5, 1, 1)) + offset)
+    gamma, beta = rng.uniform(0.5, 1.5, 5), rng.standard_normal(5)
+    state = rng.bit_generator.state
+    got = _batch_norm(x.astype(np.float32), gamma, beta, fix_gamma, np.float32)
+    rng.bit_generator.state = state  # same running statistics and head gradient
+    want = _batch_norm(x, gamma, beta, fix_gamma, np.float64)
+    for name, a, b in zip(["out", "running_mean", "running_var", "dx", "dgamma", "dbeta"],
+                          got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4 * max(1, np.abs(b).max()),
+                                   err_msg=name)
+    if fix_gamma:
+        np.testing.assert_array_equal(got[4], 0)
+
+
+def test_batchnorm_keeps_the_layout_of_its_input():
+    x = channels_last(rng.standard_normal((2, 4, 3, 3)).astype(np.float32))
+    with autograd.train_mode():
+        y = nd.BatchNorm(x, nd.ones((4,)), nd.zeros((4,)), nd.zeros((4,)), nd.ones((4,)))
+    assert y.raw.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+def _max_pool(x, layout_last):
+    arr = channels_last(x) if layout_last else nd.array(x)
+    arr.attach_grad()
+    head = np.arange(np.prod(x.shape) // 4, dtype=np.float32).reshape(
+        x.shape[0], x.shape[1], x.shape[2] // 2, x.shape[3] // 2)
+    with autograd.record():
+        y = nd.Pooling(arr, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    y.backward(nd.array(head))
+    return y.asnumpy(), arr.grad.asnumpy()
+
+
+def test_max_pool_2x2_matches_the_numpy_path_exactly_with_ties():
+    # few distinct values: most windows hold their maximum twice or more, and the gradient
+    # must go to the first one in row-major order, as MXNet's backward does
+    x = rng.integers(0, 3, (2, 3, 6, 4)).astype(np.float32)
+    got, want = _max_pool(x, True), _max_pool(x, False)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[1].transpose(0, 2, 3, 1).flags.c_contiguous  # channels-last, as the input
+
+
+def test_max_pool_2x2_propagates_nan_as_numpys_maximum():
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    x[0, 1, 1, 0] = np.nan
+    out = _max_pool(x, True)[0]
+    assert np.isnan(out[0, 1, 0, 0]) and np.isfinite(np.delete(out.ravel(), 4)).all()
+
+
+def test_max_pool_of_odd_sizes_falls_back_to_the_numpy_path():
+    x = rng.standard_normal((1, 2, 5, 4)).astype(np.float32)
+    y = nd.Pooling(channels_last(x), kernel=(2, 2), stride=(2, 2), pool_type="max")
+    want = x[:, :, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))
+    np.testing.assert_array_equal(y.asnumpy(), want)

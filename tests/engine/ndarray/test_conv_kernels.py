@@ -1,0 +1,117 @@
+"""The compiled float32 convolution path (engine/ndarray/conv_kernels.py) against the numpy
+im2col path, which the MXNet-comparison tests cover: float64 inputs take the numpy path, so
+the same convolution in float32 and float64 must agree to float32 precision, forward and
+all three gradients, for every column layout the compiled path picks."""
+
+import numpy as np
+import pytest
+
+from engine import autograd, nd
+from engine.ndarray import conv_kernels, conv_ops, cpu_kernels, winograd
+
+pytestmark = pytest.mark.skipif(not cpu_kernels.ENABLED, reason="numba is not installed")
+
+# (N, C, H, W, F, kernel, stride, dilate, pad)
+GEOMETRIES = [
+    (2, 3, 9, 11, 5, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 4, 9, 8, 6, (3, 2), (2, 1), (1, 2), (1, 0)),
+    (3, 5, 10, 7, 4, (2, 3), (1, 3), (2, 1), (2, 1)),
+    (1, 2, 6, 6, 3, (1, 1), (2, 2), (1, 1), (0, 0)),
+    (2, 3, 5, 5, 2, (5, 5), (1, 1), (1, 1), (3, 3)),  # padding wider than the kernel reach
+    (2, 9, 6, 7, 4, (3, 3), (1, 1), (1, 1), (1, 1)),  # NCHW with 9 channels: channels-last
+]
+
+
+def _run(x, w, b, layout, kwargs, channels_last_memory=False):
+    arrays = [nd.array(a, dtype=a.dtype) for a in (x, w, b)]
+    for a in arrays:
+        a.attach_grad()
+    with autograd.record():
+        data = arrays[0]
+        if channels_last_memory:  # an NCHW view of NHWC memory, as every hidden layer gets
+            data = nd.transpose(data, axes=(0, 3, 1, 2))
+        y = nd.Convolution(data, *arrays[1:], num_filter=w.shape[0], layout=layout, **kwargs)
+    head = np.cos(np.arange(y.size, dtype=np.float64)).reshape(y.shape).astype(x.dtype)
+    y.backward(nd.array(head, dtype=head.dtype))
+    return [y.asnumpy(), *(a.grad.asnumpy() for a in arrays)]
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+@pytest.mark.parametrize("memory", ["nchw", "channels_last_memory", "nhwc"])
+@pytest.mark.parametrize("block_bytes", [None, 1])
+def test_compiled_path_matches_numpy_path(geometry, memory, block_bytes, monkeypatch):
+    if block_bytes is not None:  # the data gradient one image at a time
+        monkeypatch.setattr(conv_ops, "_BLOCK_BYTES", block_bytes)
+        monkeypatch.setattr(conv_ops, "_MIN_BLOCK_ROWS", 1)
+    n, c, h, w_, f, kernel, stride, dilate, pad = geometry
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((n, c, h, w_))
+    w = rng.standard_normal((f, c, *kernel))
+    b = rng.standard_normal(f)
+    layout = None
+    if memory == "nhwc":
+        layout = "NHWC"
+        x, w = x.transpose(0, 2, 3, 1).copy(), w.transpose(0, 2, 3, 1).copy()
+    if memory == "channels_last_memory":
+        x = x.transpose(0, 2, 3, 1).copy()
+    kwargs = {"kernel": kernel, "stride": stride, "dilate": dilate, "pad": pad}
+    nhwc_view = memory == "channels_last_memory"
+    expected = _run(x, w, b, layout, kwargs, nhwc_view)
+    got = _run(*(a.astype(np.float32) for a in (x, w, b)), layout, kwargs, nhwc_view)
+    for name, e, g in zip(("y", "gx", "gw", "gb"), expected, got, strict=True):
+        assert (e.dtype, g.dtype) == (np.float64, np.float32)  # the two paths ran
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+def test_im2col_layouts_hold_the_same_windows():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 7, 9)).astype(np.float32)
+    args = (3, 2, 1, 2, 1, 1, 1, 0, 7, 4)  # kernel, stride, dilate, pad, out sizes
+    rows = np.empty((2 * 7 * 4, 6 * 3), np.float32)
+    conv_kernels.im2col_rows(x.transpose(0, 2, 3, 1), *args, rows)
+    major = np.empty((3 * 6, 2 * 7 * 4), np.float32)
+    conv_kernels.im2col_kernel_major(x, *args, major)
+    # rows are (kh, kw, c)-ordered, kernel-major rows (c, kh, kw)-ordered
+    as_major = rows.reshape(-1, 6, 3).transpose(2, 1, 0).reshape(18, -1)
+    np.testing.assert_array_equal(major, as_major)
+    # output (0, 0, 0) at kernel position (2, 1) reads input row 2·1 - 1, column 1·1 - 0
+    np.testing.assert_array_equal(rows[0].reshape(6, 3)[2 * 2 + 1], x[0, :, 1, 1])
+    assert not rows[0].reshape(3, 2, 3)[0].any()  # kernel row 0 reads the top padding
+
+
+@pytest.mark.parametrize("shape, pad", [((2, 6, 6, 5), (1, 1)), ((1, 7, 5, 3), (0, 2))])
+def test_winograd_transforms_compute_the_numpy_floats(shape, pad):
+    """The compiled Winograd transforms do the numpy transforms' adds in the same order."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(np.float32)
+    plan = winograd.Plan(shape, 4, pad)
+    xpad = np.zeros(plan.padded_shape(), np.float32)
+    xpad[plan.interior()] = x
+    tiles = (4, 4, plan.n, plan.th, plan.tw)
+    expected, got = np.empty((*tiles, plan.c), np.float32), np.empty((*tiles, plan.c), np.float32)
+    winograd._input_transform(winograd._tiles(xpad, plan.th, plan.tw), expected)
+    conv_kernels.winograd_input_transform(x, *pad, got)
+    np.testing.assert_array_equal(got, expected)
+
+    m = rng.standard_normal((*tiles, plan.f)).astype(np.float32)
+    bias = rng.standard_normal(plan.f).astype(np.float32)
+    expected = np.empty((plan.n, 2 * plan.th, 2 * plan.tw, plan.f), np.float32)
+    winograd._output_transform(m, winograd._blocks(expected))
+    expected += bias
+    got = np.empty_like(expected)
+    conv_kernels.winograd_output_transform(m, bias, True, got)
+    np.testing.assert_array_equal(got, expected)
+
+    gl = rng.standard_normal((plan.n, 2 * plan.th, 2 * plan.tw, plan.f)).astype(np.float32)
+    expected, got = np.empty((*tiles, plan.f), np.float32), np.empty((*tiles, plan.f), np.float32)
+    winograd._grad_transform(winograd._blocks(gl), expected)
+    conv_kernels.winograd_grad_transform(gl, got)
+    np.testing.assert_array_equal(got, expected)
+
+    # the data gradient sums overlapping tiles in another order: equal to rounding
+    dv = rng.standard_normal((*tiles, plan.c)).astype(np.float32)
+    gpad = np.zeros(plan.padded_shape(), np.float32)
+    winograd._add_input_grad(dv, gpad, plan.th, plan.tw)
+    got = np.empty(shape, np.float32)
+    conv_kernels.winograd_input_grad(dv, *pad, got)
+    np.testing.assert_allclose(got, gpad[plan.interior()], rtol=1e-5, atol=1e-5)

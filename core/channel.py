@@ -34,6 +34,8 @@ from typing import Any, cast
 import redis
 import redis.asyncio as aioredis
 from pydantic import ValidationError
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from core.events import (
     EVENT_TYPES,
@@ -491,18 +493,31 @@ class Channel:
 class AsyncChannel:
     """The async side used by the SSE endpoint (it must not block the event loop)."""
 
-    def __init__(self, client: aioredis.Redis[str]):
+    def __init__(self, client: aioredis.Redis[str],
+                 subscriber: aioredis.Redis[str] | None = None):
         self.client = client
+        self.subscriber = subscriber if subscriber is not None else client
 
     @classmethod
     def from_url(cls, url: str, *, socket_timeout: float | None = None) -> AsyncChannel:
-        """``socket_timeout`` must exceed the longest XREAD BLOCK it will serve."""
-        return cls(aioredis.Redis.from_url(url, decode_responses=True,
+        """``socket_timeout`` must exceed the longest XREAD BLOCK it will serve.
+
+        Subscriptions get a client of their own that never retries: redis-py's default
+        retry sleeps a jittered, doubling backoff (up to 10 s per try, nested in the
+        connect's own retries) before it looks again, so a Redis that came back could go
+        unheard for tens of seconds. A subscription error reaches the caller at once
+        instead, and the caller's fixed retry interval bounds the time to resubscribe."""
+        def client(retry: Retry | None) -> aioredis.Redis[str]:
+            extra: dict[str, Any] = {} if retry is None else {"retry": retry}
+            return aioredis.Redis.from_url(url, decode_responses=True,
                                            socket_timeout=socket_timeout,
-                                           socket_connect_timeout=socket_timeout))
+                                           socket_connect_timeout=socket_timeout, **extra)
+        return cls(client(None), client(Retry(NoBackoff(), 0)))
 
     async def close(self) -> None:
         await self.client.aclose()  # type: ignore[attr-defined]  # stubs predate aclose
+        if self.subscriber is not self.client:
+            await self.subscriber.aclose()  # type: ignore[attr-defined]
 
     async def ping(self) -> bool:
         return bool(await self.client.ping())
@@ -522,7 +537,7 @@ class AsyncChannel:
         """Revoked token hashes as they are announced; None each time the subscription is
         (re)made, since announcements sent while it was down are lost. Raises a
         ``redis.RedisError`` when Redis cannot be reached."""
-        pubsub = self.client.pubsub()
+        pubsub = self.subscriber.pubsub()
         try:
             await pubsub.subscribe(TOKEN_REVOCATIONS)
             async for message in pubsub.listen():

@@ -140,9 +140,12 @@ def test_after_a_redis_restart_every_process_follows_revocations_again(
         private_redis.kill()
         # revoked while Redis is down: nobody hears of it ...
         assert first.client.delete(f"/v1/tokens/{ids[0]}", headers=during).status_code == 204
+        # (down long enough for a client's own retries to run out and back off)
+        time.sleep(3)
         private_redis.restart()
-        # ... but each process that subscribes again forgets what it cached meanwhile
-        wait_until(lambda: private_redis.subscribers(TOKEN_REVOCATIONS) == 2, 15,
+        # ... but each process subscribes again within its 1 s retry interval (not after a
+        # backoff of many seconds) and forgets what it cached meanwhile
+        wait_until(lambda: private_redis.subscribers(TOKEN_REVOCATIONS) == 2, 10,
                    what="two api processes to subscribe again")
         # (the subscription counts on the server a moment before the process reads it)
         assert _wait_for_status(second.client, during, 401, within=1.0) < 1.0

@@ -1,10 +1,12 @@
-"""The engine's two convolution paths, layer by layer: im2col against Winograd F(2x2, 3x3).
+"""The engine's three convolution paths, layer by layer: im2col, Winograd F(2x2, 3x3) and
+Winograd F(4x4, 3x3).
 
 For the 3x3 convolutions of issue 11's CNN and of ResNet-18 (bench/engine_cnn.py), times one
 forward and one backward (data, weight and bias gradients; none for the data of a 3-channel
-network input) by each path, forced with engine/ndarray/winograd.py's thresholds, and marks
-the path the engine picks by itself. Times are CPU seconds of this thread (so other
-processes on a shared machine weigh less), the minimum over interleaved rounds.
+network input) by each path, forced with the thresholds of engine/ndarray/winograd.py and
+winograd4.py, and marks the path the engine picks by itself. Times are CPU seconds of this
+thread (so other processes on a shared machine weigh less), the minimum over interleaved
+rounds.
 
 Usage: python bench/conv_paths.py [--nets cnn,resnet18] [--rounds 5] [--threads 1]
 """
@@ -28,7 +30,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import autograd, nd  # noqa: E402
-from engine.ndarray import winograd  # noqa: E402
+from engine.ndarray import winograd, winograd4  # noqa: E402
 from engine.ndarray.ndarray import NDArray  # noqa: E402
 
 # (batch, in channels, size, filters) of each 3x3 stride-1 padding-1 convolution
@@ -65,26 +67,31 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    chosen, tiles = winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES
-    print(f"{'layer (N, C, HxW, F)':<32} {'im2col fwd/bwd ms':>18} {'winograd fwd/bwd ms':>20}"
-          f"  engine picks")
+    chosen = (winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES, winograd4.MIN_TILES)
+    # (F(2x2) channel and tile thresholds, F(4x4) tile threshold) that force each path
+    forced = {"im2col": (10 ** 9, 1, 1), "F(2x2)": (1, 1, 10 ** 9), "F(4x4)": (1, 1, 1)}
+    print(f"{'layer (N, C, HxW, F)':<32} " + " ".join(f"{path + ' fwd/bwd ms':>20}"
+                                                       for path in forced) + "  engine picks")
     for net in args.nets.split(","):
         for n, c, size, f in LAYERS[net]:
-            picks = winograd.applies(np, (3, 3), (1, 1), (1, 1), 1, (n, size, size, c), f,
-                                     (1, 1))
+            shape = (n, size, size, c)
+            picks = "im2col"
+            if winograd.applies(np, (3, 3), (1, 1), (1, 1), 1, shape, f, (1, 1)):
+                picks = "F(4x4)" if winograd4.tile_count(shape, (1, 1)) >= winograd4.MIN_TILES \
+                    else "F(2x2)"
             best: dict[str, tuple[float, float]] = {}
             for _ in range(args.rounds):
-                for path, least in (("im2col", 10 ** 9), ("winograd", 1)):
-                    winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES = least, 1
+                for path, (channels, tiles, tiles4) in forced.items():
+                    winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES = channels, tiles
+                    winograd4.MIN_TILES = tiles4
                     got = time_layer(n, c, size, f)
                     old = best.get(path, (np.inf, np.inf))
                     best[path] = (min(old[0], got[0]), min(old[1], got[1]))
-            winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES = chosen, tiles
-            (fi, bi), (fw, bw) = best["im2col"], best["winograd"]
+            winograd.MIN_HARMONIC_CHANNELS, winograd.MIN_TILES, winograd4.MIN_TILES = chosen
             layer = f"{net} ({n}, {c}, {size}x{size}, {f})"
-            print(f"{layer:<32} {fi:8.2f} / {bi:7.2f} "
-                  f"{fw:9.2f} / {bw:7.2f}   {'winograd' if picks else 'im2col'}", flush=True)
-
+            print(f"{layer:<32} " + " ".join(f"{fw:10.2f} / {bw:7.2f}"
+                                             for fw, bw in best.values()) + f"   {picks}",
+                  flush=True)
 
 if __name__ == "__main__":
     main()

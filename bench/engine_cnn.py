@@ -267,16 +267,16 @@ def _kernel_label(kernel, run) -> str:
 def profile(net_name: str, data, steps: int) -> None:
     """Per-op forward/backward ms per step of the engine's hybridized training step.
 
-    A hybridized block runs a compiled program of kernels (engine/gluon/hybrid/kernels.py:
-    fused ones, and a generic one that calls the ``engine.nd`` operator); every kernel
-    class's ``forward``/``backward`` is wrapped with a timer, labelled by the op and its first
-    input's shape. "other" is the rest of the step: loss, autograd bookkeeping, Adam.
-    Times are this thread's CPU time, so that other processes on a shared machine weigh
+    A hybridized block runs a compiled program of kernels (engine/gluon/hybrid/kernels.py
+    and norm_kernels.py: fused ones, and a generic one that calls the ``engine.nd``
+    operator); every kernel class's ``forward``/``backward`` is wrapped with a timer,
+    labelled by the op and its first input's shape. "other" is the rest of the step: loss,
+    autograd bookkeeping, Adam. Times are this thread's CPU time, so that other processes on a shared machine weigh
     less than in wall-clock time (the step runs on one thread with --threads 1).
     """
     from collections import defaultdict
 
-    from engine.gluon.hybrid import kernels
+    from engine.gluon.hybrid import kernels, norm_kernels
 
     spent: dict[str, float] = defaultdict(float)
     labels: dict[int, str] = {}
@@ -290,8 +290,8 @@ def profile(net_name: str, data, steps: int) -> None:
             spent[f"{labels.get(id(kernel), '?')} {direction}"] += time.thread_time() - t0
         return run_timed
 
-    classes = [cls for cls in vars(kernels).values() if isinstance(cls, type)
-               and cls.__module__ == kernels.__name__
+    classes = [cls for module in (kernels, norm_kernels) for cls in vars(module).values()
+               if isinstance(cls, type) and cls.__module__ == module.__name__
                and callable(getattr(cls, "forward", None))
                and callable(getattr(cls, "backward", None))]
     originals = {cls: (cls.forward, cls.backward) for cls in classes}

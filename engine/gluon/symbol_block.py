@@ -29,7 +29,7 @@ from typing import Any
 from ..ndarray.mxnet_format import write_params
 from ..ndarray.ndarray import NDArray
 from .hybrid.hybrid_block import HybridBlock, _is_symbol
-from .hybrid.trace import Tracer, current_tracer
+from .hybrid.trace import current_tracer, traced_node
 from .parameter import DeferredInitializationError
 
 
@@ -190,7 +190,7 @@ class SymbolBlock(HybridBlock):
         else:  # hybridized (itself or a parent): each graph node becomes one program step
             for name, param in self.params.items():
                 tracer.param_slot(param, values[name])
-            outputs = self._symbol._evaluate(values, run_node=partial(_traced_node, tracer))
+            outputs = self._symbol._evaluate(values, run_node=partial(traced_node, tracer))
         return outputs[0] if len(outputs) == 1 else outputs
 
     def _check_shapes(self, values: dict[str, NDArray]) -> None:
@@ -223,12 +223,3 @@ class SymbolBlock(HybridBlock):
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N803
         raise NotImplementedError("SymbolBlock runs its graph in forward()")
 
-
-def _traced_node(tracer: Tracer, node: Any, inputs: list[NDArray]) -> Any:
-    """Run one graph node as a recorded step of ``tracer`` (replayed by the program)."""
-    spec, params = node.spec, node.params()
-
-    def run(*arrays: NDArray) -> Any:
-        return spec.forward(params, list(arrays))
-
-    return tracer.call(f"{node.op}:{node.name}", run, tuple(inputs), {})

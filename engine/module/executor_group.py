@@ -1,6 +1,7 @@
 """Data parallelism for ``Module``: one copy of the parameters per context, the batch
 split between them (MXNet's ``DataParallelExecutorGroup``, without executors: each slice
-runs the symbol with NDArray ops under autograd).
+runs the symbol's compiled program, :mod:`engine.symbol.compiled_graph`, under autograd;
+node by node with NDArray ops while a monitor is installed).
 
 With one context nothing is split or copied: the batch goes straight to the graph.
 """
@@ -15,6 +16,7 @@ from .. import autograd
 from ..context import Context, cpu
 from ..ndarray import NDArray, array, zeros
 from ..ndarray.shape_ops import concat
+from ..symbol.compiled_graph import CompiledGraph
 
 Shape = tuple[int, ...]
 
@@ -61,6 +63,7 @@ class ExecutorGroup:
         self._sizes: list[int] = []
         self._placeholders: dict[tuple[Any, ...], dict[str, NDArray]] = {}
         self._monitor: Any = None
+        self._compiled = [CompiledGraph(symbol) for _ in self.contexts]
 
     def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
         """``callback(name, array)`` for every operator output (``mx.mon.Monitor``)."""
@@ -149,7 +152,11 @@ class ExecutorGroup:
             values.update(label_values)
             values.update(self.params[k])
             values.update(self.aux[k])
-            if is_train:
+            outputs = None if self._monitor is not None else \
+                self._compiled[k].forward(values, is_train)
+            if outputs is not None:
+                self.outputs.append(outputs)
+            elif is_train:
                 with autograd.record(train_mode=True):
                     self.outputs.append(self.symbol._evaluate(values, self._monitor))
             else:

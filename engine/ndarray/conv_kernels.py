@@ -186,12 +186,31 @@ def bias_grad(g: Any, out: Any) -> None:
 
 
 @_jit
+def gather_tile(x: Any, n: int, y0: int, x0: int, tile: Any) -> None:
+    """``tile`` (A, B, C) = the A x B window of image ``n`` of channels-last ``x`` (N, H, W, C)
+    whose corner is (y0, x0), zeros where it lies outside the image."""
+    h_, w_, c_ = x.shape[1], x.shape[2], x.shape[3]
+    cu = _u(c_)
+    for a in range(tile.shape[0]):
+        y = y0 + a
+        for b in range(tile.shape[1]):
+            xx = x0 + b
+            if 0 <= y < h_ and 0 <= xx < w_:
+                src = x[_u(n), _u(y), _u(xx)]
+                for c in range(cu):
+                    tile[a, b, c] = src[c]
+            else:
+                for c in range(cu):
+                    tile[a, b, c] = 0.0
+
+
+@_jit
 def winograd_input_transform(x: Any, ph: int, pw: int, v: Any) -> None:
     """Winograd F(2x2, 3x3)'s ``V = Bᵀ d B`` for every 4x4 tile ``d`` (stride 2) of
     channels-last ``x`` (N, H, W, C) padded by (ph, pw) zeros, into v (4, 4, N, TH, TW, C);
     the same adds in the same order as :func:`engine.ndarray.winograd._input_transform`
     (so the same floats), without the padded copy and the full-size temporary."""
-    n_, h_, w_, c_ = x.shape
+    n_, c_ = x.shape[0], x.shape[3]
     th, tw = v.shape[3], v.shape[4]
     cu = _u(c_)
     d = numpy.zeros((4, 4, c_), dtype=x.dtype)
@@ -199,16 +218,7 @@ def winograd_input_transform(x: Any, ph: int, pw: int, v: Any) -> None:
     for n in range(n_):
         for ty in range(th):
             for tx in range(tw):
-                for a in range(4):
-                    y = 2 * ty + a - ph
-                    for b in range(4):
-                        xx = 2 * tx + b - pw
-                        if 0 <= y < h_ and 0 <= xx < w_:
-                            for c in range(cu):
-                                d[a, b, c] = x[_u(n), _u(y), _u(xx), c]
-                        else:
-                            for c in range(cu):
-                                d[a, b, c] = 0.0
+                gather_tile(x, n, 2 * ty - ph, 2 * tx - pw, d)
                 for b in range(4):
                     for c in range(cu):
                         t[0, b, c] = d[0, b, c] - d[2, b, c]

@@ -8,8 +8,9 @@ NCHW. The backward is two GEMMs (weight gradient, kernel-position-major column g
 strided add per kernel position; the input gradient is skipped for a network's input data.
 
 On numpy, 3x3 stride-1 ungrouped 2-D convolutions with enough channels and tiles run by
-Winograd F(2x2, 3x3) instead (:mod:`.winograd`: 2.25x fewer multiply-adds, and a 2.25x
-smaller saved matrix); every other geometry, and cupy, keeps im2col. Other float32 ungrouped
+Winograd instead: F(4x4, 3x3) (:mod:`.winograd4`, 4x fewer multiply-adds) where numba
+compiles its transforms and there are enough tiles, else F(2x2, 3x3) (:mod:`.winograd`:
+2.25x fewer); every other geometry, and cupy, keeps im2col. Other float32 ungrouped
 2-D convolutions on numpy build and scatter their columns with compiled single-pass kernels
 (:mod:`.conv_kernels`, see :func:`_compiled_convolution`); cupy, float64, grouped and 1-D/3-D
 convolutions keep the numpy copies below.
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import conv_kernels, conv_windows, cpu_kernels, winograd
+from . import conv_kernels, conv_windows, cpu_kernels, winograd, winograd4
 from .ndarray import NDArray, apply_op, needs_grad
 from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
 
@@ -188,17 +189,21 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
 
 def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, xl: Any,
                           pad: tuple[int, ...], last: bool) -> NDArray:
-    """A 3x3 stride-1 convolution by Winograd F(2x2, 3x3) (see :mod:`.winograd`): 2.25x
-    fewer multiply-adds than im2col, and no im2col matrix to keep for the backward."""
+    """A 3x3 stride-1 convolution by Winograd F(4x4, 3x3) (:mod:`.winograd4`) or F(2x2, 3x3)
+    (:mod:`.winograd`): 4x or 2.25x fewer multiply-adds than im2col, and no im2col matrix to
+    keep for the backward."""
     w = weight._data
-    plan = winograd.Plan(xl.shape, w.shape[0], pad)
-    out, v, u = winograd.forward(plan, xl, weight_to_rows(w, last),
-                                 None if bias is None else bias._data)
+    wrows = weight_to_rows(w, last)
+    # F(4x4, 3x3) where its compiled transforms run and its filter transforms (36·F·C
+    # values each way) are small beside the data's: 1.4-1.9x faster than F(2x2) there
+    algorithm = winograd4 if winograd4.applies(xl, wrows, pad) else winograd
+    plan = algorithm.Plan(xl.shape, w.shape[0], pad)
+    out, v, u = algorithm.forward(plan, xl, wrows, None if bias is None else bias._data)
     need_gx = needs_grad(data)
 
     def backward(g: Any) -> tuple[Any, ...]:
         gl = conv_windows.to_channels_last(g, last)
-        gw, gx = winograd.backward(plan, gl, v, u, need_gx)
+        gw, gx = algorithm.backward(plan, gl, v, u, need_gx)
         gw = rows_to_weight(gw, w.shape, last)
         gx = None if gx is None else conv_windows.from_channels_last(gx, last)
         if bias is not None:

@@ -1,5 +1,9 @@
 """Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped 2-D convolutions (numpy).
 
+Where numba compiles them and a layer has enough tiles, :mod:`.winograd4`'s F(4x4, 3x3)
+takes these convolutions instead (1.78x fewer multiply-adds again); this module serves the
+rest: no numba, or too few tiles for F(4x4)'s larger filter transforms.
+
 A 2x2 block of outputs needs 36 multiply-adds per (input, output) channel pair by im2col and
 16 here: each 4x4 input tile ``d`` (stride 2) and each filter ``w`` are mapped to a 4x4
 "transform domain" (``V = Bᵀ d B``, ``U = G w Gᵀ``), where the convolution becomes 16
@@ -40,16 +44,16 @@ from . import conv_kernels, cpu_kernels
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 _GG = np.kron(_G, _G)  # (16, 9): a 3x3 filter, row-major, to the 4x4 points, row-major
 
-# Where the Winograd path pays (measured one layer at a time, 1 thread, SkylakeX kernels):
+# Where the Winograd path pays (measured one layer at a time, 1 thread, bench/conv_paths.py):
 # per tile it trades 20 multiply-adds per (input, output) channel pair, C·F, for transforms
 # of 16·(C + F) values, so what decides is C·F / (C + F), here as the harmonic mean of the
-# channel counts 2·C·F / (C + F). Issue 11's Conv(32→64) (43) ran at par to 1.2x slower than
-# im2col, its Conv(64→128) (85) 1.25x faster, ResNet's Conv(64→64) (64) 1.25x faster; a
-# 3-channel image (6) 4x slower (bench/conv_paths.py prints these). Below MIN_TILES 4x4
-# tiles the filter transforms (16·F·C values each way) outweigh the savings: ResNet's
-# 512-channel 4x4 maps (64 tiles) ran at par, its 256-channel 8x8 maps (256 tiles) 1.4x
-# faster.
-MIN_HARMONIC_CHANNELS = 48
+# channel counts 2·C·F / (C + F). With the compiled transforms, issue 11's Conv(32→64) (43)
+# ran 1.2x faster than im2col (F(2x2): 7.4/12.3 ms forward/backward against 8.5/16.3; F(4x4)
+# of winograd4.py 6.4/8.4), its Conv(64→128) (85) 1.6x, ResNet's Conv(64→64) (64) 1.2x; a
+# 3-channel image (6) 3-4x slower. Below MIN_TILES 4x4 tiles the filter transforms
+# (16·F·C values each way) outweigh the savings: ResNet's 512-channel 4x4 maps (64 tiles)
+# ran at par, its 256-channel 8x8 maps (256 tiles) 1.4x faster.
+MIN_HARMONIC_CHANNELS = 40
 MIN_TILES = 128
 
 
@@ -153,14 +157,16 @@ def _add_input_grad(dv: Any, gpad: Any, th: int, tw: int) -> None:
 
 
 class Plan:
-    """Shapes of one convolution: data (N, H, W, C), F filters, padding (ph, pw)."""
+    """Shapes of one convolution: data (N, H, W, C), F filters, padding (ph, pw), in
+    output blocks of ``block`` x ``block`` (2 here, 4 for :mod:`.winograd4`)."""
 
-    def __init__(self, shape: tuple[int, ...], filters: int, pad: tuple[int, ...]) -> None:
+    def __init__(self, shape: tuple[int, ...], filters: int, pad: tuple[int, ...],
+                 block: int = 2) -> None:
         self.n, self.h, self.w, self.c = shape
         self.f = filters
         self.pad = pad
         self.oh, self.ow = self.h + 2 * pad[0] - 2, self.w + 2 * pad[1] - 2
-        self.th, self.tw = (self.oh + 1) // 2, (self.ow + 1) // 2
+        self.th, self.tw = -(-self.oh // block), -(-self.ow // block)
         self.tiles = self.n * self.th * self.tw
 
     def padded_shape(self) -> tuple[int, int, int, int]:

@@ -15,6 +15,7 @@ import numpy
 
 from ..backend import array_module
 from ..ndarray import NDArray, zeros
+from . import compiled
 from .optimizer import Optimizer, _nonzero, register
 
 
@@ -66,9 +67,11 @@ class Adam(Optimizer):
         return (_zeros_like(weight), _zeros_like(weight))
 
     def _rule(self, w, g, state, lr, wd, t, seg):
+        m, v = state
+        if self._compiled_rule(w, g, m, v, lr, wd, t, seg):
+            return
         # Written with out= into two scratch arrays: a step allocates no big temporaries.
         xp = _xp(w)
-        m, v = state
         G, tmp = self._scratch(w, 2)
         r = float(self.rescale_grad)
         if _nonzero(wd) or (self.clip_gradient and self.clip_gradient > 0):
@@ -92,6 +95,29 @@ class Adam(Optimizer):
         xp.divide(m, tmp, out=tmp)
         tmp *= seg.expand(lr_t, w)
         w -= tmp
+
+    def _compiled_rule(self, w, g, m, v, lr, wd, t, seg) -> bool:
+        """The rule above as one compiled pass (:mod:`.compiled`, the same floats), when
+        its coefficients are plain scalars and the arrays plain contiguous CPU buffers."""
+        clip = self.clip_gradient
+        hyper = (self.beta1, self.beta2, self.epsilon, self.rescale_grad, clip or 0.0)
+        # lr and the step count arrive as Python numbers (one parameter, or all alike)
+        if not (type(lr) in (float, int) and type(t) in (float, int)
+                and all(type(h) in (float, int) for h in hyper)
+                and compiled.applies(w, g, m, v)):
+            return False
+        wd = seg.expand(wd, w)
+        if not isinstance(wd, float):
+            return False
+        use_wd, use_clip = _nonzero(wd), bool(clip and clip > 0)
+        r = 1.0 if use_wd or use_clip else float(self.rescale_grad)
+        lr_t = lr * math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        f = w.dtype.type
+        flat = [a.reshape(-1) for a in (w, g, m, v)]  # views: the arrays are contiguous
+        compiled.adam(*flat, f(self.rescale_grad), f(wd), use_wd, f(clip or 0.0),
+                      use_clip, f(self.beta1), f((1.0 - self.beta1) * r), f(self.beta2),
+                      f((1.0 - self.beta2) * r * r), f(self.epsilon), f(lr_t))
+        return True
 
 
 @register

@@ -28,7 +28,11 @@ for _name, _hint, _fn in (
     ("broadcast_div", "broadcast_div", lambda a, b: a / b),
 ):
     _op(OpSpec(_name, ("lhs", "rhs"), {}, _broadcast_infer,
-               lambda p, x, _f=_fn: _f(x[0], x[1]), hint=_hint))
+               lambda p, x, _f=_fn: _f(x[0], x[1]), hint=_hint,
+               # a program fuses a residual add with the relu after it (as a Gluon a + b)
+               step=(lambda p, n, _f=_fn: ("elemwise_add", _f, {}) if n == 2 else None)
+               if _name in ("elemwise_add", "broadcast_add") else None))
+
 
 def _nd(name: str) -> Any:
     from .. import nd

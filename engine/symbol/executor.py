@@ -1,8 +1,10 @@
 """``Executor``: a symbol bound to arrays (``Symbol.bind``/``simple_bind``).
 
-There is no compiled plan: ``forward`` evaluates the graph with NDArray ops (under
-``autograd.record()`` when ``is_train``) and ``backward`` runs autograd into the bound
-gradient arrays.
+``forward`` runs the graph as a compiled program (:mod:`.compiled_graph`: traced on the
+first call of each input signature, then replayed with reused buffers and fused kernels),
+under ``autograd.record()`` when ``is_train``; with a monitor callback installed, or for a
+graph that cannot be traced, it evaluates the graph node by node with NDArray ops.
+``backward`` runs autograd into the bound gradient arrays.
 
 >>> import engine as mx
 >>> x = mx.sym.var('x')
@@ -21,6 +23,7 @@ import numpy
 
 from .. import autograd
 from ..ndarray import NDArray, zeros
+from .compiled_graph import CompiledGraph
 
 
 def _as_dict(names: list[str], arrays: Any, what: str) -> dict[str, NDArray]:
@@ -69,6 +72,7 @@ class Executor:
                 self.grad_dict[name] = array.grad
         self.outputs: list[NDArray] = []
         self._monitor: Any = None
+        self._compiled = CompiledGraph(symbol, arg_names + list(self.aux_dict))
 
     def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
         """Call ``callback(name, array)`` with every operator output of each forward."""
@@ -97,6 +101,11 @@ class Executor:
                 raise ValueError(f"forward: {name!r} is not an argument of the symbol")
             self.arg_dict[name][:] = value
         values = {**self.arg_dict, **self.aux_dict}
+        if self._monitor is None:
+            outputs = self._compiled.forward(values, bool(is_train))
+            if outputs is not None:
+                self.outputs = outputs
+                return outputs
         if is_train:
             with autograd.record(train_mode=True):
                 self.outputs = self._symbol._evaluate(values, self._monitor)

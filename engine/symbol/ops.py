@@ -90,6 +90,13 @@ class OpSpec:
     aux_init: dict[str, str] = field(default_factory=dict)  # __init__ of created variables
     outputs: Callable[[dict[str, Any]], list[str]] | None = None  # visible output suffixes
     dtype_rule: Callable[[dict[str, Any], list[Any], Any], Any] | None = None
+    # How a compiled program records the node, where ``forward`` is one engine.nd operator
+    # call: ``step(params, n_inputs)`` -> (operator name, function, keyword arguments) with
+    # ``function(*inputs, **kwargs)`` computing what ``forward`` does, or None. The program
+    # then fuses the node as it fuses a Gluon layer's call (FullyConnected + Activation,
+    # BatchNorm + relu + max-pool, add + relu); without it the node replays as one opaque step.
+    step: Callable[[dict[str, Any], int], tuple[str, Callable[..., Any], dict[str, Any]] | None] \
+        | None = None
 
     def output_suffixes(self, params: dict[str, Any]) -> list[str]:
         return self.outputs(params) if self.outputs is not None else ["output"]
@@ -198,10 +205,14 @@ _op(OpSpec(
     lambda p, x: nn_ops.fully_connected(x[0], x[1], None if p["no_bias"] else x[2],
                                         num_hidden=p["num_hidden"], no_bias=p["no_bias"],
                                         flatten=p["flatten"]),
+    step=lambda p, n: ("FullyConnected", nn_ops.fully_connected,
+                       {"num_hidden": p["num_hidden"], "no_bias": p["no_bias"],
+                        "flatten": p["flatten"]}) if n == (2 if p["no_bias"] else 3) else None,
 ))
 
 _op(OpSpec("Activation", ("data",), {"act_type": (str, _REQUIRED)}, _same,
-           lambda p, x: nn_ops.activation(x[0], p["act_type"])))
+           lambda p, x: nn_ops.activation(x[0], p["act_type"]),
+           step=lambda p, n: ("Activation", nn_ops.activation, {"act_type": p["act_type"]})))
 
 def _leaky_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
@@ -296,14 +307,22 @@ def _pool_infer(p: dict[str, Any], shapes: list[Shape | None]):
     return shapes, tuple(data[:2]) + tuple(out)
 
 
-def _pool_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
-    from ..ndarray.conv_ops import pooling
-
+def _pool_kwargs(p: dict[str, Any]) -> dict[str, Any]:
     nsp = len(p["kernel"]) or 2
-    return pooling(x[0], kernel=p["kernel"] or (1, 1), pool_type=p["pool_type"],
-                   global_pool=p["global_pool"], stride=_spatial(p, "stride", nsp, 1),
-                   pad=_spatial(p, "pad", nsp, 0), pooling_convention=p["pooling_convention"],
-                   count_include_pad=p["count_include_pad"], **_layout_kwargs(p))
+    return {"kernel": p["kernel"] or (1, 1), "pool_type": p["pool_type"],
+            "global_pool": p["global_pool"], "stride": _spatial(p, "stride", nsp, 1),
+            "pad": _spatial(p, "pad", nsp, 0), "pooling_convention": p["pooling_convention"],
+            "count_include_pad": p["count_include_pad"], **_layout_kwargs(p)}
+
+
+def _pooling(*args: Any, **kwargs: Any) -> NDArray:
+    from ..ndarray.pool_ops import pooling
+
+    return pooling(*args, **kwargs)
+
+
+def _pool_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    return _pooling(x[0], **_pool_kwargs(p))
 
 
 _op(OpSpec(
@@ -312,6 +331,7 @@ _op(OpSpec(
      "stride": (_tuple, ()), "pad": (_tuple, ()), "pooling_convention": (str, "valid"),
      "count_include_pad": (_bool, True), "cudnn_off": (_bool, False), "layout": (str, "None")},
     _pool_infer, _pool_forward,
+    step=lambda p, n: ("Pooling", _pooling, _pool_kwargs(p)) if n == 1 else None,
 ))
 
 
@@ -324,13 +344,19 @@ def _bn_infer(p: dict[str, Any], shapes: list[Shape | None]):
     return [data, channels, channels, channels, channels], data
 
 
-def _bn_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+def _bn_kwargs(p: dict[str, Any]) -> dict[str, Any]:
+    return {key: p[key] for key in ("eps", "momentum", "fix_gamma", "use_global_stats", "axis",
+                                    "output_mean_var")}
+
+
+def _batch_norm(*args: Any, **kwargs: Any) -> NDArray:
     from ..ndarray.norm_ops import batch_norm
 
-    out = batch_norm(x[0], x[1], x[2], x[3], x[4], eps=p["eps"], momentum=p["momentum"],
-                     fix_gamma=p["fix_gamma"], use_global_stats=p["use_global_stats"],
-                     axis=p["axis"], output_mean_var=p["output_mean_var"])
-    return out
+    return batch_norm(*args, **kwargs)
+
+
+def _bn_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
+    return _batch_norm(x[0], x[1], x[2], x[3], x[4], **_bn_kwargs(p))
 
 
 _op(OpSpec(
@@ -342,6 +368,7 @@ _op(OpSpec(
     _bn_infer, _bn_forward, aux=("moving_mean", "moving_var"), num_outputs=3,
     outputs=lambda p: ["output", "mean", "var"] if p["output_mean_var"] else ["output"],
     aux_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
+    step=lambda p, n: ("BatchNorm", _batch_norm, _bn_kwargs(p)) if n == 5 else None,
 ))
 
 

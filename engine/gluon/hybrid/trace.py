@@ -260,3 +260,18 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
     if _name.startswith("__") and hasattr(NDArray, _name):
         setattr(TracedArray, _name, _traced_operator(_name))
 TracedArray.__hash__ = NDArray.__hash__  # type: ignore[method-assign]
+
+
+def traced_node(tracer: Tracer, node: Any, inputs: list[NDArray]) -> Any:
+    """Run one node of a symbol graph (``Symbol._evaluate``'s ``run_node``) as a recorded
+    step of ``tracer``, replayed by the program (SymbolBlock and the Module executor)."""
+    spec, params = node.spec, node.params()
+    call = spec.step(params, len(inputs)) if spec.step is not None else None
+    if call is not None:  # recorded as the operator call itself: the program can fuse it
+        name, fn, kwargs = call
+        return tracer.call(name, fn, tuple(inputs), kwargs)
+
+    def run(*arrays: NDArray) -> Any:
+        return spec.forward(params, list(arrays))
+
+    return tracer.call(f"{node.op}:{node.name}", run, tuple(inputs), {})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine import autograd, nd
-from engine.ndarray import winograd
+from engine.ndarray import winograd, winograd4
 from tests.engine.gradcheck import check_grad
 
 rng = np.random.RandomState(11)
@@ -22,6 +22,7 @@ SHAPES = [((1, 3, 5, 5), 2, 0), ((2, 4, 7, 6), 3, 1), ((2, 5, 8, 9), 4, 0),
 def _force(monkeypatch, winograd_on: bool) -> None:
     monkeypatch.setattr(winograd, "MIN_HARMONIC_CHANNELS", 1 if winograd_on else 10 ** 9)
     monkeypatch.setattr(winograd, "MIN_TILES", 1)
+    monkeypatch.setattr(winograd4, "MIN_TILES", 10 ** 9)  # F(2x2), not F(4x4)
 
 
 def _run(x, w, b, pad, dtype, gy, layout=None):
@@ -103,7 +104,8 @@ def test_path_choice():
 
     assert takes((64, 8, 8, 64), 128)           # issue 11's third convolution, NHWC
     assert takes((16, 32, 32, 64), 64)          # ResNet-18's first stage
-    assert not takes((64, 16, 16, 32), 64)      # issue 11's second: transforms outweigh
+    assert takes((64, 16, 16, 32), 64)          # issue 11's second (harmonic mean 43)
+    assert not takes((64, 16, 16, 16), 32)      # harmonic mean 21: transforms outweigh
     assert not takes((64, 32, 32, 3), 32)       # a 3-channel image
     assert not takes((16, 4, 4, 512), 512)      # 64 tiles
     assert not takes((64, 8, 8, 64), 128, stride=(2, 2))

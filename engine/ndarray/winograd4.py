@@ -1,0 +1,360 @@
+"""Winograd F(4x4, 3x3) for 3x3, stride-1, undilated, ungrouped 2-D convolutions (numba).
+
+The larger sibling of :mod:`.winograd`'s F(2x2, 3x3): each 6x6 input tile (stride 4) gives
+a 4x4 block of outputs from 36 transform-domain products per (input, output) channel pair,
+where im2col needs 144 and F(2x2) 64 (four 2x2 blocks of 16): 1.78x fewer multiply-adds
+than F(2x2), and the transformed data is 2.25 values per output pixel instead of 4, so the
+transforms stream less memory too. The algebra is the same (Lavin & Gray 2015), with the
+interpolation points 0, ±1, ±2 and infinity:
+
+- forward: ``V = Bᵀ d B`` per tile, ``U = G w Gᵀ`` per filter, ``M[k] = V[k] @ U[k]ᵀ`` for
+  the 36 points k (channel GEMMs), ``Y = Aᵀ M A``;
+- backward, its exact transpose: ``dM = A dY Aᵀ``; weight ``dU[k] = dM[k]ᵀ @ V[k]``,
+  ``dw = Gᵀ dU G``; data ``dV[k] = dM[k] @ U[k]``, ``dd = B dV Bᵀ`` added into the
+  overlapping tiles.
+
+The transforms' entries (up to 8 in A, 5 in B, 1/24 in G) cost float32 accuracy: errors
+against a float64 reference, relative to each result's largest magnitude, measured up to
+6e-6 (F(2x2) 4e-7, im2col 2e-7; tests/engine/ndarray/test_winograd4.py bounds them at
+2e-5); float64 results equal im2col's to 1e-14. Every data-sized transform is one compiled
+pass per tile with the channels innermost (vectorized), padding read as zeros and a partial
+last tile cropped, so any output size works. The loops run in a fixed order: results depend
+on the inputs only (hybridized and imperative runs stay bit-identical).
+
+Only where the compiled kernels apply (numba, numpy float32/float64); the cupy path keeps
+im2col and the numpy-only path F(2x2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import winograd
+from .conv_kernels import gather_tile
+from .cpu_kernels import ENABLED, _jit, numba
+
+_u = numba.uint64 if ENABLED else int
+
+# Bᵀ (6x6): data tile → transform domain
+_BT = np.array([[4.0, 0.0, -5.0, 0.0, 1.0, 0.0],
+                [0.0, -4.0, -4.0, 1.0, 1.0, 0.0],
+                [0.0, 4.0, -4.0, -1.0, 1.0, 0.0],
+                [0.0, -2.0, -1.0, 2.0, 1.0, 0.0],
+                [0.0, 2.0, -1.0, -2.0, 1.0, 0.0],
+                [0.0, 4.0, 0.0, -5.0, 0.0, 1.0]])
+# G (6x3): 3-tap filter → transform domain (1/6, 1/12, 1/24: rounded in float32)
+_G = np.array([[1 / 4, 0.0, 0.0],
+               [-1 / 6, -1 / 6, -1 / 6],
+               [-1 / 6, 1 / 6, -1 / 6],
+               [1 / 24, 1 / 12, 1 / 6],
+               [1 / 24, -1 / 12, 1 / 6],
+               [0.0, 0.0, 1.0]])
+# Aᵀ (4x6): transform domain → 4 outputs
+_AT = np.array([[1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+                [0.0, 1.0, -1.0, 2.0, -2.0, 0.0],
+                [0.0, 1.0, 1.0, 4.0, 4.0, 0.0],
+                [0.0, 1.0, -1.0, 8.0, -8.0, 1.0]])
+_GG = np.kron(_G, _G)  # (36, 9): a 3x3 filter, row-major, to the 6x6 points, row-major
+
+
+# Fewest 6x6 tiles (N·⌈OH/4⌉·⌈OW/4⌉) for this path over F(2x2): below it the filter
+# transforms, 36·F·C values each way, outweigh the data's (bench/conv_paths.py, 1 thread:
+# ResNet-18's 256-channel 8x8 maps at batch 16, 64 tiles, ran 1.2x faster than F(2x2);
+# its 512-channel 4x4 maps, 16 tiles, 1.6x slower than im2col).
+MIN_TILES = 64
+
+
+def available(*arrays: Any) -> bool:
+    """Whether this path can run on ``arrays``: numba, numpy, one float dtype (32 or 64)."""
+    if not ENABLED:
+        return False
+    dtype = arrays[0].dtype
+    return dtype in (np.float32, np.float64) and all(
+        type(a) is np.ndarray and a.dtype == dtype for a in arrays)
+
+
+def applies(xl: Any, wrows: Any, pad: tuple[int, ...]) -> bool:
+    """Whether a convolution that the Winograd path takes (see :func:`.winograd.applies`)
+    runs as F(4x4, 3x3): compiled kernels for its arrays, and at least MIN_TILES tiles."""
+    return available(xl, wrows) and tile_count(xl.shape, pad) >= MIN_TILES
+
+
+class Plan(winograd.Plan):
+    """Shapes of one convolution, in 4x4 output blocks (6x6 input tiles)."""
+
+    def __init__(self, shape: tuple[int, ...], filters: int, pad: tuple[int, ...]) -> None:
+        super().__init__(shape, filters, pad, block=4)
+
+
+def tile_count(shape: tuple[int, ...], pad: tuple[int, ...]) -> int:
+    """6x6 tiles of a (N, H, W, C) convolution's output, 4x4 outputs each."""
+    n, h, w, _ = shape
+    return n * ((h + 2 * pad[0] + 1) // 4) * ((w + 2 * pad[1] + 1) // 4)
+
+
+# ------------------------------------------------------------------ compiled transforms
+# Each 1-D transform is written out with shared partial sums (the rows of Bᵀ, Aᵀ, A and B
+# above), applied to 6 (or 4) values at a time; a 2-D transform applies it along one axis of
+# the tile and then the other, for one channel at a time in the innermost loop (vectorized).
+# Multiples are sums (x2 = a + a is exact, as is 5a = 4a + a rounded once), so the arithmetic
+# stays in the data's dtype: a float literal would promote float32 to float64 in numba.
+@_jit
+def _x4(a: Any) -> Any:
+    b = a + a
+    return b + b
+
+
+@_jit
+def _bt6(d0: Any, d1: Any, d2: Any, d3: Any, d4: Any, d5: Any) -> Any:
+    """Bᵀ·d for a 6-vector."""
+    q1, q2, q3 = _x4(d1), _x4(d2), _x4(d3)
+    t1 = d4 - q2
+    t2 = d3 - q1
+    t3 = d4 - d2
+    t4 = d3 - d1
+    t4 = t4 + t4
+    return (_x4(d0) - (q2 + d2) + d4, t1 + t2, t1 - t2, t3 + t4, t3 - t4,
+            q1 - (q3 + d3) + d5)
+
+
+@_jit
+def _b6(v0: Any, v1: Any, v2: Any, v3: Any, v4: Any, v5: Any) -> Any:
+    """B·v for a 6-vector (the transpose of :func:`_bt6`)."""
+    s12 = v2 - v1
+    s34 = v4 - v3
+    q0 = _x4(v0)
+    return (q0, _x4(s12 + v5) + (s34 + s34), -(q0 + v0) - _x4(v1 + v2) - v3 - v4,
+            -s12 - (s34 + s34) - (_x4(v5) + v5), v0 + v1 + v2 + v3 + v4, v5)
+
+
+@_jit
+def _at6(m0: Any, m1: Any, m2: Any, m3: Any, m4: Any, m5: Any) -> Any:
+    """Aᵀ·m: 6 transform points → 4 outputs."""
+    s12, d12 = m1 + m2, m1 - m2
+    s34, d34 = m3 + m4, m3 - m4
+    d34x2 = d34 + d34
+    return (m0 + s12 + s34, d12 + d34x2, s12 + _x4(s34), d12 + _x4(d34x2) + m5)
+
+
+@_jit
+def _a4(y0: Any, y1: Any, y2: Any, y3: Any) -> Any:
+    """A·y: 4 output gradients → 6 transform points (the transpose of :func:`_at6`)."""
+    e, o = y0 + y2, y1 + y3
+    y3x2 = y3 + y3
+    e4, o4 = y0 + _x4(y2), (y1 + y1) + _x4(y3x2)
+    return (y0, e + o, e - o, e4 + o4, e4 - o4, y3)
+
+
+# In the four kernels below the channel loop is the innermost one, with the 1-D transform
+# inlined as straight-line code in it, so that LLVM vectorizes it across channels (a channel
+# loop around the 6x6 loops ran 4x slower, unvectorized).
+@_jit
+def _input_transform(x: Any, ph: int, pw: int, th: int, tw: int, v: Any) -> None:
+    """``V = Bᵀ d B`` for every 6x6 tile d (stride 4) of channels-last x (N, H, W, C)
+    padded by (ph, pw) zeros, into v (36, N·TH·TW, C)."""
+    n_, c_ = x.shape[0], x.shape[3]
+    cu = _u(c_)
+    d = np.zeros((6, 6, c_), dtype=x.dtype)
+    t = np.empty((6, 6, c_), dtype=x.dtype)
+    for n in range(n_):
+        for ty in range(th):
+            for tx in range(tw):
+                gather_tile(x, n, 4 * ty - ph, 4 * tx - pw, d)
+                for b in range(6):  # t = Bᵀ d, column by column
+                    for c in range(cu):
+                        r = _bt6(d[0, b, c], d[1, b, c], d[2, b, c], d[3, b, c], d[4, b, c],
+                                 d[5, b, c])
+                        t[0, b, c] = r[0]
+                        t[1, b, c] = r[1]
+                        t[2, b, c] = r[2]
+                        t[3, b, c] = r[3]
+                        t[4, b, c] = r[4]
+                        t[5, b, c] = r[5]
+                tile = _u((n * th + ty) * tw + tx)
+                for a in range(6):  # V = t B, row by row
+                    k = _u(6 * a)
+                    for c in range(cu):
+                        r = _bt6(t[a, 0, c], t[a, 1, c], t[a, 2, c], t[a, 3, c], t[a, 4, c],
+                                 t[a, 5, c])
+                        v[k, tile, c] = r[0]
+                        v[k + 1, tile, c] = r[1]
+                        v[k + 2, tile, c] = r[2]
+                        v[k + 3, tile, c] = r[3]
+                        v[k + 4, tile, c] = r[4]
+                        v[k + 5, tile, c] = r[5]
+
+
+@_jit
+def _output_transform(m: Any, th: int, tw: int, bias: Any, use_bias: bool, out: Any) -> None:
+    """``Y = Aᵀ M A`` for every tile of m (36, N·TH·TW, F) into out (N, OH, OW, F), plus
+    ``bias``; a last tile's rows and columns past the output are dropped."""
+    n_, oh, ow, f_ = out.shape
+    fu = _u(f_)
+    s = np.empty((4, 6, f_), dtype=m.dtype)
+    o = np.empty((4, 4, f_), dtype=m.dtype)
+    for n in range(n_):
+        for ty in range(th):
+            for tx in range(tw):
+                tile = _u((n * th + ty) * tw + tx)
+                for b in range(6):  # s = Aᵀ M, column by column
+                    kb = _u(b)
+                    for j in range(fu):
+                        r = _at6(m[kb, tile, j], m[kb + 6, tile, j], m[kb + 12, tile, j],
+                                 m[kb + 18, tile, j], m[kb + 24, tile, j], m[kb + 30, tile, j])
+                        s[0, b, j] = r[0]
+                        s[1, b, j] = r[1]
+                        s[2, b, j] = r[2]
+                        s[3, b, j] = r[3]
+                for a in range(4):  # Y = s A, row by row
+                    for j in range(fu):
+                        r = _at6(s[a, 0, j], s[a, 1, j], s[a, 2, j], s[a, 3, j], s[a, 4, j],
+                                 s[a, 5, j])
+                        o[a, 0, j] = r[0]
+                        o[a, 1, j] = r[1]
+                        o[a, 2, j] = r[2]
+                        o[a, 3, j] = r[3]
+                for a in range(min(4, oh - 4 * ty)):
+                    for e in range(min(4, ow - 4 * tx)):
+                        dst = out[_u(n), _u(4 * ty + a), _u(4 * tx + e)]
+                        if use_bias:
+                            for j in range(fu):
+                                dst[j] = o[a, e, j] + bias[j]
+                        else:
+                            for j in range(fu):
+                                dst[j] = o[a, e, j]
+
+
+@_jit
+def _grad_transform(gl: Any, th: int, tw: int, gy: Any) -> None:
+    """``dM = A dY Aᵀ`` for every 4x4 block of gl (N, OH, OW, F) (zeros past the output)
+    into gy (36, N·TH·TW, F)."""
+    n_, f_ = gl.shape[0], gl.shape[3]
+    fu = _u(f_)
+    d = np.zeros((4, 4, f_), dtype=gy.dtype)
+    t = np.empty((6, 4, f_), dtype=gy.dtype)
+    for n in range(n_):
+        for ty in range(th):
+            for tx in range(tw):
+                gather_tile(gl, n, 4 * ty, 4 * tx, d)
+                for b in range(4):  # t = A dY, column by column
+                    for j in range(fu):
+                        r = _a4(d[0, b, j], d[1, b, j], d[2, b, j], d[3, b, j])
+                        t[0, b, j] = r[0]
+                        t[1, b, j] = r[1]
+                        t[2, b, j] = r[2]
+                        t[3, b, j] = r[3]
+                        t[4, b, j] = r[4]
+                        t[5, b, j] = r[5]
+                tile = _u((n * th + ty) * tw + tx)
+                for i in range(6):  # dM = t Aᵀ, row by row
+                    k = _u(6 * i)
+                    for j in range(fu):
+                        r = _a4(t[i, 0, j], t[i, 1, j], t[i, 2, j], t[i, 3, j])
+                        gy[k, tile, j] = r[0]
+                        gy[k + 1, tile, j] = r[1]
+                        gy[k + 2, tile, j] = r[2]
+                        gy[k + 3, tile, j] = r[3]
+                        gy[k + 4, tile, j] = r[4]
+                        gy[k + 5, tile, j] = r[5]
+
+
+@_jit
+def _input_grad(dv: Any, ph: int, pw: int, th: int, tw: int, gx: Any) -> None:
+    """``gx = Σ B dV Bᵀ`` over the overlapping 6x6 tiles of dv (36, N·TH·TW, C) into the
+    data gradient gx (N, H, W, C), tile by tile, dropping what falls on the padding."""
+    n_, h_, w_, c_ = gx.shape
+    cu = _u(c_)
+    gx[...] = 0.0
+    t = np.empty((6, 6, c_), dtype=gx.dtype)
+    for n in range(n_):
+        for ty in range(th):
+            for tx in range(tw):
+                tile = _u((n * th + ty) * tw + tx)
+                for b in range(6):  # t = B dV, column by column
+                    kb = _u(b)
+                    for c in range(cu):
+                        r = _b6(dv[kb, tile, c], dv[kb + 6, tile, c], dv[kb + 12, tile, c],
+                                dv[kb + 18, tile, c], dv[kb + 24, tile, c],
+                                dv[kb + 30, tile, c])
+                        t[0, b, c] = r[0]
+                        t[1, b, c] = r[1]
+                        t[2, b, c] = r[2]
+                        t[3, b, c] = r[3]
+                        t[4, b, c] = r[4]
+                        t[5, b, c] = r[5]
+                for i in range(6):  # dd = t Bᵀ, row by row, added where it is data
+                    y = 4 * ty + i - ph
+                    if y < 0 or y >= h_:
+                        continue
+                    x0 = 4 * tx - pw
+                    row = gx[_u(n), _u(y)]
+                    if x0 >= 0 and x0 + 6 <= w_:  # the whole row lies in the data
+                        for c in range(cu):
+                            r = _b6(t[i, 0, c], t[i, 1, c], t[i, 2, c], t[i, 3, c],
+                                    t[i, 4, c], t[i, 5, c])
+                            row[_u(x0), c] += r[0]
+                            row[_u(x0 + 1), c] += r[1]
+                            row[_u(x0 + 2), c] += r[2]
+                            row[_u(x0 + 3), c] += r[3]
+                            row[_u(x0 + 4), c] += r[4]
+                            row[_u(x0 + 5), c] += r[5]
+                    else:
+                        for c in range(cu):
+                            r = _b6(t[i, 0, c], t[i, 1, c], t[i, 2, c], t[i, 3, c],
+                                    t[i, 4, c], t[i, 5, c])
+                            for k in range(6):
+                                if 0 <= x0 + k < w_:
+                                    row[_u(x0 + k), c] += r[k]
+
+
+# ------------------------------------------------------------------------- the layer
+def weight_transform(wrows: Any, c: int) -> Any:
+    """Filters as rows (F, 9·C) → U (36, F, C) = ``G w Gᵀ`` (one small GEMM in the
+    weights' dtype: float64 made ResNet's 512-channel filters 8x slower, for no error the
+    tests can see against the data transforms')."""
+    f = wrows.shape[0]
+    taps = wrows.reshape(f, 9, c).transpose(1, 0, 2).reshape(9, f * c)
+    return (_GG.astype(wrows.dtype) @ taps).reshape(36, f, c)
+
+
+def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
+    """Output (N, OH, OW, F) channels-last, with the transformed data V (36, tiles, C) and
+    filters U (36, F, C) that the backward reuses."""
+    dtype = xl.dtype
+    v = np.empty((36, plan.tiles, plan.c), dtype=dtype)
+    _input_transform(np.ascontiguousarray(xl), plan.pad[0], plan.pad[1], plan.th, plan.tw, v)
+    u = weight_transform(wrows, plan.c)
+    m = np.empty((36, plan.tiles, plan.f), dtype=dtype)
+    for k in range(36):  # 2-D GEMMs: faster than one batched np.matmul
+        np.matmul(v[k], u[k].T, out=m[k])
+    out = np.empty((plan.n, plan.oh, plan.ow, plan.f), dtype=dtype)
+    _output_transform(m, plan.th, plan.tw,  # out[0, 0, 0]: an unread (F,) stand-in
+                      out[0, 0, 0] if bias is None else bias.astype(dtype, copy=False),
+                      bias is not None, out)
+    return out, v, u
+
+
+def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, Any | None]:
+    """Gradients for output gradient ``gl`` (N, OH, OW, F) channels-last: the weight's as
+    rows (F, 9·C) and, if ``need_gx``, the data's (N, H, W, C) channels-last."""
+    dtype = v.dtype
+    gy = np.empty((36, plan.tiles, plan.f), dtype=dtype)
+    _grad_transform(np.ascontiguousarray(gl, dtype=dtype), plan.th, plan.tw, gy)
+    du = np.empty((36, plan.f, plan.c), dtype=dtype)
+    for k in range(36):
+        np.matmul(gy[k].T, v[k], out=du[k])
+    gw = _GG.T.astype(dtype) @ du.reshape(36, -1)  # (9, F·C) = Gᵀ dU G per filter
+    gw = gw.reshape(9, plan.f, plan.c).transpose(1, 0, 2).reshape(plan.f, 9 * plan.c)
+    if not need_gx:
+        return gw, None
+    dv = np.empty((36, plan.tiles, plan.c), dtype=dtype)
+    for k in range(36):
+        np.matmul(gy[k], u[k], out=dv[k])
+    gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)
+    _input_grad(dv, plan.pad[0], plan.pad[1], plan.th, plan.tw, gx)
+    return gw, gx
+
+
+__all__ = ["Plan", "available", "backward", "forward", "tile_count", "weight_transform"]

@@ -270,9 +270,10 @@ def profile(net_name: str, data, steps: int) -> None:
     A hybridized block runs a compiled program of kernels (engine/gluon/hybrid/kernels.py
     and norm_kernels.py: fused ones, and a generic one that calls the ``engine.nd``
     operator); every kernel class's ``forward``/``backward`` is wrapped with a timer,
-    labelled by the op and its first input's shape. "other" is the rest of the step: loss,
-    autograd bookkeeping, Adam. Times are this thread's CPU time, so that other processes on a shared machine weigh
-    less than in wall-clock time (the step runs on one thread with --threads 1).
+    labelled by the op and its first input's shape. "other" is the rest of the step:
+    loss, autograd bookkeeping, Adam. Times are this thread's CPU time, so that other
+    processes on a shared machine weigh less than in wall-clock time (the step runs on
+    one thread with --threads 1).
     """
     from collections import defaultdict
 

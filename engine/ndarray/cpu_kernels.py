@@ -269,3 +269,40 @@ def relu_grad_of_output(g: Any, out: Any, gx: Any) -> None:
     relu rule)."""
     for i in range(out.shape[0]):
         gx[i] = _relu_grad(g[i], out[i])
+
+
+# ------------------------------------------------------------ Dense (FullyConnected)
+@_jit
+def bias_relu(out: Any, bias: Any, use_bias: bool, relu: bool) -> None:
+    """In place over ``out`` (rows, F): ``+= bias`` per row when ``use_bias`` (numpy's
+    broadcast add), then ``maximum(·, 0)`` when ``relu``: one pass instead of two."""
+    rows, f = out.shape
+    fu = numba.uint64(f) if ENABLED else f
+    for r in range(rows):
+        for j in range(fu):
+            y = out[r, j]
+            if use_bias:
+                y = y + bias[j]
+            if relu:
+                y = _relu(y)
+            out[r, j] = y
+
+
+@_jit
+def relu_mask_grad(g: Any, out: Any, grad: Any, gb: Any, want_gb: bool) -> None:
+    """``grad = g·(out > 0)`` over (rows, F) (the fused Dense+relu backward's mask: 1 or 0),
+    and when ``want_gb`` its column sums into ``gb``, added row after row as numpy's
+    ``sum(axis=0)`` adds them (the same floats): the bias gradient in the same pass."""
+    rows, f = g.shape
+    fu = numba.uint64(f) if ENABLED else f
+    for r in range(rows):
+        for j in range(fu):
+            v = g[r, j] * (_ONE if out[r, j] > _ZERO else _ZERO)
+            grad[r, j] = v
+        if want_gb:
+            if r == 0:
+                for j in range(fu):
+                    gb[j] = grad[0, j]
+            else:
+                for j in range(fu):
+                    gb[j] += grad[r, j]

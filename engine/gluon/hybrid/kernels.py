@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import autograd
+from ...ndarray import cpu_kernels
 from ...ndarray.ndarray import NDArray
 from ...ndarray.ops import _sigmoid
 from .trace import SlotRef, Step
@@ -95,10 +96,17 @@ class FullyConnectedKernel:
         dtype = x.dtype if x.dtype == w.dtype else run.xp.result_type(x, w)
         out = run.output_buffer(self.out, self.key, shape, dtype)
         run.xp.matmul(x, w.T, out=out)
-        if not self.no_bias:
-            out += run.values[self.b]
-        if self.act is not None:
-            _activation_forward(self.act, out, run)
+        bias = None if self.no_bias else run.values[self.b]
+        if self.act in (None, "relu") and out.ndim == 2 and cpu_kernels.available(out) and (
+                bias is None or cpu_kernels.available(bias)):
+            if bias is not None or self.act is not None:  # the same floats, in one pass
+                cpu_kernels.bias_relu(out, out[0] if bias is None else bias,
+                                      bias is not None, self.act == "relu")
+        else:
+            if bias is not None:
+                out += bias
+            if self.act is not None:
+                _activation_forward(self.act, out, run)
         run.values[self.out] = out
 
     def backward(self, run: Run) -> None:
@@ -106,7 +114,10 @@ class FullyConnectedKernel:
         if g is None:
             return
         out = run.values[self.out]
-        if self.act is not None:
+        bias_grad = None  # set when the relu's backward also summed the bias gradient
+        if self.act == "relu" and g.ndim == 2 and cpu_kernels.available(g, out):
+            g, bias_grad = self._relu_backward(run, g, out)
+        elif self.act is not None:
             g = _activation_backward(self.act, g, out, run, self.key)
         x = run.values[self.x]
         w = run.values[self.w]
@@ -128,13 +139,31 @@ class FullyConnectedKernel:
                 run.add_grad(self.w, autograd.WRITTEN)
             else:
                 run.add_grad(self.w, g2.T @ x2)
-        if not self.no_bias and run.needs[self.b]:
+        if bias_grad is not None:
+            run.add_grad(self.b, bias_grad)  # type: ignore[arg-type]
+        elif not self.no_bias and run.needs[self.b]:
             direct = run.direct_buffer(self.b)
             if direct is not None:
                 g2.sum(axis=0, out=direct)
                 run.add_grad(self.b, autograd.WRITTEN)
             else:
                 run.add_grad(self.b, g2.sum(axis=0))
+
+
+    def _relu_backward(self, run: Run, g: Any, out: Any) -> tuple[Any, Any]:
+        """The relu mask applied to ``g`` and, where the bias needs a gradient, its column
+        sums, in one compiled pass: (gradient before the relu, bias gradient or None)."""
+        grad = run.buffers.get(self.key + ("gpre",), out.shape, out.dtype, out)
+        want = not self.no_bias and run.needs[self.b]  # type: ignore[index]
+        target = run.direct_buffer(self.b) if want else None  # type: ignore[arg-type]
+        written = target is not None and cpu_kernels.available(target) and \
+            target.flags.c_contiguous
+        if want and not written:
+            target = run.xp.empty(out.shape[1], out.dtype)
+        cpu_kernels.relu_mask_grad(g, out, grad, target if want else grad[0], want)
+        if not want:
+            return grad, None
+        return grad, autograd.WRITTEN if written else target
 
 
 class ActivationKernel:

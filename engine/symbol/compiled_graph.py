@@ -68,16 +68,26 @@ class CompiledGraph:
         from ..gluon.hybrid.trace import Tracer, Untraceable, traced_node
 
         tracer = Tracer(arrays, [])
-        with tracer:
-            outputs = self.symbol._evaluate(values, run_node=partial(traced_node, tracer))
+        try:
+            with tracer:
+                outputs = self.symbol._evaluate(values, run_node=partial(traced_node, tracer))
+        except Exception as err:  # noqa: BLE001 - decided by the node-by-node run below
+            # A real error in the graph raises again from there; if that run works, only
+            # the trace failed.
+            outputs = self.symbol._evaluate(values)
+            self._give_up(f"{type(err).__name__} while tracing: {err}")
+            return outputs
         try:
             program = Program(tracer, list(outputs), True, arrays[0].xp)
         except Untraceable as err:
-            self.failure = str(err)
-            warnings.warn(f"Executor: the graph cannot be compiled ({err}); it runs node by "
-                          "node", UserWarning, stacklevel=4)
+            self._give_up(str(err))
             return outputs
         if len(self.programs) >= _MAX_PROGRAMS:
             self.programs.pop(next(iter(self.programs)))
         self.programs[key] = program
         return outputs
+
+    def _give_up(self, reason: str) -> None:
+        self.failure = reason
+        warnings.warn(f"the symbol graph cannot be compiled ({reason}); it runs node by node",
+                      UserWarning, stacklevel=5)

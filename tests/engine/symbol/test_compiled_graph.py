@@ -144,3 +144,20 @@ def test_grad_req_add_accumulates_as_node_by_node(monkeypatch):
     assert results[0]["fc_bias"].tolist() == [0.0, 6.0, 6.0]  # three backward passes summed
     for name in results[0]:
         np.testing.assert_array_equal(results[0][name], results[1][name], err_msg=name)
+
+
+def test_an_error_while_tracing_falls_back_and_a_real_error_still_raises(monkeypatch):
+    from engine.gluon.hybrid import trace
+
+    def broken_tracer(*args, **kwargs):
+        raise RuntimeError("a tracing problem")
+
+    monkeypatch.setattr(trace, "traced_node", broken_tracer)
+    x = mx.sym.var("x")
+    ex = (x * 3).simple_bind(mx.cpu(), x=(2,))
+    ex.arg_dict["x"][:] = 2
+    with pytest.warns(UserWarning, match="RuntimeError while tracing"):
+        assert ex.forward()[0].asnumpy().tolist() == [6.0, 6.0]
+    bad = mx.sym.dot(x, x).bind(mx.cpu(), {"x": mx.nd.ones((2, 3))})  # a real error
+    with pytest.raises(ValueError, match="dot"):
+        bad.forward()

@@ -34,6 +34,7 @@ Everything works on channels-last data (N, H, W, C) and the weight as rows (F, 9
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,15 @@ _GG = np.kron(_G, _G)  # (16, 9): a 3x3 filter, row-major, to the 4x4 points, ro
 # ran at par, its 256-channel 8x8 maps (256 tiles) 1.4x faster.
 MIN_HARMONIC_CHANNELS = 40
 MIN_TILES = 128
+
+# RUDDER_ENGINE_WINOGRAD picks the fastest algorithms allowed: "4x4" (the default: F(4x4)
+# where it applies, else F(2x2)), "2x2" (never F(4x4), whose float32 results are ~10x less
+# exact) or "off" (im2col everywhere: the most exact, as MXNet's direct convolution).
+WINOGRAD = os.environ.get("RUDDER_ENGINE_WINOGRAD", "4x4").strip().lower()
+if WINOGRAD not in ("4x4", "2x2", "off"):
+    raise ValueError(f"RUDDER_ENGINE_WINOGRAD={WINOGRAD!r}: expected 4x4, 2x2 or off")
+if WINOGRAD == "off":
+    MIN_HARMONIC_CHANNELS = 10 ** 9
 
 
 def applies(xp: Any, kernel: tuple[int, ...], stride: tuple[int, ...],

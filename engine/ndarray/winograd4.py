@@ -63,7 +63,7 @@ _GG = np.kron(_G, _G)  # (36, 9): a 3x3 filter, row-major, to the 6x6 points, ro
 # transforms, 36·F·C values each way, outweigh the data's (bench/conv_paths.py, 1 thread:
 # ResNet-18's 256-channel 8x8 maps at batch 16, 64 tiles, ran 1.2x faster than F(2x2);
 # its 512-channel 4x4 maps, 16 tiles, 1.6x slower than im2col).
-MIN_TILES = 64
+MIN_TILES = 64 if winograd.WINOGRAD == "4x4" else 10 ** 9  # see RUDDER_ENGINE_WINOGRAD
 
 
 def available(*arrays: Any) -> bool:

@@ -7,6 +7,10 @@ The thresholds that pick the path per shape are lowered or raised here so that s
 take the path under test.
 """
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -137,3 +141,22 @@ def test_hybridized_training_step_is_bit_identical(monkeypatch):
         results.append([y.asnumpy()] + [p.grad().asnumpy() for p in params])
     for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("setting,expected", [("4x4", "F4"), ("2x2", "F2"), ("off", "im2col"),
+                                              ("bogus", "error")])
+def test_winograd_setting_picks_the_algorithms(setting, expected):
+    """RUDDER_ENGINE_WINOGRAD, read when the engine is imported (a fresh process)."""
+    probe = ("from engine.ndarray import winograd, winograd4; import numpy as np; "
+             "x = np.empty((64, 16, 16, 32), np.float32); w = np.empty((64, 288), np.float32); "
+             "w2 = winograd.applies(np, (3, 3), (1, 1), (1, 1), 1, x.shape, 64, (1, 1)); "
+             "print('F4' if w2 and winograd4.applies(x, w, (1, 1)) else 'F2' if w2 "
+             "else 'im2col')")
+    env = {**os.environ, "RUDDER_ENGINE_WINOGRAD": setting}
+    run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, timeout=120)
+    if expected == "error":
+        assert run.returncode != 0 and "RUDDER_ENGINE_WINOGRAD='bogus'" in run.stderr
+    else:
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == expected

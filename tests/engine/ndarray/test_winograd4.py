@@ -14,9 +14,15 @@ import sys
 import numpy as np
 import pytest
 
-from engine import autograd, gluon, nd
-from engine.ndarray import cpu_kernels, winograd, winograd4
+from engine import nd
+from engine.ndarray import cpu_kernels, winograd4
 from tests.engine.gradcheck import check_grad
+from tests.engine.ndarray.winograd_checks import (
+    check_channels_last_equals_channels_first,
+    check_hybridized_step_is_bit_identical,
+    force,
+    run_convolution,
+)
 
 pytestmark = pytest.mark.skipif(not cpu_kernels.ENABLED, reason="numba is not installed")
 
@@ -29,25 +35,6 @@ SHAPES = [((1, 3, 5, 5), 2, 0), ((2, 4, 7, 6), 3, 1), ((2, 5, 8, 9), 4, 0),
           ((1, 1, 6, 6), 1, 0), ((2, 32, 12, 12), 64, 1)]
 
 
-def _force(monkeypatch, path: str) -> None:
-    """``path``: "im2col", "F2" or "F4"."""
-    monkeypatch.setattr(winograd, "MIN_HARMONIC_CHANNELS", 10 ** 9 if path == "im2col" else 1)
-    monkeypatch.setattr(winograd, "MIN_TILES", 1)
-    monkeypatch.setattr(winograd4, "MIN_TILES", 1 if path == "F4" else 10 ** 9)
-
-
-def _run(x, w, b, pad, dtype, gy, layout=None):
-    """Output and the gradients of <y, gy> for data, weight and bias, as numpy arrays."""
-    arrs = [nd.array(a, dtype=dtype) for a in (x, w, b)]
-    for a in arrs:
-        a.attach_grad()
-    with autograd.record():
-        y = nd.Convolution(*arrs, kernel=(3, 3), pad=(pad, pad), num_filter=w.shape[0],
-                           layout=layout)
-    y.backward(nd.array(gy, dtype=dtype))
-    return [y.asnumpy()] + [a.grad.asnumpy() for a in arrs]
-
-
 def _case(shape, filters, pad):
     x, w, b = rng.randn(*shape), rng.randn(filters, shape[1], 3, 3) * 0.3, rng.randn(filters)
     out_hw = (shape[2] + 2 * pad - 2, shape[3] + 2 * pad - 2)
@@ -57,10 +44,10 @@ def _case(shape, filters, pad):
 @pytest.mark.parametrize("shape,filters,pad", SHAPES)
 def test_float64_equals_im2col(monkeypatch, shape, filters, pad):
     x, w, b, gy = _case(shape, filters, pad)
-    _force(monkeypatch, "im2col")
-    ref = _run(x, w, b, pad, np.float64, gy)
-    _force(monkeypatch, "F4")
-    got = _run(x, w, b, pad, np.float64, gy)
+    force(monkeypatch, "im2col")
+    ref = run_convolution(x, w, b, pad, np.float64, gy)
+    force(monkeypatch, "F4")
+    got = run_convolution(x, w, b, pad, np.float64, gy)
     for name, r, g in zip(("y", "gx", "gw", "gb"), ref, got, strict=True):
         assert g.shape == r.shape, name
         np.testing.assert_allclose(g, r, rtol=1e-11, atol=1e-11 * np.abs(r).max(), err_msg=name)
@@ -72,12 +59,12 @@ def test_float32_error_is_bounded(monkeypatch, shape, filters, pad):
     float32 error, relative to each result's largest magnitude, stays under 2e-5 (measured
     here: at most about 6e-6; F(2x2) about 4e-7, im2col about 2e-7)."""
     x, w, b, gy = _case(shape, filters, pad)
-    _force(monkeypatch, "im2col")
-    ref = _run(x, w, b, pad, np.float64, gy)
-    _force(monkeypatch, "F4")
-    got = _run(x, w, b, pad, np.float32, gy)
-    _force(monkeypatch, "F2")
-    f2 = _run(x, w, b, pad, np.float32, gy)
+    force(monkeypatch, "im2col")
+    ref = run_convolution(x, w, b, pad, np.float64, gy)
+    force(monkeypatch, "F4")
+    got = run_convolution(x, w, b, pad, np.float32, gy)
+    force(monkeypatch, "F2")
+    f2 = run_convolution(x, w, b, pad, np.float32, gy)
     assert not np.array_equal(got[0], f2[0])  # the other path really ran
     for name, r, g in zip(("y", "gx", "gw", "gb"), ref, got, strict=True):
         assert g.dtype == np.float32
@@ -86,22 +73,15 @@ def test_float32_error_is_bounded(monkeypatch, shape, filters, pad):
 
 @pytest.mark.parametrize("pad", [0, 1])
 def test_gradients_are_exact_in_float64(monkeypatch, pad):
-    _force(monkeypatch, "F4")
+    force(monkeypatch, "F4")
     check_grad(lambda x, w, b: nd.Convolution(x, w, b, kernel=(3, 3), pad=(pad, pad),
                                               num_filter=3),
                [rng.randn(2, 4, 7, 6), rng.randn(3, 4, 3, 3), rng.randn(3)])
 
 
 def test_channels_last_layout_gives_the_channels_first_result(monkeypatch):
-    _force(monkeypatch, "F4")
-    x, w, b = rng.randn(2, 5, 9, 7), rng.randn(4, 5, 3, 3), rng.randn(4)
-    gy = rng.randn(2, 4, 9, 7)
-    first = _run(x, w, b, 1, np.float64, gy)
-    last = _run(x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1), b, 1, np.float64,
-                gy.transpose(0, 2, 3, 1), layout="NHWC")
-    for a, c in zip(first, (last[0].transpose(0, 3, 1, 2), last[1].transpose(0, 3, 1, 2),
-                            last[2].transpose(0, 3, 1, 2), last[3]), strict=True):
-        np.testing.assert_allclose(c, a, rtol=1e-12, atol=1e-12)
+    force(monkeypatch, "F4")
+    check_channels_last_equals_channels_first(rng, (2, 5, 9, 7))
 
 
 def test_path_choice():
@@ -118,29 +98,8 @@ def test_path_choice():
 
 
 def test_hybridized_training_step_is_bit_identical(monkeypatch):
-    """A hybridized block replays nd.Convolution, F(4x4) path included, bit for bit."""
-    _force(monkeypatch, "F4")
-    x = nd.array(rng.randn(2, 3, 9, 9).astype(np.float32))
-    weights = None
-    results = []
-    for hybrid in (False, True):
-        net = gluon.nn.HybridSequential()
-        net.add(gluon.nn.Conv2D(5, 3, padding=1, in_channels=3), gluon.nn.Activation("relu"),
-                gluon.nn.Conv2D(4, 3, padding=0, in_channels=5), gluon.nn.GlobalAvgPool2D())
-        net.initialize()
-        params = list(net.collect_params().values())
-        weights = weights or [rng.randn(*p.shape).astype(np.float32) * 0.5 for p in params]
-        for p, w in zip(params, weights, strict=True):
-            p.set_data(nd.array(w))
-        if hybrid:
-            net.hybridize()
-        for _ in range(2):  # the second call replays the traced program
-            with autograd.record():
-                y = net(x)
-            y.backward()
-        results.append([y.asnumpy()] + [p.grad().asnumpy() for p in params])
-    for a, b in zip(*results, strict=True):
-        np.testing.assert_array_equal(a, b)
+    force(monkeypatch, "F4")
+    check_hybridized_step_is_bit_identical(rng, 9)
 
 
 @pytest.mark.parametrize("setting,expected", [("4x4", "F4"), ("2x2", "F2"), ("off", "im2col"),

@@ -195,7 +195,8 @@ def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     w = weight._data
     wrows = weight_to_rows(w, last)
     # F(4x4, 3x3) where its compiled transforms run and its filter transforms (36·F·C
-    # values each way) are small beside the data's: 1.4-1.9x faster than F(2x2) there
+    # values each way) are small beside the data's: 1.2-1.7x faster than F(2x2) there
+    # (bench/conv_paths.py)
     algorithm = winograd4 if winograd4.applies(xl, wrows, pad) else winograd
     plan = algorithm.Plan(xl.shape, w.shape[0], pad)
     out, v, u = algorithm.forward(plan, xl, wrows, None if bias is None else bias._data)

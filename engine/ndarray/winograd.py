@@ -176,12 +176,13 @@ class Plan:
         self.f = filters
         self.pad = pad
         self.oh, self.ow = self.h + 2 * pad[0] - 2, self.w + 2 * pad[1] - 2
+        self.block = block
         self.th, self.tw = -(-self.oh // block), -(-self.ow // block)
         self.tiles = self.n * self.th * self.tw
 
     def padded_shape(self) -> tuple[int, int, int, int]:
-        """Data padded so every 4x4 tile is whole: (N, 2th + 2, 2tw + 2, C)."""
-        return (self.n, 2 * self.th + 2, 2 * self.tw + 2, self.c)
+        """Data padded so every input tile (block + 2 wide) is whole."""
+        return (self.n, self.block * self.th + 2, self.block * self.tw + 2, self.c)
 
     def interior(self) -> tuple[slice, ...]:
         ph, pw = self.pad

@@ -62,7 +62,7 @@ _GG = np.kron(_G, _G)  # (36, 9): a 3x3 filter, row-major, to the 6x6 points, ro
 # Fewest 6x6 tiles (N·⌈OH/4⌉·⌈OW/4⌉) for this path over F(2x2): below it the filter
 # transforms, 36·F·C values each way, outweigh the data's (bench/conv_paths.py, 1 thread:
 # ResNet-18's 256-channel 8x8 maps at batch 16, 64 tiles, ran 1.2x faster than F(2x2);
-# its 512-channel 4x4 maps, 16 tiles, 1.6x slower than im2col).
+# its 512-channel 4x4 maps, 16 tiles, 1.1x slower than im2col and 1.2x than F(2x2)).
 MIN_TILES = 64 if winograd.WINOGRAD == "4x4" else 10 ** 9  # see RUDDER_ENGINE_WINOGRAD
 
 
@@ -149,7 +149,7 @@ def _a4(y0: Any, y1: Any, y2: Any, y3: Any) -> Any:
 
 # In the four kernels below the channel loop is the innermost one, with the 1-D transform
 # inlined as straight-line code in it, so that LLVM vectorizes it across channels (a channel
-# loop around the 6x6 loops ran 4x slower, unvectorized).
+# loop around the 6x6 loops ran 5-12x slower, unvectorized).
 @_jit
 def _input_transform(x: Any, ph: int, pw: int, th: int, tw: int, v: Any) -> None:
     """``V = Bᵀ d B`` for every 6x6 tile d (stride 4) of channels-last x (N, H, W, C)

@@ -36,11 +36,10 @@ _MAX_PROGRAMS = 8  # signatures kept per executor (train and predict of a few sh
 class CompiledGraph:
     """The programs of one bound symbol, by input signature."""
 
-    def __init__(self, symbol: Any, names: list[str] | None = None) -> None:
+    def __init__(self, symbol: Any) -> None:
         self.symbol = symbol
         # the program's inputs, in order: arguments, then auxiliary states
-        self.names = names if names is not None else (symbol.list_arguments()
-                                                      + symbol.list_auxiliary_states())
+        self.names = symbol.list_arguments() + symbol.list_auxiliary_states()
         self.programs: dict[tuple[Any, ...], Any] = {}
         self.failure: str | None = None
 

@@ -72,7 +72,7 @@ class Executor:
                 self.grad_dict[name] = array.grad
         self.outputs: list[NDArray] = []
         self._monitor: Any = None
-        self._compiled = CompiledGraph(symbol, arg_names + list(self.aux_dict))
+        self._compiled = CompiledGraph(symbol)
 
     def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
         """Call ``callback(name, array)`` with every operator output of each forward."""

@@ -149,7 +149,6 @@ class FullyConnectedKernel:
             else:
                 run.add_grad(self.b, g2.sum(axis=0))
 
-
     def _relu_backward(self, run: Run, g: Any, out: Any) -> tuple[Any, Any]:
         """The relu mask applied to ``g`` and, where the bias needs a gradient, its column
         sums, in one compiled pass: (gradient before the relu, bias gradient or None)."""

@@ -1,0 +1,93 @@
+"""A data-parallel training script as a user writes it (MXNet's dist_sync idiom).
+
+Each rank takes its slice of one global batch (rows ``rank::N`` ... contiguous here) and
+steps with the global batch size, so N ranks must end where one rank on the whole batch
+ends. Writes the final weights (and a few facts) to ``$OUT/rank<r>.npz``.
+
+usage: train_shards.py OUT [--net mlp|cnn] [--hybridize] [--steps S] [--kvstore dist_sync]
+       [--update-on-kvstore 1|0] [--optimizer adam] [--compression] [--batch B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+import engine as mx
+from engine import autograd, gluon
+
+
+def build(net_name: str):
+    net = gluon.nn.HybridSequential()
+    if net_name == "cnn":
+        # no BatchNorm: its batch statistics are per rank (as in MXNet), so N ranks could
+        # not match one rank on the whole batch
+        net.add(gluon.nn.Conv2D(8, 3, padding=1), gluon.nn.Activation("relu"),
+                gluon.nn.MaxPool2D(),
+                gluon.nn.Conv2D(16, 3, padding=1), gluon.nn.Activation("relu"),
+                gluon.nn.GlobalAvgPool2D(), gluon.nn.Dense(10))
+    else:
+        net.add(gluon.nn.Dense(32, activation="relu"), gluon.nn.Dense(16, activation="tanh"),
+                gluon.nn.Dense(10))
+    return net
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--net", default="mlp")
+    parser.add_argument("--hybridize", action="store_true")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=12)
+    parser.add_argument("--kvstore", default="dist_sync")
+    parser.add_argument("--update-on-kvstore", type=int, default=None)
+    parser.add_argument("--optimizer", default="adam")
+    parser.add_argument("--compression", action="store_true")
+    args = parser.parse_args()
+
+    kv = mx.kv.create(args.kvstore) if args.kvstore != "none" else None
+    rank, workers = (kv.rank, kv.num_workers) if kv is not None else (0, 1)
+    mx.random.seed(int(os.environ.get("INIT_SEED_STEP", "0")) * rank + 100)
+    net = build(args.net)
+    net.initialize(mx.init.Xavier())
+    if args.hybridize:
+        net.hybridize()
+    rng = np.random.default_rng(7)
+    shape = (args.batch, 3, 8, 8) if args.net == "cnn" else (args.batch, 20)
+    data = rng.standard_normal((args.steps,) + shape).astype(np.float32)
+    labels = rng.integers(0, 10, (args.steps, args.batch)).astype(np.float32)
+    net(mx.nd.array(data[0][:1]))  # shapes known before the Trainer copies rank 0's weights
+    params = {"learning_rate": 0.01} if args.optimizer != "sgd" else \
+        {"learning_rate": 0.1, "momentum": 0.9}
+    update = None if args.update_on_kvstore is None else bool(args.update_on_kvstore)
+    trainer = gluon.Trainer(net.collect_params(), args.optimizer, params, kvstore=kv,
+                            update_on_kvstore=update,
+                            compression_params={"type": "2bit", "threshold": 0.01}
+                            if args.compression else None)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    per_rank = args.batch // workers
+    part = slice(rank * per_rank, (rank + 1) * per_rank)
+    for step in range(args.steps):
+        x, y = mx.nd.array(data[step][part]), mx.nd.array(labels[step][part])
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(args.batch)
+    mx.nd.waitall()
+    params = net.collect_params()
+    arrays = {f"w{i}": params[k].data().asnumpy() for i, k in enumerate(sorted(params.keys()))}
+    sync = getattr(trainer, "_sync", None)
+    facts = {"rank": rank, "workers": workers,
+             "buckets": len(sync.reducer.buckets) if sync is not None else 0,
+             "started_in_backward": sync.reducer.started_in_backward if sync else 0,
+             "update_on_kvstore": trainer._update_on_kvstore}
+    os.makedirs(args.out, exist_ok=True)
+    np.savez(os.path.join(args.out, f"rank{rank}.npz"), facts=np.array(json.dumps(facts)),
+             **arrays)
+
+
+if __name__ == "__main__":
+    main()

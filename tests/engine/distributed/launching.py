@@ -65,10 +65,11 @@ class Job:
         return results
 
     def kill(self) -> None:
+        """End what still runs and close every pipe."""
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+            proc.communicate()
 
 
 def launch(python: str | Path, script: str | Path, out: Path, workers: int, servers: int = 1,

@@ -40,6 +40,9 @@ from .local import KVStore, _group
 
 # arrays of one dtype pushed together travel in flat buffers of at most this many bytes
 FUSE_BYTES = 4 << 20
+# a large array is reduced in chunks this big, each copied into the store while the next
+# travels (measured on loopback: 16 MiB keeps Gloo's own pipelining; 1 MiB chunks cost more)
+PIPELINE_BYTES = 16 << 20
 CONTROL_BYTES = 4096
 
 
@@ -115,6 +118,27 @@ class DistKVStore(KVStore):
                 self._updater(k, NDArray(total, stored.context), stored)
             else:
                 self._store[k] = NDArray(total, stored.context)
+
+    def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
+        """push + pull. One array per key with no optimizer and no compression (a plain
+        allreduce) is summed in place in ``out`` (zero-copy), in chunks whose copy into
+        the store overlaps the next chunk's reduction."""
+        pairs = _group(key, value)
+        outs = _group(key, value if out is None else out)
+        if self._updater is not None or self._compression is not None or any(
+                len(v) != 1 or len(o) != 1 for (_, v), (_, o) in zip(pairs, outs, strict=True)):
+            super().pushpull(key, value, out, priority)
+            return
+        for (k, (v,)), (_, (o,)) in zip(pairs, outs, strict=True):
+            stored = self._stored(k)
+            if v.shape != stored.shape or o.shape != stored.shape or \
+                    o.context != stored.context or not o.raw.flags.c_contiguous or \
+                    o.raw.dtype != stored.raw.dtype:
+                super().pushpull(k, v, o, priority)
+                continue
+            if o is not v:
+                v.copyto(o)
+            _allreduce_then_copy(o.raw, stored.raw, self._world)
 
     def _local_sum(self, key: Any, values: list[NDArray], stored: NDArray) -> Any:
         """A private buffer holding the sum of this rank's values (devices in order)."""
@@ -214,6 +238,17 @@ def _collective_arrays(arrays: list[Any], world: Any, op: str) -> None:
             arr = arrays[i]
             arr[...] = flat[start:start + arr.size].reshape(arr.shape)
             start += arr.size
+
+
+def _allreduce_then_copy(buf: Any, copy: Any, world: Any) -> None:
+    """Sum ``buf`` over the ranks in place and leave the result in ``copy`` too."""
+    comm = world.communicator_for(buf)
+    flat, dest = buf.reshape(-1), copy.reshape(-1)
+    step = max(1, PIPELINE_BYTES // buf.itemsize)
+    works = [(comm.allreduce(flat[i:i + step]), i) for i in range(0, flat.size, step)]
+    for work, i in works:
+        work.wait()
+        dest[i:i + step] = flat[i:i + step]
 
 
 def allreduce_arrays(arrays: list[Any], world: Any) -> None:

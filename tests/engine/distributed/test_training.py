@@ -49,6 +49,16 @@ def test_two_ranks_with_rudders_launcher_match_one_rank(tmp_path: Path) -> None:
     ranks = [launching.load(tmp_path / "two" / f"rank{r}.npz") for r in range(2)]
     assert_same_weights(ranks, reference(tmp_path / "one", args))
     assert [launching.facts(s)["rank"] for s in ranks] == [0, 1]
+    # optimizer states (the kvstore's: update_on_kvstore) are equal on every rank and
+    # survive a save / load / save round trip
+    files = [tmp_path / "two" / name for name in ("rank0.states", "rank1.states",
+                                                   "rank0.states.again")]
+    states = [launching.load(f) for f in files]
+    assert len(states[0]) > 4  # SGD with momentum: one state array per parameter
+    for other in states[1:]:
+        assert other.keys() == states[0].keys()
+        for name, array in states[0].items():
+            np.testing.assert_array_equal(other[name], array)
 
 
 def test_three_ranks_of_a_hybridized_cnn_under_mxnets_launcher_match_one_rank(

@@ -49,7 +49,7 @@ def scenario_kv() -> None:
     keys, shapes = [5, 7, 9], [(2, 3), (4,), (1211,)]
     kv.init(keys, [mx.nd.ones(s) for s in shapes])
     kv.push(keys, [mx.nd.ones(s) * (rank + 1) for s in shapes])
-    for k, s in zip(keys, shapes):
+    for k, s in zip(keys, shapes, strict=True):
         results[f"kv_push_{k}"] = pulled(kv, k, s)
     kv.push(5, [mx.nd.ones((2, 3)) * 0.5, mx.nd.ones((2, 3)) * (rank + 2)])  # two devices
     results["kv_push_devices"] = pulled(kv, 5, (2, 3))
@@ -146,16 +146,16 @@ def scenario_compression() -> None:
     net, params, batches = mlp_and_data(rank)
     keys = list(range(100, 100 + len(params)))
     kv.init(keys, [p.data() for p in params])
-    for k, p in zip(keys, params):
+    for k, p in zip(keys, params, strict=True):
         kv.pull(k, out=p.data())
     kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.01, rescale_grad=0.25))
     for x, y in batches:
         with mx.autograd.record():
             loss = LOSS_SCALE * mx.gluon.loss.L2Loss()(net(x), y)
         loss.backward()
-        for k, p in zip(keys, params):
+        for k, p in zip(keys, params, strict=True):
             kv.push(k, p.grad())
-        for k, p in zip(keys, params):
+        for k, p in zip(keys, params, strict=True):
             kv.pull(k, out=p.data())
     for i, p in enumerate(params):
         results[f"compr_train_w{i}"] = p.data().asnumpy()

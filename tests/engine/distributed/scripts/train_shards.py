@@ -85,6 +85,12 @@ def main() -> None:
              "started_in_backward": sync.reducer.started_in_backward if sync else 0,
              "update_on_kvstore": trainer._update_on_kvstore}
     os.makedirs(args.out, exist_ok=True)
+    # every rank holds the same optimizer states (MXNet refuses to save them on dist):
+    # saved, loaded back and saved again, they must not change
+    states = os.path.join(args.out, f"rank{rank}.states")
+    trainer.save_states(states)
+    trainer.load_states(states)
+    trainer.save_states(states + ".again")
     np.savez(os.path.join(args.out, f"rank{rank}.npz"), facts=np.array(json.dumps(facts)),
              **arrays)
 

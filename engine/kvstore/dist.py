@@ -19,12 +19,12 @@ Pushes of several keys in one call travel fused, a few flat buffers instead of o
 collective per key. Every rank must make the same calls in the same order (as MXNet's
 dist_sync requires: the servers wait for every worker's push).
 
->>> import engine as mx                                  # doctest: +SKIP
->>> kv = mx.kv.create("dist_sync")     # under `python -m engine.launch -n 2 script.py`
->>> kv.init(0, mx.nd.zeros((2,)))
->>> kv.push(0, mx.nd.ones((2,)) * (kv.rank + 1))
->>> out = mx.nd.zeros((2,)); kv.pull(0, out=out); out.asnumpy().tolist()
-[3.0, 3.0]
+Under ``python -m engine.launch -n 2 script.py``, each rank running::
+
+    kv = mx.kv.create("dist_sync")
+    kv.init(0, mx.nd.zeros((2,)))
+    kv.push(0, mx.nd.ones((2,)) * (kv.rank + 1))
+    out = mx.nd.zeros((2,)); kv.pull(0, out=out)   # [3.0, 3.0] on both ranks
 """
 
 from __future__ import annotations

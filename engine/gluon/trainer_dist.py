@@ -44,6 +44,8 @@ class DistGradSync:
 
     # ------------------------------------------------------ gradient notifications
     def backward_started(self, variables: dict[int, Any]) -> None:
+        # read per backward: accumulating gradients must not travel before step()
+        self._accumulating = any(p.grad_req == "add" for _, p in self.trainer._trainable())
         if self.reducer is not None and self.overlap and not self._accumulating:
             self.reducer.backward_started(variables)
 

@@ -74,8 +74,9 @@ class Job:
 
 def launch(python: str | Path, script: str | Path, out: Path, workers: int, servers: int = 1,
            args: list[str] | None = None, extra_env: dict[str, str] | None = None,
-           scheduler: bool = True, port: int | None = None) -> Job:
-    """Start a scheduler, ``servers`` servers and ``workers`` workers of ``script OUT args``."""
+           scheduler: bool = True, port: int | None = None, task_ids: bool = True) -> Job:
+    """Start a scheduler, ``servers`` servers and ``workers`` workers of ``script OUT args``
+    (``task_ids=False``: without DMLC_TASK_ID, as launchers other than MXNet's local one)."""
     port = port or free_port()
     env = job_env(workers, servers, port, extra=extra_env)
     command = [str(python), str(script), str(out), *(args or [])]
@@ -84,7 +85,7 @@ def launch(python: str | Path, script: str | Path, out: Path, workers: int, serv
     procs: dict[str, subprocess.Popen[str]] = {}
     for k, (role, rank) in enumerate(roles):
         role_env = dict(env, DMLC_ROLE=role)
-        if rank is not None:
+        if rank is not None and task_ids:
             role_env["DMLC_TASK_ID"] = str(rank)
         name = role if rank is None else f"worker{rank}"
         procs[name if name not in procs else f"{name}{k}"] = subprocess.Popen(

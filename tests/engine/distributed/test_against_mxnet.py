@@ -97,3 +97,10 @@ def test_trainer_with_compression_equals_mxnets_push_pull_loop(runs: dict) -> No
         for i in range(4):
             np.testing.assert_allclose(ours[f"compr_trainer_w{i}"], oracle[f"compr_train_w{i}"],
                                        rtol=1e-6, atol=1e-7)
+
+
+def test_exchange_hands_rank_0s_command_to_all_and_sums_values(runs: dict) -> None:
+    """Rudder's addition for the service: one small collective per step boundary."""
+    for rank in range(2):
+        assert launching.facts(runs["engine"][rank])["exchange_control"] == '{"set_lr": 0.5}'
+        assert runs["engine"][rank]["exchange_sums"].tolist() == [3.0, 20.0]

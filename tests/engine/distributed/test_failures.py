@@ -70,26 +70,27 @@ def test_stopped_rank_makes_the_others_time_out(tmp_path: Path) -> None:
     assert "timed out after 3 s waiting for the other ranks" in output
 
 
-def test_a_rank_that_cannot_reach_rank_0_fails_within_the_timeout(tmp_path: Path) -> None:
-    """Rank 1 of 2 with nobody listening at rank 0's address."""
+def _alone(tmp_path: Path, rank: int) -> tuple[int, str]:
+    """Rank ``rank`` of 2 started alone (RUDDER_DIST_TIMEOUT=3): (exit status, output)."""
     env = launching.job_env(2, 0, launching.free_port(),
-                            extra={"DMLC_ROLE": "worker", "DMLC_TASK_ID": "1",
+                            extra={"DMLC_ROLE": "worker", "DMLC_TASK_ID": str(rank),
                                    "RUDDER_DIST_TIMEOUT": "3"})
     proc = subprocess.Popen([sys.executable, str(SCRIPT), str(tmp_path), "kill"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     code, output, _ = _exit_of(proc, within=HANG)
+    return code, output
+
+
+def test_a_rank_that_cannot_reach_rank_0_fails_within_the_timeout(tmp_path: Path) -> None:
+    """Rank 1 of 2 with nobody listening at rank 0's address."""
+    code, output = _alone(tmp_path, 1)
     assert code != 0
     assert "RendezvousError: rank 1 could not reach rank 0 at 127.0.0.1:" in output
     assert "within 3 s" in output
 
 
 def test_rank_0_alone_times_out_waiting_for_the_others(tmp_path: Path) -> None:
-    env = launching.job_env(2, 0, launching.free_port(),
-                            extra={"DMLC_ROLE": "worker", "DMLC_TASK_ID": "0",
-                                   "RUDDER_DIST_TIMEOUT": "3"})
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(tmp_path), "kill"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    code, output, _ = _exit_of(proc, within=HANG)
+    code, output = _alone(tmp_path, 0)
     assert code != 0
     assert "DistributedError: rank 0 of 2: connecting the ranks (Gloo) failed: timed out" \
         in output

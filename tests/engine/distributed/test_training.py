@@ -43,12 +43,21 @@ def assert_same_weights(ranks: list[dict[str, np.ndarray]], ref: dict[str, np.nd
 
 
 def test_two_ranks_with_rudders_launcher_match_one_rank(tmp_path: Path) -> None:
-    args = ["--net", "mlp", "--optimizer", "sgd", "--update-on-kvstore", "1"]
+    """Two trainings in one job: one backward per step (its buckets start during backward),
+    then two backward passes per step with grad_req='add' (nothing may travel before
+    step(): the second pass adds to the first)."""
+    args = ["--net", "mlp", "--optimizer", "sgd", "--update-on-kvstore", "1", "--batch", "8",
+            "--accumulate", "1,2"]
     done = launching.engine_launch(2, SCRIPT, str(tmp_path / "two"), *args, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
+    ref = reference(tmp_path / "one", args)
     ranks = [launching.load(tmp_path / "two" / f"rank{r}.npz") for r in range(2)]
-    assert_same_weights(ranks, reference(tmp_path / "one", args))
+    assert_same_weights(ranks, ref)
     assert [launching.facts(s)["rank"] for s in ranks] == [0, 1]
+    assert launching.facts(ranks[0])["started_in_backward"] > 0
+    accumulated = [launching.load(tmp_path / "two" / f"rank{r}.acc2.npz") for r in range(2)]
+    assert_same_weights(accumulated, launching.load(tmp_path / "one" / "rank0.acc2.npz"))
+    assert launching.facts(accumulated[0])["started_in_backward"] == 0
     # optimizer states (the kvstore's: update_on_kvstore) are equal on every rank and
     # survive a save / load / save round trip
     files = [tmp_path / "two" / name for name in ("rank0.states", "rank1.states",
@@ -64,10 +73,12 @@ def test_two_ranks_with_rudders_launcher_match_one_rank(tmp_path: Path) -> None:
 def test_three_ranks_of_a_hybridized_cnn_under_mxnets_launcher_match_one_rank(
         tmp_path: Path) -> None:
     """Small buckets (RUDDER_DIST_BUCKET_MB): every bucket's reduction starts during
-    backward, from inside the hybridized program, after the first step."""
+    backward, from inside the hybridized program, after the first step. No DMLC_TASK_ID
+    (as some launchers): the workers number themselves when they meet."""
     args = ["--net", "cnn", "--hybridize", "--optimizer", "adam", "--update-on-kvstore", "0"]
     ranks = launching.run(sys.executable, SCRIPT, tmp_path / "three", 3, timeout=600,
-                          args=args, extra_env={"RUDDER_DIST_BUCKET_MB": "0.002"})
+                          args=args, extra_env={"RUDDER_DIST_BUCKET_MB": "0.002"},
+                          task_ids=False)
     assert_same_weights(ranks, reference(tmp_path / "one", args))
     facts = launching.facts(ranks[0])
     assert facts["buckets"] > 1

@@ -78,6 +78,11 @@ def scenario_kv() -> None:
     trainer.step(1)
     results["kv_gluon_step"] = x.data(mx.cpu(0)).asnumpy()
     facts["gluon_update_on_kvstore"] = bool(trainer._update_on_kvstore)
+    if os.environ.get("ORACLE") != "mxnet":  # Rudder's step-boundary exchange
+        control, sums = kv.exchange(control=b'{"set_lr": 0.5}' if rank == 0 else b"mine",
+                                    values=[rank + 1.0, 10.0])
+        facts["exchange_control"] = control.decode()
+        results["exchange_sums"] = sums
 
 
 def mlp_and_data(rank: int, in_units: int = 6, weights_of: int | None = None):

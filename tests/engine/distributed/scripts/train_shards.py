@@ -5,7 +5,7 @@ steps with the global batch size, so N ranks must end where one rank on the whol
 ends. Writes the final weights (and a few facts) to ``$OUT/rank<r>.npz``.
 
 usage: train_shards.py OUT [--net mlp|cnn] [--hybridize] [--steps S] [--kvstore dist_sync]
-       [--update-on-kvstore 1|0] [--optimizer adam] [--compression] [--batch B]
+       [--update-on-kvstore 1|0] [--optimizer adam] [--batch B] [--accumulate 1,2]
 """
 
 from __future__ import annotations
@@ -35,22 +35,9 @@ def build(net_name: str):
     return net
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out")
-    parser.add_argument("--net", default="mlp")
-    parser.add_argument("--hybridize", action="store_true")
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--batch", type=int, default=12)
-    parser.add_argument("--kvstore", default="dist_sync")
-    parser.add_argument("--update-on-kvstore", type=int, default=None)
-    parser.add_argument("--optimizer", default="adam")
-    parser.add_argument("--compression", action="store_true")
-    args = parser.parse_args()
-
-    kv = mx.kv.create(args.kvstore) if args.kvstore != "none" else None
-    rank, workers = (kv.rank, kv.num_workers) if kv is not None else (0, 1)
-    mx.random.seed(int(os.environ.get("INIT_SEED_STEP", "0")) * rank + 100)
+def train(args: argparse.Namespace, rank: int, workers: int, accumulate: int) -> tuple:
+    """One training from the same start; (weights, trainer)."""
+    mx.random.seed(100)
     net = build(args.net)
     net.initialize(mx.init.Xavier())
     if args.hybridize:
@@ -63,36 +50,67 @@ def main() -> None:
     params = {"learning_rate": 0.01} if args.optimizer != "sgd" else \
         {"learning_rate": 0.1, "momentum": 0.9}
     update = None if args.update_on_kvstore is None else bool(args.update_on_kvstore)
-    trainer = gluon.Trainer(net.collect_params(), args.optimizer, params, kvstore=kv,
-                            update_on_kvstore=update,
-                            compression_params={"type": "2bit", "threshold": 0.01}
-                            if args.compression else None)
+    trainer = gluon.Trainer(net.collect_params(), args.optimizer, params,
+                            kvstore=None if args.kvstore == "none" else args.kvstore,
+                            update_on_kvstore=update)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    if accumulate > 1:
+        net.collect_params().setattr("grad_req", "add")
     per_rank = args.batch // workers
-    part = slice(rank * per_rank, (rank + 1) * per_rank)
+    micro = per_rank // accumulate
     for step in range(args.steps):
-        x, y = mx.nd.array(data[step][part]), mx.nd.array(labels[step][part])
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
+        for k in range(accumulate):
+            start = rank * per_rank + k * micro
+            x = mx.nd.array(data[step][start:start + micro])
+            y = mx.nd.array(labels[step][start:start + micro])
+            with autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
         trainer.step(args.batch)
+        if accumulate > 1:
+            net.collect_params().zero_grad()
     mx.nd.waitall()
     params = net.collect_params()
-    arrays = {f"w{i}": params[k].data().asnumpy() for i, k in enumerate(sorted(params.keys()))}
-    sync = getattr(trainer, "_sync", None)
-    facts = {"rank": rank, "workers": workers,
-             "buckets": len(sync.reducer.buckets) if sync is not None else 0,
-             "started_in_backward": sync.reducer.started_in_backward if sync else 0,
-             "update_on_kvstore": trainer._update_on_kvstore}
+    weights = {f"w{i}": params[k].data().asnumpy() for i, k in enumerate(sorted(params.keys()))}
+    return weights, trainer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--net", default="mlp")
+    parser.add_argument("--hybridize", action="store_true")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=12)
+    parser.add_argument("--kvstore", default="dist_sync")
+    parser.add_argument("--update-on-kvstore", type=int, default=None)
+    parser.add_argument("--optimizer", default="adam")
+    parser.add_argument("--accumulate", default="1",
+                        help="backward passes per step (grad_req='add' when > 1); several "
+                             "comma-separated: one training each, the later ones saved as "
+                             "rank<r>.acc<K>.npz")
+    args = parser.parse_args()
+
+    kv = mx.kv.create(args.kvstore) if args.kvstore != "none" else None
+    rank, workers = (kv.rank, kv.num_workers) if kv is not None else (0, 1)
     os.makedirs(args.out, exist_ok=True)
-    # every rank holds the same optimizer states (MXNet refuses to save them on dist):
-    # saved, loaded back and saved again, they must not change
-    states = os.path.join(args.out, f"rank{rank}.states")
-    trainer.save_states(states)
-    trainer.load_states(states)
-    trainer.save_states(states + ".again")
-    np.savez(os.path.join(args.out, f"rank{rank}.npz"), facts=np.array(json.dumps(facts)),
-             **arrays)
+    for n, accumulate in enumerate(int(a) for a in args.accumulate.split(",")):
+        weights, trainer = train(args, rank, workers, accumulate)
+        sync = trainer._sync
+        facts = {"rank": rank, "workers": workers,
+                 "buckets": len(sync.reducer.buckets) if sync is not None else 0,
+                 "started_in_backward": sync.reducer.started_in_backward if sync else 0,
+                 "update_on_kvstore": trainer._update_on_kvstore}
+        name = f"rank{rank}" if n == 0 else f"rank{rank}.acc{accumulate}"
+        if n == 0:
+            # every rank holds the same optimizer states (MXNet refuses to save them on
+            # dist): saved, loaded back and saved again, they must not change
+            states = os.path.join(args.out, f"{name}.states")
+            trainer.save_states(states)
+            trainer.load_states(states)
+            trainer.save_states(states + ".again")
+        np.savez(os.path.join(args.out, f"{name}.npz"), facts=np.array(json.dumps(facts)),
+                 **weights)
 
 
 if __name__ == "__main__":

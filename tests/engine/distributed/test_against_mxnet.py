@@ -24,22 +24,38 @@ SCENARIOS = ["kv", "trainer_kv", "trainer_local", "compression"]
 TIMEOUT = 600  # the shared machine can be slow; a hang still ends here
 
 
+def _replicas_agree(saved: list[dict[str, np.ndarray]]) -> bool:
+    return all(np.array_equal(saved[0][k], saved[1][k]) for k in saved[0]
+               if k.startswith("trainer_"))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, np.ndarray]]]:
     out = tmp_path_factory.mktemp("dist_vs_mxnet")
-    jobs = {f"mxnet_{name}": launching.launch(anchors.mxnet_python(), SCRIPT,
-                                              out / f"mxnet_{name}", 2, args=[name],
-                                              extra_env={"ORACLE": "mxnet"})
-            for name in SCENARIOS}
+
+    def oracle(name: str, attempt: int = 0) -> launching.Job:
+        return launching.launch(anchors.mxnet_python(), SCRIPT, out / f"mxnet_{name}{attempt}",
+                                2, args=[name], extra_env={"ORACLE": "mxnet"})
+
+    jobs = {f"mxnet_{name}": oracle(name) for name in SCENARIOS}
     jobs["engine"] = launching.launch(sys.executable, SCRIPT, out / "engine", 2, args=SCENARIOS)
-    failures = []
-    for name, job in jobs.items():
-        for proc, (code, output) in job.wait(TIMEOUT).items():
-            if code != 0:
-                failures.append(f"--- {name} {proc} exited {code}:\n{output[-3000:]}")
+    saved = {name: _finish(name, job) for name, job in jobs.items()}
+    # MXNet 1.9.1 itself: with update_on_kvstore=False its two workers' weights sometimes
+    # part ways (1 run in 3 on this loaded machine, even with waitall() after each step):
+    # ask it again until its own replicas agree
+    for attempt in range(1, 4):
+        if _replicas_agree(saved["mxnet_trainer_local"]):
+            break
+        saved["mxnet_trainer_local"] = _finish("mxnet_trainer_local",
+                                               oracle("trainer_local", attempt))
+    return saved
+
+
+def _finish(name: str, job: launching.Job) -> list[dict[str, np.ndarray]]:
+    failures = [f"--- {name} {proc} exited {code}:\n{output[-3000:]}"
+                for proc, (code, output) in job.wait(TIMEOUT).items() if code != 0]
     assert not failures, "\n".join(failures)
-    return {name: [launching.load(Path(job.out) / f"rank{r}.npz") for r in range(2)]
-            for name, job in jobs.items()}
+    return [launching.load(Path(job.out) / f"rank{r}.npz") for r in range(2)]
 
 
 def _assert_same(runs: dict, scenario: str, prefix: str, rtol: float = 1e-6,
@@ -104,3 +120,11 @@ def test_exchange_hands_rank_0s_command_to_all_and_sums_values(runs: dict) -> No
     for rank in range(2):
         assert launching.facts(runs["engine"][rank])["exchange_control"] == '{"set_lr": 0.5}'
         assert runs["engine"][rank]["exchange_sums"].tolist() == [3.0, 20.0]
+
+
+def test_dist_async_keeps_mxnets_trainer_rules(runs: dict) -> None:
+    """Rudder runs dist_async synchronously (docs/distributed.md says why) but keeps MXNet's
+    rule: updates happen on the kvstore; asking otherwise is MXNet's ValueError."""
+    modes = launching.facts(runs["engine"][0])["async_update_on_kvstore"]
+    assert modes == {"None": True, "True": True,
+                     "False": "Please set update_on_kvstore=True when training in async mode."}

@@ -78,6 +78,20 @@ def scenario_kv() -> None:
     trainer.step(1)
     results["kv_gluon_step"] = x.data(mx.cpu(0)).asnumpy()
     facts["gluon_update_on_kvstore"] = bool(trainer._update_on_kvstore)
+    if os.environ.get("ORACLE") != "mxnet":  # dist_async: MXNet's Trainer rules hold
+        async_kv = mx.kv.create("dist_async")
+        modes = {}
+        for update in (None, True, False):
+            w = mx.gluon.Parameter("w", shape=(2,))
+            w.initialize(init="ones")
+            try:
+                trainer = mx.gluon.Trainer([w], "sgd", {"learning_rate": 1.0},
+                                           kvstore=async_kv, update_on_kvstore=update)
+                trainer._init_kvstore()
+                modes[str(update)] = trainer._update_on_kvstore
+            except ValueError as err:
+                modes[str(update)] = str(err)
+        facts["async_update_on_kvstore"] = modes
     if os.environ.get("ORACLE") != "mxnet":  # Rudder's step-boundary exchange
         control, sums = kv.exchange(control=b'{"set_lr": 0.5}' if rank == 0 else b"mine",
                                     values=[rank + 1.0, 10.0])
@@ -108,6 +122,7 @@ def train(trainer, net, batches, scale: float = 1.0) -> None:
             loss = scale * loss_fn(net(x), y)
         loss.backward()
         trainer.step(4)
+        mx.nd.waitall()  # MXNet: let each step's communication finish before the next
 
 
 def scenario_trainer(update_on_kvstore: bool) -> None:

@@ -128,10 +128,7 @@ def train(trainer, net, batches, scale: float = 1.0) -> None:
 def scenario_trainer(update_on_kvstore: bool) -> None:
     kv = mx.kv.create("dist_sync")
     facts["rank"] = kv.rank
-    # updating on the workers, MXNet 1.9.1 once (of 4 runs, under heavy load) left a worker
-    # on its own initial weights after the Trainer's lazy broadcast; so that scenario
-    # starts every rank equal (rank 0's weights winning is checked by the others)
-    net, params, batches = mlp_and_data(kv.rank, weights_of=None if update_on_kvstore else 0)
+    net, params, batches = mlp_and_data(kv.rank)
     optimizer, opt_params = ("sgd", {"learning_rate": 0.1, "momentum": 0.9}) \
         if update_on_kvstore else ("adam", {"learning_rate": 0.01})
     trainer = mx.gluon.Trainer(net.collect_params(), optimizer, opt_params, kvstore=kv,

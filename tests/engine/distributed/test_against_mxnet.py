@@ -87,6 +87,10 @@ def test_init_push_pull_pushpull_and_store_optimizer(runs: dict) -> None:
 def test_gluon_step_sums_gradients_over_workers(runs: dict) -> None:
     for rank in range(2):
         np.testing.assert_array_equal(runs["engine"][rank]["kv_gluon_step"], -2.0)
+        # updating on a dist store, a later step(batch_size) with another size raises
+        ours = launching.facts(runs["engine"][rank])["batch_change"]
+        assert ours == launching.facts(runs["mxnet_kv"][rank])["batch_change"]
+        assert ours.startswith("Possible change in the `batch_size` from previous `step`")
 
 
 @pytest.mark.parametrize("scenario", ["trainer_kv", "trainer_local"])

@@ -78,6 +78,14 @@ def scenario_kv() -> None:
     trainer.step(1)
     results["kv_gluon_step"] = x.data(mx.cpu(0)).asnumpy()
     facts["gluon_update_on_kvstore"] = bool(trainer._update_on_kvstore)
+    with mx.autograd.record():  # another batch size: the store's scaling cannot follow
+        y = (rank + 1) * x.data(mx.cpu(0))
+        y.backward()
+    try:
+        trainer.step(2)
+        facts["batch_change"] = "no error"
+    except UserWarning as err:
+        facts["batch_change"] = str(err)
     if os.environ.get("ORACLE") != "mxnet":  # dist_async: MXNet's Trainer rules hold
         async_kv = mx.kv.create("dist_async")
         modes = {}

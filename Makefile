@@ -5,16 +5,17 @@ UP_ARGS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-# `make up` installs the runtime dependencies only; `make test`, `lint` and `bench` add
-# the dev extras (pytest, ruff, mypy, moto, selenium, ...) on top.
+# `make up` installs the runtime dependencies and the `dist` extra (torch's Gloo, CPU build,
+# for kvstore='dist_sync'); `make test`, `lint` and `bench` add the dev extras (pytest,
+# ruff, mypy, moto, selenium, ...) on top.
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[dist]'
 	touch $@
 
 $(BIN)/.installed-dev: $(BIN)/.installed
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dist,dev]'
 	touch $@
 
 .PHONY: install install-dev dashboard-deps up example test lint bench

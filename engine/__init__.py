@@ -21,7 +21,11 @@ from . import autograd, base, nd, random
 from . import np as np
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+from .distributed.roles import exit_if_not_a_worker
 from .ndarray import NDArray
+
+# MXNet's launcher also starts the script as servers and a scheduler; Rudder needs neither
+exit_if_not_a_worker()
 
 # The MXNet release whose behaviour the engine mirrors (code checks mx.__version__ for it);
 # Rudder's own version is __rudder_version__.

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from . import grad_hooks
+
 if TYPE_CHECKING:
     from .ndarray.ndarray import NDArray
 
@@ -220,9 +222,13 @@ def _run_backward(
         for head in heads:  # a head that is itself a variable is written by copy
             direct.pop(id(head), None)
         _state.direct = direct
+    schedule = None
+    if allow_direct and grad_hooks.active():  # a Trainer reduces gradients as they finish
+        schedule = grad_hooks.ReadySchedule(order)
+        schedule.start()
     outer_retain, _state.retain_graph = _state.retain_graph, retain_graph
     try:
-        _propagate(order, grads, leaves, retain_graph)
+        _propagate(order, grads, leaves, retain_graph, schedule)
     finally:
         _state.direct = None
         _state.retain_graph = outer_retain
@@ -234,8 +240,9 @@ def _propagate(
     grads: dict[int, Any],
     leaves: dict[int, tuple[NDArray, Any]],
     retain_graph: bool,
+    schedule: grad_hooks.ReadySchedule | None = None,
 ) -> None:
-    for arr in reversed(order):
+    for position, arr in enumerate(reversed(order)):
         g = grads.pop(id(arr), None)
         node = arr._node
         assert node is not None
@@ -245,6 +252,8 @@ def _propagate(
                 "retain_graph=True to the first backward to differentiate it twice"
             )
         if g is None:
+            if schedule is not None:
+                schedule.finish_node(position, leaves, WRITTEN)
             continue
         input_grads = node.backward(g)
         if not retain_graph:
@@ -262,6 +271,8 @@ def _propagate(
                 grads[key] = grads[key] + pg
             else:
                 grads[key] = pg
+        if schedule is not None:
+            schedule.finish_node(position, leaves, WRITTEN)
 
 
 def _raw(x: Any) -> Any:
@@ -287,11 +298,16 @@ def backward(
         leaves = _run_backward(head_list, hg, retain_graph, allow_direct=True)
     finally:
         state.recording, state.training = old_rec, old_train
+    listening = grad_hooks.active()
     for var, g in leaves.values():
         if g is WRITTEN:
             var._fresh_grad = True
         else:
             var._accumulate_grad(g)
+        if listening:
+            grad_hooks.announce(var)
+    if listening:
+        grad_hooks.ReadySchedule.end()
 
 
 def grad(

@@ -46,6 +46,10 @@ STALE_GRAD_MESSAGE = (
 _KV_ONLY = ("{}() when parameters are updated on kvstore is not supported. Try setting "
             "`update_on_kvstore` to False when creating trainer.")
 _LOCAL_MAX_SIZE = 1024 * 1024 * 16
+_BATCH_CHANGED = (
+    "Possible change in the `batch_size` from previous `step` detected. Optimizer gradient "
+    "normalizing factor will not change w.r.t new batch_size when update_on_kvstore=True and "
+    "when distributed kvstore is used.")
 
 
 class Trainer:
@@ -111,6 +115,7 @@ class Trainer:
         kv = getattr(self, "_kvstore", None)
         if kv is not None and "dist" in kv.type:
             raise RuntimeError("Cannot reset distributed KVStore.")
+        self._sync: Any = None  # the dist kvstore's gradient reduction (trainer_dist.py)
         self._kv_initialized = False
         self._kvstore: Any = None
         self._distributed = None
@@ -135,6 +140,11 @@ class Trainer:
                     update = False
         elif kv_arg is not None:
             raise TypeError(f"kvstore must be a string, a KVStore or None, got {kv_arg!r}")
+        if kv is not None and "dist" in kv.type and "async" in kv.type:
+            if explicit is False:  # MXNet: async mode updates on the kvstore only
+                raise ValueError("Please set update_on_kvstore=True when training in async "
+                                 "mode.")
+            update = True
         if kv is not None:
             if not kv.is_capable(_kvstore.KVStoreBase.OPTIMIZER):
                 if explicit:
@@ -147,6 +157,10 @@ class Trainer:
                 kv.set_optimizer(self._optimizer)
             self._kvstore, self._update_on_kvstore = kv, update
             self._distributed = "dist" in kv.type
+            if self._distributed:
+                from .trainer_dist import DistGradSync
+
+                self._sync = DistGradSync(self, kv)
         else:
             self._kvstore, self._update_on_kvstore = None, None
         self._kv_initialized = True
@@ -158,12 +172,12 @@ class Trainer:
 
     def _init_params(self) -> None:
         """Broadcast context 0's value of each (now initialized) parameter through the store."""
-        pending = []
-        for param in self._params_to_init:
-            if param._ctx_data is None:
-                pending.append(param)
-                continue
-            if self._kvstore is not None:
+        pending = [p for p in self._params_to_init if p._ctx_data is None]
+        ready = [p for p in self._params_to_init if p._ctx_data is not None]
+        if self._sync is not None:
+            self._sync.broadcast_params(ready)  # rank 0's weights, in one collective
+        elif self._kvstore is not None:
+            for param in ready:
                 arrays = param.list_data()
                 self._kvstore.broadcast(self._param2idx[param.name], arrays[0], arrays)
         self._params_to_init = pending
@@ -178,17 +192,21 @@ class Trainer:
         return cached if cached is not None else self._trainable()
 
     # ------------------------------------------------------------ flat buffers
-    def _flat_groups(self) -> list[tuple[int, FlatGroup]] | None:
-        """Contiguous buffers per (context, dtype), built once and rebuilt only if broken."""
+    def _flat_groups(self, updaters: dict[int, Any]) -> list[tuple[int, FlatGroup]] | None:
+        """Contiguous buffers per (context, dtype), built once and rebuilt only if broken;
+        only the contexts in ``updaters`` (each group's states live in its updater)."""
         if not self._optimizer.supports_fused():
             return None
         entries = self._step_trainable
         key = tuple(i for i, _ in entries)
+        if self._fusion_refused == key:
+            return None
+        if self._sync is not None:  # dist: the reducer's buffers, laid out in its order
+            return self._attach_states(
+                [(c, g) for c, g in self._sync.flat_groups() if c in updaters], updaters, key)
         if self._groups is not None and self._groups_key == key and all(
                 g.intact(self._params, c) for c, g in self._groups):
             return self._groups
-        if self._fusion_refused == key:
-            return None
         groups: list[tuple[int, FlatGroup]] = []
         for c, ctx in enumerate(self._contexts):
             by_dtype: dict[Any, list] = {}
@@ -197,11 +215,17 @@ class Trainer:
                 by_dtype.setdefault(data.raw.dtype.str, []).append((i, data, grad))
             for dtype_entries in by_dtype.values():
                 groups.append((c, FlatGroup(ctx, dtype_entries)))
+        attached = self._attach_states(groups, updaters, key)
+        if attached is not None:
+            self._groups, self._groups_key = attached, key
+        return attached
+
+    def _attach_states(self, groups: list[tuple[int, FlatGroup]], updaters: dict[int, Any],
+                       key: tuple[int, ...]) -> list[tuple[int, FlatGroup]] | None:
         for c, group in groups:
-            if not group.ensure_state(self._optimizer, self._updaters[c]):
+            if not group.ensure_state(self._optimizer, updaters[c]):
                 self._fusion_refused = key  # states are not weight-shaped: per parameter
                 return None
-        self._groups, self._groups_key = groups, key
         return groups
 
     # ----------------------------------------------------------- learning rate
@@ -237,7 +261,11 @@ class Trainer:
 
     def step(self, batch_size: float, ignore_stale_grad: bool = False) -> None:
         """One update: gradients summed across devices, scaled by 1/batch_size, applied."""
-        self._optimizer.rescale_grad = self._scale / _check_batch(batch_size)
+        rescale = self._scale / _check_batch(batch_size)
+        if self._update_on_kvstore and self._distributed and self._kv_initialized and \
+                self._optimizer.rescale_grad != rescale:
+            raise UserWarning(_BATCH_CHANGED)
+        self._optimizer.rescale_grad = rescale
         self._prepare()
         self._trainable_now = self._trainable()
         try:
@@ -282,6 +310,9 @@ class Trainer:
         kv = self._kvstore
         if kv is None:
             return
+        if self._sync is not None:  # every rank sums every gradient, stale or not (MXNet)
+            self._sync.allreduce(self._step_trainable)
+            return
         for i, param in self._step_trainable:
             if i in skipped:
                 continue
@@ -292,17 +323,26 @@ class Trainer:
 
     def _update(self, skipped: set[int]) -> None:
         trainable = self._step_trainable
-        if not (self._kvstore and self._update_on_kvstore):
-            groups = None if skipped else self._flat_groups()
+        if self._sync is not None and self._update_on_kvstore:
+            # the "server's" update runs on every rank: context 0, then copied to the others
+            updaters = {0: self._kvstore.updater}
+        elif not (self._kvstore and self._update_on_kvstore):
+            updaters = dict(enumerate(self._updaters))
+        else:
+            updaters = {}  # the local kvstore already updated in pushpull
+        if updaters:
+            groups = None if skipped else self._flat_groups(updaters)
             if groups is not None:
                 for _, group in groups:
                     group.step(self._optimizer)
             else:
-                for c, updater in enumerate(self._updaters):
+                for c, updater in updaters.items():
                     todo = [(i, p) for i, p in trainable if i not in skipped]
                     if todo:
                         updater([i for i, _ in todo], [p.list_grad()[c] for _, p in todo],
                                 [p.list_data()[c] for _, p in todo])
+            if self._sync is not None and self._update_on_kvstore:
+                self._sync.copy_weights_from_first_context()
         for i, param in trainable:
             if i not in skipped:
                 for data in param._ctx_data:

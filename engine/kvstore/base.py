@@ -87,21 +87,22 @@ class KVStoreBase(abc.ABC):
 
 
 def create(name: Any = "local") -> KVStoreBase:
-    """A KVStore: 'local' / 'device' (one machine, several devices), or a registered store.
-
-    Distributed stores ('dist_sync', 'dist_async', 'dist_device_sync', horovod, byteps)
-    need a parameter server that Rudder's engine does not provide: they raise
-    NotImplementedError.
-    """
+    """A KVStore: 'local' / 'device' (one machine, several devices), 'dist_sync' /
+    'dist_device_sync' / 'dist_async' (several processes, see :mod:`engine.kvstore.dist`;
+    the `dist` extra), or a registered store."""
     if isinstance(name, KVStoreBase):
         return name
     if not isinstance(name, str):
         raise TypeError(f"name must be a string or a KVStore, got {type(name).__name__}")
     low = name.lower()
-    if low.startswith("dist") or low in ("horovod", "byteps"):
+    if low in ("horovod", "byteps"):
         raise NotImplementedError(
-            f"kvstore type {name!r} needs distributed training, which Rudder's engine does not "
-            f"support; use 'local' or 'device' for several devices on one machine")
+            f"kvstore type {name!r} is not provided by Rudder's engine; 'dist_sync' trains "
+            f"over several processes with Gloo (CPU) or NCCL (GPU)")
+    if "dist" in low:  # as MXNet: 'device' in the name keeps values on devices, '_async' ...
+        from .dist import DistKVStore
+
+        return DistKVStore(low)
     if low in LOCAL_TYPES:
         from .local import KVStore
 
@@ -109,4 +110,5 @@ def create(name: Any = "local") -> KVStoreBase:
     if low in _REGISTRY:
         return _REGISTRY.create(low)
     raise ValueError(f"Unknown KVStore type {name!r}; known: {', '.join(LOCAL_TYPES)}, "
+                     f"dist_sync, dist_device_sync, dist_async, "
                      f"{', '.join(_REGISTRY.names())}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ... import autograd
+from ... import autograd, grad_hooks
 from ...autograd import WRITTEN
 from ...ndarray.ndarray import NDArray, _Node
 from .kernels import (
@@ -154,6 +154,7 @@ class Program:
                                 if self.uses.get(slot, 0) == 1}
         self.kernels = self._compile(tracer.steps)
         self._backward_kernels = self._tape_order()
+        self._ready_after = self._leaves_complete_after()
         self._steps = tracer.steps
         self._view_of_buffer = self._maybe_views()
         self.static_alloc = static_alloc
@@ -224,6 +225,34 @@ class Program:
             roots, lambda kernel: [producer[s] for s in kernel.reads() if s in producer])
         order.reverse()
         return order
+
+    def _leaves_complete_after(self) -> dict[int, list[int]]:
+        """Backward position -> leaves (by index) whose gradient is complete after the
+        kernel there: the last kernel in backward order that reads them."""
+        last: dict[int, int] = {}
+        for position, kernel in enumerate(self._backward_kernels):
+            for slot in kernel.reads():
+                if slot in self.leaf_index:
+                    last[self.leaf_index[slot]] = position
+        after: dict[int, list[int]] = {}
+        for leaf, position in last.items():
+            after.setdefault(position, []).append(leaf)
+        return after
+
+    def _announce_ready(self, run: Run, position: int) -> None:
+        """Hand the Parameters finished at ``position`` to autograd now (written into their
+        gradient buffers, as the tape would after this node) so a gradient reducer can
+        start on them while the remaining kernels run."""
+        for leaf in self._ready_after[position]:
+            slot = self.leaf_slots[leaf]
+            grad = run.grads.get(slot)
+            target = run.direct.get(id(run.leaves[leaf])) if run.direct else None
+            if grad is None or target is None:
+                continue  # no gradient, or not this node's alone: the tape finishes it
+            if grad is not WRITTEN:
+                target[...] = grad
+                run.grads[slot] = WRITTEN
+            grad_hooks.announce(run.leaves[leaf])
 
     @staticmethod
     def _is_plain_fc(step: Step) -> bool:
@@ -340,8 +369,11 @@ class Program:
                 )
             run.grads = dict(g.by_slot) if slot is None else {slot: g}
             run.direct = autograd._state.direct
-            for kernel in self._backward_kernels:
+            announcing = run.direct is not None and grad_hooks.active()
+            for position, kernel in enumerate(self._backward_kernels):
                 kernel.backward(run)
+                if announcing and position in self._ready_after:
+                    self._announce_ready(run, position)
             grads = run.grads
             out = []
             for leaf in self.leaf_slots:

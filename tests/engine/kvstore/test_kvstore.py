@@ -129,14 +129,19 @@ def test_compression_errors() -> None:
         kv.set_gradient_compression({"type": "4bit"})
 
 
-def test_create_types_and_errors() -> None:
+def test_create_types_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     kv = kvstore.create("device")
     assert (kv.type, kv.rank, kv.num_workers) == ("device", 0, 1)
     assert kv.is_capable(kvstore.KVStoreBase.OPTIMIZER)
     assert kvstore.create(kv) is kv
     assert mx.kv.create("teststore").is_capable("optimizer") is False
-    with pytest.raises(NotImplementedError, match="distributed"):
+    for var in ("DMLC_PS_ROOT_URI", "DMLC_NUM_WORKER", "MASTER_ADDR"):
+        monkeypatch.delenv(var, raising=False)
+    # outside a launcher a dist store cannot find its peers: the error says how to launch
+    with pytest.raises(RuntimeError, match="engine.launch -n N"):
         kvstore.create("dist_sync")
+    with pytest.raises(NotImplementedError, match="horovod"):
+        kvstore.create("horovod")
     with pytest.raises(ValueError, match="Unknown KVStore type"):
         kvstore.create("bogus")
 

@@ -23,7 +23,12 @@ MAX_ATTR_CHARS = 4096
 
 class SymbolFormatError(MXNetError, ValueError):
     """A symbol JSON graph is malformed, uses an unknown operator, has a cycle or a dangling
-    input, or its shapes do not fit (a ValueError too, as the problem is the input)."""
+    input, or its shapes do not fit (a ValueError too, as the problem is the input);
+    ``node`` names the node at fault, when one is."""
+
+    def __init__(self, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
 
 
 def to_json(symbol: Symbol) -> str:
@@ -181,7 +186,8 @@ def _build(entries: list[_Entry], order: list[int], heads: list[tuple[int, int]]
         entry = entries[index]
         if entry.op != "null":
             if entry.op not in OPS and generic_spec(entry.op) is None:
-                raise SymbolFormatError(f"{entry.where()}: unknown operator {entry.op!r}")
+                raise SymbolFormatError(f"{entry.where()}: unknown operator {entry.op!r}",
+                                        node=entry.name)
         inputs = []
         for ref, output in entry.inputs:
             child = nodes[ref]
@@ -196,7 +202,8 @@ def _build(entries: list[_Entry], order: list[int], heads: list[tuple[int, int]]
             try:
                 params = node.params()  # validate the attributes now, not at the first forward
             except Exception as exc:  # noqa: BLE001 - any failure to parse user text is its fault
-                raise SymbolFormatError(f"{entry.where()}: operator {entry.op}: {exc}") from None
+                raise SymbolFormatError(f"{entry.where()}: operator {entry.op}: {exc}",
+                                        node=entry.name) from None
             _check_input_count(entry, node, params)
         elif inputs:
             raise SymbolFormatError(f"{entry.where()}: a variable cannot have inputs")

@@ -184,11 +184,16 @@ def test_an_oversized_params_file_is_413_naming_it_and_nothing_is_stored(make_ap
     assert _stored(api) == before
 
 
-def _image_symbol_json() -> bytes:
-    """A small network over 3-channel images (no Reshape: it takes CHW as it comes)."""
+def _image_symbol_json(flat_features: int | None = None) -> bytes:
+    """A small network over 3-channel images (no Reshape: it takes CHW as it comes); with
+    ``flat_features``, its feature maps are reshaped to exactly that many features, as a
+    graph exported for one image size hard-codes it."""
     import engine as mx
 
     conv = mx.sym.Convolution(mx.sym.var("data"), num_filter=4, kernel=(3, 3), name="conv")
+    if flat_features is not None:
+        flat = mx.sym.Reshape(conv, shape=(0, flat_features), name="to_features")
+        return str(mx.sym.FullyConnected(flat, num_hidden=10, name="fc").tojson()).encode()
     pooled = mx.sym.Pooling(conv, kernel=(1, 1), global_pool=True, pool_type="avg",
                             name="pool")
     fc = mx.sym.FullyConnected(mx.sym.Flatten(pooled), num_hidden=10, name="fc")
@@ -199,7 +204,8 @@ def test_image_builtins_reach_the_model_as_chw_images_after_their_transforms(
     api: ApiHarness,
 ) -> None:
     """The built-in image sets are CHW tensors to the network (not flat rows): an upload
-    declared for 3x32x32 and a zoo net train on cifar10, and a crop changes the shape."""
+    declared for 3x32x32 and a zoo net train on cifar10, and a crop changes the shape: a
+    graph that pools globally takes 28x28 crops, one that hard-codes 32x32 is refused."""
     _, headers = api.make_user()
     model_id = _upload(api, headers, input_shape="1,3,32,32",
                        symbol=_image_symbol_json()).json()["id"]
@@ -215,5 +221,12 @@ def test_image_builtins_reach_the_model_as_chw_images_after_their_transforms(
         {"type": "RandomResizedCrop", "size": 28}, {"type": "ToTensor"}]}, "batch_size": 16}
     response = api.client.post("/v1/jobs", json=digits_spec(model={"model": model_id},
                                                             data=cropped), headers=headers)
-    assert response.status_code == 422
-    assert "(3, 28, 28)" in response.json()["error"]["message"]
+    assert response.status_code == 201, response.text
+    fixed_id = _upload(api, headers, input_shape="1,3,32,32",
+                       symbol=_image_symbol_json(flat_features=4 * 30 * 30)).json()["id"]
+    response = api.client.post("/v1/jobs", json=digits_spec(model={"model": fixed_id},
+                                                            data=cropped), headers=headers)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["details"][0]["field"] == "model.model"
+    assert "(16, 3, 28, 28)" in error["message"] and "to_features" in error["message"]

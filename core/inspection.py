@@ -48,10 +48,14 @@ class InspectUpload(_Message):
 
 
 class UploadedGraph(_Message):
-    """A stored upload's symbol, for :class:`CheckModel` (the api reads it from storage)."""
+    """A stored upload's symbol, for :class:`CheckModel` (the api reads it from storage);
+    ``input_shape`` is the one it was uploaded (and its params checked) for, and
+    ``params`` whether the job starts from those params (their shapes must then fit)."""
 
     symbol: str
     input_name: str
+    input_shape: list[int]
+    params: bool
 
 
 class CheckModel(_Message):

@@ -68,6 +68,7 @@ class _Process:
         self._buffer = b""
 
     def _start(self) -> subprocess.Popen[bytes]:
+        self.stop()  # reap one that died, and close its pipes
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         popen = subprocess.Popen(
@@ -129,7 +130,7 @@ class _Process:
 
     def stop(self) -> None:
         popen = self.popen
-        if popen is None:
+        if popen is None or popen.stdout is None or popen.stdout.closed:
             return
         if popen.poll() is None:
             popen.kill()

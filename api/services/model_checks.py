@@ -98,6 +98,13 @@ def _uploaded_row(session: Session, spec: JobSpec, owner: User) -> UploadedModel
     return row
 
 
+def _starts_from_params(spec: JobSpec, row: UploadedModel) -> bool:
+    """Whether the worker loads the upload's params (workers.networks.load_initial_weights):
+    unless the spec says ``params: false``, whenever the upload has them."""
+    return isinstance(spec.model, UploadedModelRef) and spec.model.params is not False \
+        and row.params_sha256 is not None
+
+
 def check_model_fits_data(
     session: Session, *, state: ServiceState, spec: JobSpec, owner: User,
     shape: tuple[int, ...] | None, val_shape: tuple[int, ...] | None = None,
@@ -122,14 +129,16 @@ def _ask(state: ServiceState, spec: JobSpec, row: UploadedModel | None,
     model_json = spec.model.model_dump_json() if not isinstance(spec.model, list) else \
         "[" + ",".join(layer.model_dump_json() for layer in spec.model) + "]"
     # an upload is named by its symbol's sha256: read from storage only when not known
-    key = hashlib.sha256(f"{model_json}|{row.symbol_sha256 if row else ''}|{batch}|"
+    upload = f"{row.symbol_sha256}|{_starts_from_params(spec, row)}" if row else ""
+    key = hashlib.sha256(f"{model_json}|{upload}|{batch}|"
                          f"{inspector.bounds.model_dump_json()}".encode()).hexdigest()
     try:
         answer = inspector.cached(key)
         if answer is None:
             graph = None if row is None else UploadedGraph(
                 symbol=state.store.get(model_prefix(row.id) + MODEL_SYMBOL_FILE).decode(),
-                input_name=row.input_name)
+                input_name=row.input_name, input_shape=list(row.input_shape),
+                params=_starts_from_params(spec, row))
             answer = inspector.check(CheckModel(model=spec.model, uploaded=graph,
                                                 input_shape=batch, bounds=inspector.bounds),
                                      key=key)

@@ -17,6 +17,7 @@ calling conventions.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import warnings
 from typing import Any
@@ -166,27 +167,27 @@ class GenericSpec(OpSpec):
                          outputs=MULTI_OUTPUT.get(op), dtype_rule=self._dtype)
         self.fn = fn
         self.num_outputs = 1
+        self.rule = rule_for(op)
 
     def parse(self, attrs: dict[str, str]) -> dict[str, Any]:
         params = {k: _literal(v) for k, v in attrs.items()
                   if not k.startswith("__") and k not in BOOKKEEPING}
-        rule = rule_for(self.name)
-        if rule is not None:
+        if self.rule is not None:
             # checked now; the function still receives the values as written (a domain
             # may normalise, e.g. an int to a one-element tuple)
-            rule.validate(params)
+            self.rule.validate(params)
         return params
 
+    @functools.cached_property
     def accepted_attributes(self) -> frozenset[str] | None:
         """The attribute names both the shape rule declares and the function takes (None
         without a rule): what a user's graph may set."""
-        rule = rule_for(self.name)
-        if rule is None:
+        if self.rule is None:
             return None
         parameters = inspect.signature(self.fn).parameters.values()
         if any(p.kind == p.VAR_KEYWORD for p in parameters):
-            return frozenset(rule.attrs)
-        return frozenset(rule.attrs) & {p.name for p in parameters}
+            return frozenset(self.rule.attrs)
+        return frozenset(self.rule.attrs) & {p.name for p in parameters}
 
     def input_names(self, params: dict[str, Any], count: int = 0) -> tuple[str, ...]:
         return tuple(f"arg{i}" for i in range(count))
@@ -197,7 +198,7 @@ class GenericSpec(OpSpec):
     def _infer(self, params: dict[str, Any], shapes: list[Shape | None]) -> Any:
         if any(s is None for s in shapes):
             return shapes, None
-        rule = rule_for(self.name)
+        rule = self.rule
         if rule is not None:
             rule.check_inputs(len(shapes))
             known = [tuple(int(d) for d in s) for s in shapes]  # type: ignore[union-attr]

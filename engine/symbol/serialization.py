@@ -31,6 +31,11 @@ class SymbolFormatError(MXNetError, ValueError):
         self.node = node
 
 
+class GraphTooLarge(SymbolFormatError):
+    """A bound on the work a graph may cause was passed (too many nodes; in
+    :func:`.validation.inspect_symbol` also a node too large, too much work, too long)."""
+
+
 def to_json(symbol: Symbol) -> str:
     """MXNet's JSON text for ``symbol``."""
     nodes = symbol._nodes()
@@ -78,8 +83,7 @@ def load_json(json_str: str) -> Symbol:
                                 "and 'heads' lists")
     raw_nodes, heads = graph["nodes"], graph["heads"]
     if len(raw_nodes) > MAX_NODES:
-        raise SymbolFormatError(f"symbol graph has {len(raw_nodes)} nodes, more than "
-                                f"{MAX_NODES}")
+        raise GraphTooLarge(f"symbol graph has {len(raw_nodes)} nodes, more than {MAX_NODES}")
     entries = [_entry(i, e) for i, e in enumerate(raw_nodes)]
     head_refs = [_ref(h, len(entries), "heads") for h in heads]
     if not head_refs:

@@ -18,7 +18,7 @@ the time spent. Every failure is a :class:`SymbolFormatError` naming the node or
 >>> inspect_symbol_json(big.tojson(), {'data': (1,)})
 Traceback (most recent call last):
 ...
-engine.symbol.validation.GraphTooLarge: node 'count' (arange): its output (1000000000000,) ...
+engine.symbol.serialization.GraphTooLarge: node 'count' (arange): its output (1000000000000,) ...
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .generic import BOOKKEEPING, GenericSpec
-from .serialization import SymbolFormatError, load_json
+from .serialization import GraphTooLarge, SymbolFormatError, load_json
 from .symbol import ShapeInferenceError, Symbol
 
 MAX_INPUT_ELEMENTS = 1 << 31
@@ -47,10 +47,6 @@ class Bounds:
     max_node_elements: int = 1 << 28
     max_total_elements: int = 1 << 32
     seconds: float | None = None
-
-
-class GraphTooLarge(SymbolFormatError):
-    """A bound of :class:`Bounds` was passed (a node too large, too much work, too long)."""
 
 
 def inspect_symbol_json(text: str, input_shapes: Mapping[str, Sequence[int]],
@@ -123,7 +119,7 @@ def _check_operators(symbol: Symbol) -> None:
     for node in symbol._nodes():
         if node.op is None or not isinstance(node.spec, GenericSpec):
             continue  # a layer's spec names its attributes (checked when parsed)
-        accepted = node.spec.accepted_attributes()
+        accepted = node.spec.accepted_attributes
         if accepted is None:
             raise SymbolFormatError(
                 f"node {node.name!r}: operator {node.op!r} has no shape function, so its "
@@ -144,12 +140,16 @@ class _Meter:
         self.bounds = bounds
         self.total = 0
         self.nodes = 0
+        self.variables: set[str] = set()
         self.deadline = None if bounds.seconds is None else time.monotonic() + bounds.seconds
 
     def __call__(self, node: Any, inputs: list[Any], outputs: list[Any]) -> None:
         self.nodes += 1
-        for shape in inputs:  # parameters take their shapes at their first use
-            if shape is not None:
+        for (child, _), shape in zip(node.inputs, inputs, strict=True):
+            # a variable (data, a parameter) takes its shape at its first use; an operator's
+            # output was measured with its node
+            if child.op is None and shape is not None and child.name not in self.variables:
+                self.variables.add(child.name)
                 self._elements(node, shape, "input")
         self.total += sum(self._elements(node, s, "output") for s in outputs if s is not None)
         if self.total > self.bounds.max_total_elements:

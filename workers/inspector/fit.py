@@ -5,6 +5,8 @@ its input is refused at submit, naming the layer, instead of failing in the work
 
 from __future__ import annotations
 
+from typing import Any
+
 import engine.symbol
 from core.inspection import Answer, CheckModel, ModelFit
 from core.model_forms import UploadedModelRef, ZooModel
@@ -18,23 +20,11 @@ INPUT = "data"
 
 def check_model(question: CheckModel) -> Answer:
     shape = tuple(question.input_shape)
-    model = question.model
     try:
-        if isinstance(model, UploadedModelRef):
-            graph = question.uploaded
-            if graph is None:
-                raise Refused("model.model", "the uploaded model's symbol was not sent")
-            symbol, inputs, field = (uploaded_graph(graph.symbol), {graph.input_name: shape},
-                                     "model.model")
-            layers: list[tuple[str, str]] = []
-        else:
-            net = zoo_network(model) if isinstance(model, ZooModel) else build_network(model)
-            symbol, inputs = net(engine.symbol.var(INPUT)), {INPUT: shape}
-            field = "model.zoo" if isinstance(model, ZooModel) else "model"
-            layers = [] if isinstance(model, ZooModel) else [
-                (child.prefix, f"model.{index}")
-                for index, child in enumerate(net._children.values())]
+        symbol, inputs, field, layers = _network(question)
         info = inspect_symbol(symbol, inputs, engine_bounds(question))
+        if question.uploaded is not None and question.uploaded.params:
+            _check_params_fit(question, symbol, info)
     except Refused as exc:
         return Answer(refused=exc.refusal)
     except SpecError as exc:
@@ -46,6 +36,43 @@ def check_model(question: CheckModel) -> Answer:
     return Answer(fit=ModelFit(output_shapes=[list(s) for s in info["output_shapes"]],
                                parameter_count=info["parameter_count"],
                                computed_elements=info["computed_elements"]))
+
+
+def _network(question: CheckModel) -> tuple[Any, dict[str, tuple[int, ...]], str,
+                                            list[tuple[str, str]]]:
+    """(the symbol the worker's network computes, its input shapes, the spec field of the
+    model, (block prefix, spec field) of each layer of a layer list)."""
+    shape = tuple(question.input_shape)
+    model = question.model
+    if isinstance(model, UploadedModelRef):
+        graph = question.uploaded
+        if graph is None:
+            raise Refused("model.model", "the uploaded model's symbol was not sent")
+        return uploaded_graph(graph.symbol), {graph.input_name: shape}, "model.model", []
+    if isinstance(model, ZooModel):
+        return zoo_network(model)(engine.symbol.var(INPUT)), {INPUT: shape}, "model.zoo", []
+    net = build_network(model)
+    layers = [(child.prefix, f"model.{index}")
+              for index, child in enumerate(net._children.values())]
+    return net(engine.symbol.var(INPUT)), {INPUT: shape}, "model", layers
+
+
+def _check_params_fit(question: CheckModel, symbol: Any, info: dict[str, Any]) -> None:
+    """The uploaded params were checked for the upload's input shape; the job's batches
+    must need the same parameter shapes, or the params would not load."""
+    graph = question.uploaded
+    assert graph is not None
+    declared = inspect_symbol(symbol, {graph.input_name: tuple(graph.input_shape)},
+                              engine_bounds(question))
+    wanted = {**info["arg_shapes"], **info["aux_shapes"]}
+    uploaded = {**declared["arg_shapes"], **declared["aux_shapes"]}
+    differ = [f"{name} {uploaded[name]} -> {wanted[name]}" for name in declared[
+        "parameter_names"] if uploaded.get(name) != wanted.get(name)]
+    if differ:
+        raise Refused("model.model", f"the params were uploaded for input "
+                      f"{tuple(graph.input_shape)}; batches of shape {tuple(question.input_shape)}"
+                      f" need other parameter shapes ({', '.join(differ[:3])}); resize the "
+                      "images to the uploaded shape, or set params: false")
 
 
 def _layer_of(node: str | None, layers: list[tuple[str, str]]) -> str | None:

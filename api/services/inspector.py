@@ -31,6 +31,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from api.errors import RETRY_AFTER_SECONDS, ApiError
 from core.config import InspectorSettings
 from core.inspection import (
     Answer,
@@ -49,6 +50,12 @@ START_SECONDS = 120.0  # importing the engine, on a busy machine
 
 class InspectorUnavailable(Exception):
     """No answer: every process stayed busy, or one could not start or failed."""
+
+
+def unavailable_error(exc: InspectorUnavailable) -> ApiError:
+    """503 with Retry-After: the request may succeed once a process is free again."""
+    return ApiError(503, "unavailable", f"model inspection is unavailable: {exc}; retry",
+                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 class InspectionFailed(Exception):

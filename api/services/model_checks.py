@@ -18,8 +18,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from api.errors import field_error
-from api.services.inspector import InspectionFailed, InspectorUnavailable
-from api.services.models import inspector_unavailable
+from api.services.inspector import InspectionFailed, InspectorUnavailable, unavailable_error
 from api.state import ServiceState
 from core import model_size, repositories, transform_spec
 from core.inspection import CheckModel, ModelFit, UploadedGraph
@@ -145,7 +144,13 @@ def _ask(state: ServiceState, spec: JobSpec, row: UploadedModel | None,
     except InspectionFailed as exc:
         raise field_error("model", f"the model could not be checked: {exc.reason}") from None
     except InspectorUnavailable as exc:
-        raise inspector_unavailable(exc) from None
+        raise unavailable_error(exc) from None
+    if answer.refused is not None and answer.refused.too_large:
+        # a size bound: the model is too large for a job (the memory check's field)
+        limit = state.settings.limits.max_job_memory_bytes
+        raise field_error("model", f"the model is too large for a job: "
+                          f"{answer.refused.message} (the limit per job is "
+                          f"{model_size.human_bytes(limit)})")
     if answer.refused is not None:
         message = answer.refused.message
         if row is not None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from api.errors import RETRY_AFTER_SECONDS, ApiError, in_use, not_found
-from api.services.inspector import InspectorUnavailable
+from api.errors import ApiError, in_use, not_found
+from api.services.inspector import InspectorUnavailable, unavailable_error
 from api.services.model_inspection import ModelUploadError, inspect_upload, parse_input_shape
 from api.state import ServiceState
 from core import repositories
@@ -53,10 +53,6 @@ def _refused(exc: ModelUploadError) -> ApiError:
                     details=[{"field": exc.field, "message": exc.message}])
 
 
-def inspector_unavailable(exc: InspectorUnavailable) -> ApiError:
-    return ApiError(503, "unavailable", f"model inspection is unavailable: {exc}; retry",
-                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
-
 
 def store_model(
     session: Session, *, state: ServiceState, owner: User, upload: ModelUpload
@@ -76,7 +72,7 @@ def store_model(
     except ModelUploadError as exc:
         raise _refused(exc) from exc
     except InspectorUnavailable as exc:
-        raise inspector_unavailable(exc) from exc
+        raise unavailable_error(exc) from exc
 
     model_id = new_id()
     prefix = model_prefix(model_id)

@@ -206,7 +206,8 @@ def _build(entries: list[_Entry], order: list[int], heads: list[tuple[int, int]]
             try:
                 params = node.params()  # validate the attributes now, not at the first forward
             except Exception as exc:  # noqa: BLE001 - any failure to parse user text is its fault
-                raise SymbolFormatError(f"{entry.where()}: operator {entry.op}: {exc}",
+                detail = str(exc).removeprefix(f"{entry.op}: ")  # a spec names itself
+                raise SymbolFormatError(f"{entry.where()}: operator {entry.op}: {detail}",
                                         node=entry.name) from None
             _check_input_count(entry, node, params)
         elif inputs:

@@ -84,9 +84,9 @@ def inspect_symbol(symbol: Symbol, input_shapes: Mapping[str, Sequence[int]],
         arg_shapes, out_shapes, aux_shapes = symbol._infer_shapes_observed(shapes, meter)
     except SymbolFormatError:
         raise
-    except ShapeInferenceError as exc:
+    except ShapeInferenceError as exc:  # kept as the cause: it names the node's problem
         raise SymbolFormatError(f"shape mismatch for the declared input shapes {shapes}: "
-                                f"{exc}", node=exc.node) from None
+                                f"{exc}", node=exc.node) from exc
     except Exception as exc:  # noqa: BLE001 - the graph is user input: any failure is its fault
         raise SymbolFormatError(f"shape mismatch for the declared input shapes {shapes}: "
                                 f"{exc}") from None

@@ -31,8 +31,11 @@ def check_model(question: CheckModel) -> Answer:
         return Answer(refused=Refused(exc.field or "model", str(exc)).refusal)
     except SymbolFormatError as exc:
         where = _layer_of(exc.node, layers) or field
+        # the node's own problem, without the graph-level wording (the batch is named here)
+        detail = exc.__cause__ if isinstance(exc.__cause__, ValueError) else exc
         return Answer(refused=Refused(where, f"the model does not build for batches of shape "
-                                      f"{shape}: {exc}", isinstance(exc, GraphTooLarge)).refusal)
+                                      f"{shape}: {detail}",
+                                      isinstance(exc, GraphTooLarge)).refusal)
     return Answer(fit=ModelFit(output_shapes=[list(s) for s in info["output_shapes"]],
                                parameter_count=info["parameter_count"],
                                computed_elements=info["computed_elements"]))

@@ -90,6 +90,7 @@ def _rate(text: Any) -> float:
 
 
 _POSITIVE = _int_at_least(1)
+_DTYPE = _choice("float16", "float32", "float64", "uint8", "int8", "int32", "int64")
 _SIZES = _ints_at_least(1)  # kernel, stride, dilate
 _PADS = _ints_at_least(0)
 _CUDNN_TUNE = _choice("None", "off", "limited_workspace", "fastest")

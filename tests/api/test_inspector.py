@@ -33,9 +33,10 @@ def _chain(length: int) -> str:
     return json.dumps({"nodes": nodes, "arg_nodes": [0], "heads": [[length, 0, 0]]})
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def inspector() -> Iterator[Inspector]:
-    # its own processes (not the process-wide ones the apps share): the test kills them
+    # its own processes (not the process-wide ones the apps share): the tests kill them,
+    # and each test asks first, so it finds them running whatever ran before
     made = Inspector(InspectorSettings(wall_seconds=1.5, memory_bytes=1536 * 2**20,
                                        cpu_seconds=5))
     yield made
@@ -58,18 +59,23 @@ def test_a_process_runs_under_its_memory_limit_and_answers(inspector: Inspector)
     assert address_space.split()[3:5] == [str(1536 * 2**20)] * 2
 
 
+def _small_upload(inspector: Inspector) -> InspectUpload:
+    return InspectUpload(symbol=_chain(3), input_name="data", input_shape=[1],
+                         bounds=inspector.bounds)
+
+
 def test_a_question_past_the_time_limit_is_answered_and_the_process_replaced(
     inspector: Inspector,
 ) -> None:
-    slow = InspectUpload(symbol=_chain(99_000), input_name="data", input_shape=[1],
-                         bounds=inspector.bounds)
-    inspector.inspect_upload(slow.model_copy(update={"symbol": _chain(3)}), None)
-    first = _pid(inspector, "uploads")
+    inspector.inspect_upload(_small_upload(inspector), None)
+    stuck = _pid(inspector, "uploads")
+    os.kill(stuck, signal.SIGSTOP)  # as a process busy past any limit would look
     with pytest.raises(InspectionFailed, match="longer than 1.5 s"):
-        inspector.inspect_upload(slow, None)
-    answer = inspector.inspect_upload(slow.model_copy(update={"symbol": _chain(3)}), None)
+        inspector.inspect_upload(_small_upload(inspector), None)
+    answer = inspector.inspect_upload(_small_upload(inspector), None)
     assert answer.summary is not None and answer.summary.ops == {"sin": 3}
-    assert _pid(inspector, "uploads") != first
+    assert _pid(inspector, "uploads") != stuck
+    assert not Path(f"/proc/{stuck}").exists()  # killed and reaped
 
 
 def test_a_dead_process_is_restarted_at_the_next_question(inspector: Inspector) -> None:
@@ -84,27 +90,23 @@ def test_a_dead_process_is_restarted_at_the_next_question(inspector: Inspector) 
 
 def test_a_slow_upload_does_not_hold_up_the_other_lane(inspector: Inspector) -> None:
     inspector.check(PREVIEW)
-    inspector.inspect_upload(InspectUpload(symbol=_chain(3), input_name="data",
-                                           input_shape=[1], bounds=inspector.bounds), None)
+    inspector.inspect_upload(_small_upload(inspector), None)
+    os.kill(_pid(inspector, "uploads"), signal.SIGSTOP)  # busy with an upload
     finished: list[str] = []
 
     def upload() -> None:
-        slow = InspectUpload(symbol=_chain(99_000), input_name="data", input_shape=[1],
-                             bounds=inspector.bounds)
-        try:
-            inspector.inspect_upload(slow, None)
-        except InspectionFailed:
-            pass
+        with pytest.raises(InspectionFailed):
+            inspector.inspect_upload(_small_upload(inspector), None)
         finished.append("upload")
 
     thread = threading.Thread(target=upload)
     thread.start()
-    time.sleep(0.3)
-    for step in range(30, 35):  # each a fresh question, answered while the upload runs
+    time.sleep(0.2)
+    for step in range(30, 35):  # each a fresh question, answered while the upload waits
         assert inspector.check(PREVIEW.model_copy(update={"step": step})).schedule is not None
         finished.append("check")
     thread.join()
-    assert finished[:5] == ["check"] * 5 and finished[5] == "upload"
+    assert finished == ["check"] * 5 + ["upload"]
 
 
 def test_the_api_process_never_loads_the_engine() -> None:

@@ -15,8 +15,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from api import telemetry
+from api.services.inspector import Inspector, inspector_for
 from core.channel import AsyncChannel, Channel
-from core.config import Settings
+from core.config import InspectorSettings, Settings
 from core.db import make_engine, make_sessionmaker
 from core.dispatch import DispatcherThread, dispatcher_for
 from core.models import User, utcnow
@@ -88,6 +89,8 @@ class ServiceState:
     async_channel: AsyncChannel | None
     dispatcher: DispatcherThread | None = None
     token_cache: TokenCache = field(default_factory=lambda: TokenCache())
+    # The engine's questions go to the process-wide inspector (api/services/inspector.py).
+    inspector: Inspector = field(default_factory=lambda: inspector_for(InspectorSettings()))
     _revocations: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @classmethod
@@ -127,10 +130,12 @@ class ServiceState:
             async_channel=async_channel,
             dispatcher=dispatcher,
             token_cache=TokenCache(ttl=settings.auth_cache_seconds),
+            inspector=inspector_for(settings.inspector),
         )
 
     def start(self) -> None:
         """Start what runs beside the requests (call from the event loop)."""
+        self.inspector.warm()
         if self.async_channel is not None and self.token_cache.ttl > 0:
             self._revocations = asyncio.get_running_loop().create_task(
                 self.follow_token_revocations(self.async_channel)

@@ -14,8 +14,12 @@ started with the same uvicorn command line as ``rudder up``, and get the same cl
 server's ``--duration`` is split into ``--rounds`` slices that take turns (the order
 rotates every round), so a burst of someone else's load lands on all of them rather than
 on whichever happened to run then. Every connection is opened and warmed before each
-slice. The table adds the server process's CPU time per request, a figure the machine's
-noise barely moves.
+slice. The table adds the server process's CPU time per request (with its children's:
+the api's inspector processes), a figure the machine's noise barely moves.
+
+Every submit of the same spec asks the inspector once (its answer is cached);
+``--distinct-models`` makes every submit's model new (the first Dense layer's width), so
+each one is checked by the inspector process: the cost of a submit-time model check.
 
     .venv/bin/python bench/service_submit.py --rate 100 --clients 50 --duration 30
 """
@@ -209,9 +213,14 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def process_cpu_seconds(pid: int) -> float:
-    """user + system CPU of a process (Linux /proc), to charge each server its own cost."""
+    """user + system CPU of a process and of its live children (Linux /proc), to charge each
+    server its own cost (the api's inspector processes are its children)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                for c in (task / "children").read_text().split()]
+    return own + sum(process_cpu_seconds(child) for child in children
+                     if Path(f"/proc/{child}/stat").exists())
 
 
 class Connection:
@@ -250,18 +259,31 @@ class Connection:
 class Client:
     """``clients`` keep-alive connections to one server, kept across rounds."""
 
-    def __init__(self, server: Server, clients: int):
+    def __init__(self, server: Server, clients: int, distinct_models: bool = False):
         self.server = server
         parsed = httpx.URL(server.url)
         self.connections = [Connection(parsed.host, int(parsed.port or 80))
                             for _ in range(clients)]
         self.body = json.dumps(server.body).encode()
+        self.distinct_models = distinct_models and "model" in server.body
+        self.sent = 0
+
+    def next_body(self) -> bytes:
+        """The body of the next request: the same spec, or with ``distinct_models`` one
+        whose model no submit has used (a width not sent before)."""
+        self.sent += 1
+        if not self.distinct_models:
+            return self.body
+        body = json.loads(self.body)
+        body["model"][0]["units"] = 64 + self.sent
+        return json.dumps(body).encode()
 
     async def warm_up(self, per_connection: int = 2) -> None:
         """Open every connection and let the server settle (its pools, its threads)."""
         async def one(connection: Connection) -> None:
             for _ in range(per_connection):
-                status = await connection.post(self.server.path, self.body, self.server.headers)
+                status = await connection.post(self.server.path, self.next_body(),
+                                               self.server.headers)
                 if status != 201:
                     raise RuntimeError(f"{self.server.name}: warm-up answered {status}")
 
@@ -286,7 +308,7 @@ class Client:
         async def one(scheduled: float) -> None:
             connection = await idle.get()  # at most `clients` requests in flight
             try:
-                status = await connection.post(path, self.body, headers)
+                status = await connection.post(path, self.next_body(), headers)
             except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
                 result.errors += 1
                 connection.writer = None
@@ -317,9 +339,10 @@ class Client:
 
 
 async def measure(
-    servers: list[Server], *, rate: float, clients: int, duration: float, rounds: int
+    servers: list[Server], *, rate: float, clients: int, duration: float, rounds: int,
+    distinct_models: bool = False,
 ) -> list[Result]:
-    pool = [Client(server, clients) for server in servers]
+    pool = [Client(server, clients, distinct_models) for server in servers]
     results = [Result(server.name) for server in servers]
     try:
         for client in pool:
@@ -344,6 +367,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3,
                         help="slices per server, taking turns with the other servers")
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--distinct-models", action="store_true",
+                        help="a new model in every submit (each one checked, not cached)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="rudder-bench-"))
     try:
@@ -363,7 +388,7 @@ def main() -> None:
                     stack.enter_context(redis_server()), workdir / "objects-pg")))
             results = asyncio.run(measure(
                 servers, rate=args.rate, clients=args.clients, duration=args.duration,
-                rounds=args.rounds))
+                rounds=args.rounds, distinct_models=args.distinct_models))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     report(results, args)
@@ -373,7 +398,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     bare_p99 = results[0].percentile(99)
     print(f"\nopen loop {args.rate:g} req/s, <= {args.clients} in flight, "
           f"{args.duration:g} s per server in {args.rounds} interleaved rounds, loopback, "
-          f"{os.cpu_count()} CPUs")
+          f"{os.cpu_count()} CPUs"
+          + (", a new model in every submit" if args.distinct_models else ""))
     print(f"{'server':36} {'sent':>5} {'err':>4} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} "
           f"{'max ms':>7} {'p99/bare':>8} {'cpu ms/req':>10}  p99 by round")
     for result in results:

@@ -47,6 +47,33 @@ class RequestLimits(BaseModel):
     max_job_memory_bytes: int = Field(default=4 * 1024**3, ge=1)
 
 
+class InspectorSettings(BaseModel):
+    """The api's inspector processes (``python -m workers.inspector``): they answer what
+    needs the engine (an uploaded model's checks, a job's model against its data, a
+    schedule preview) under these limits, off the api process."""
+
+    # Processes per lane: one lane inspects uploads (slow for a large model), the other
+    # answers submits and learning-rate previews, so an upload never delays a submit.
+    processes: int = Field(default=1, ge=1, le=16)
+    # Address space of each process (RLIMIT_AS); the engine alone takes ~350 MB of it.
+    memory_bytes: int = Field(default=2 * 1024**3, ge=512 * 1024**2)
+    # CPU (RLIMIT_CPU) and wall-clock time for one question; past either, 413 with why.
+    # The largest legal graph (100,000 nodes) takes ~3 s of CPU; the wall clock allows for
+    # a machine busy with other work.
+    cpu_seconds: int = Field(default=20, ge=1)
+    wall_seconds: float = Field(default=60.0, gt=0)
+    # How long a question waits for a free process before the request is answered 503.
+    queue_seconds: float = Field(default=30.0, gt=0)
+    # Any one node's output or parameter (2**28 float32 values are 1 GiB), and the
+    # elements all nodes of an uploaded graph compute in one forward pass (the work of a
+    # step; a 100,000-node chain of sin over 8192x8192 would be 6.7e12).
+    max_node_elements: int = Field(default=1 << 28, ge=1)
+    max_graph_elements: int = Field(default=1 << 32, ge=1)
+    # Answers about the same model and input shape are the same: kept, submits skip the
+    # round trip.
+    cache_entries: int = Field(default=1024, ge=0)
+
+
 class StreamSettings(BaseModel):
     """Server-Sent Events and live-channel tuning."""
 
@@ -105,6 +132,7 @@ class Settings(BaseSettings):
     lr: LearningRateLimits = LearningRateLimits()
     limits: RequestLimits = RequestLimits()
     stream: StreamSettings = StreamSettings()
+    inspector: InspectorSettings = InspectorSettings()
     dispatch: DispatchSettings = DispatchSettings()
     log_level: str = "INFO"
 

@@ -29,7 +29,7 @@ from core.jobspec import (
     JobSpec,
     LayerNorm,
 )
-from core.transform_spec import CenterCrop, RandomResizedCrop, Resize
+from core.transform_spec import image_shape
 
 BYTES_PER_VALUE = 4  # float32
 # weight + gradient + up to two optimizer states (Adam's mean and variance)
@@ -89,8 +89,7 @@ def input_features_of(spec: JobSpec) -> int | None:
 def input_shape_of(spec: JobSpec) -> tuple[int, ...] | None:
     """One training record's shape as the network sees it, when a built-in set makes it
     known before anything runs: ``(features,)`` for the tables, ``(C, H, W)`` for the
-    image sets after their transforms (None where a transform keeps the aspect ratio of
-    images whose size is not known here). Uploads: the caller's (from validation).
+    image sets after their transforms. Uploads: the caller's (from validation).
 
     >>> from core.jobspec import JobSpec
     >>> spec = JobSpec.model_validate({"name": "x", "model": [{"type": "Dense", "units": 2}],
@@ -101,18 +100,16 @@ def input_shape_of(spec: JobSpec) -> tuple[int, ...] | None:
     (3, 20, 24)
     """
     source = spec.data.train
-    if not isinstance(source, BuiltinSource):
-        return None
+    return builtin_record_shape(source) if isinstance(source, BuiltinSource) else None
+
+
+def builtin_record_shape(source: BuiltinSource) -> tuple[int, ...]:
+    """A built-in set's record as the network sees it (ValueError for a Normalize that
+    does not fit its channels)."""
     if source.builtin not in IMAGE_BUILTIN_SHAPES:
         return (BUILTIN_DATASETS[source.builtin],)
     channels, height, width = IMAGE_BUILTIN_SHAPES[source.builtin]
-    for step in source.transforms or []:
-        if isinstance(step, Resize) and step.keep_ratio:
-            return None
-        if isinstance(step, Resize | CenterCrop | RandomResizedCrop):
-            # MXNet's sizes are an int (square) or (width, height).
-            width, height = (step.size, step.size) if isinstance(step.size, int) else step.size
-    return (channels, height, width)
+    return image_shape(height, width, channels, source.transforms)
 
 
 def human_bytes(count: int) -> str:

@@ -138,7 +138,12 @@ def _components(kind: spec_params.Kind, title: str) -> list[str]:
 _MODEL_FORMS = """\
 ## `model`: three forms
 
-`model` is one of a layer list, a model-zoo network, or an uploaded MXNet symbol.
+`model` is one of a layer list, a model-zoo network, or an uploaded MXNet symbol. At
+submit, whatever its form, the network is built as the worker builds it and its shapes
+inferred for one batch of the training data as the network sees it (a table's rows; an
+image set's `(H, W, C)` images after the split's transforms, always a `(C, H, W)` tensor):
+a layer that cannot take its input is refused naming it (`model.3`), so an accepted job
+builds.
 
 A **layer list** (below, "Layers"), applied in order. Image layers (Conv2D, pooling) need
 `(N, C, H, W)` input: on flat features (the built-in data sets) start with a `Reshape`,
@@ -163,8 +168,11 @@ model: {zoo: resnet18_v1, classes: 10, thumbnail: true}
 An **uploaded MXNet symbol** (`POST /v1/models`, or `rudder model upload
 net-symbol.json --params net-0000.params --input-shape 1,3,32,32`), trained from its
 uploaded params (`params: true`), from the spec's `initializer` (`params: false`), or from
-the params when the upload has them (`params` left out). The training data's feature
-shape must be the upload's declared input shape without its batch axis. A Module-style
+the params when the upload has them (`params` left out). The graph must take batches of
+the training data's records (e.g. an upload for `1,3,32,32` trains on an image set whose
+transforms give 3x32x32 tensors; a graph that pools globally takes other sizes too), and
+when it starts from the uploaded params, their shapes must be the ones those batches need.
+A Module-style
 loss head (`SoftmaxOutput`, `*RegressionOutput`, `SVMOutput`, as `mx.model.save_checkpoint`
 files end) is dropped: the spec's `loss` is applied to the head's input.
 

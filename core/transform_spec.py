@@ -119,3 +119,33 @@ Transform = Annotated[
     Field(discriminator="type"),
 ]
 Transforms = Annotated[list[Transform], Field(max_length=MAX_TRANSFORMS)]
+
+
+def image_shape(height: int, width: int, channels: int,
+                transforms: list[Transform] | None) -> tuple[int, int, int]:
+    """``(C, H, W)``: what an (H, W, C) image reaches the network as, after ``transforms``
+    and the ToTensor the worker adds when they have none (workers.data_sources). Each
+    transform's size rule is the engine's (tests/core/test_transform_shapes.py runs them);
+    ValueError for a Normalize whose mean/std fit neither 1 nor C channels.
+
+    >>> image_shape(32, 48, 3, [Resize(type="Resize", size=16, keep_ratio=True)])
+    (3, 16, 24)
+    """
+    for step in transforms or []:
+        if isinstance(step, Resize) and isinstance(step.size, int) and step.keep_ratio:
+            # the short side becomes ``size``, the long side keeps the ratio (rounded down)
+            if height > width:
+                width, height = step.size, height * step.size // width
+            else:
+                width, height = width * step.size // height, step.size
+        elif isinstance(step, Resize | CenterCrop | RandomResizedCrop):
+            # MXNet's sizes are an int (square) or (width, height)
+            width, height = (step.size, step.size) if isinstance(step.size, int) else step.size
+        elif isinstance(step, Normalize):
+            for name in ("mean", "std"):
+                value = getattr(step, name)
+                count = len(value) if isinstance(value, list) else 1
+                if count not in (1, channels):
+                    raise ValueError(f"Normalize {name} has {count} values; the images have "
+                                     f"{channels} channel(s)")
+    return (channels, height, width)

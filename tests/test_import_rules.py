@@ -2,8 +2,9 @@
 
 - engine imports nothing of ours and no service library (it is a pure library);
 - core imports nothing of ours (engine only in the worker-side adapter module);
-- api imports core (and the Celery app object to enqueue by name), never engine or workers'
-  training code;
+- api imports core (and the Celery app object to enqueue by name), never engine (not even
+  lazily: issue 25 moved model inspection and schedule previews to the inspector process)
+  nor workers' training code;
 - workers import core and engine; migrations import core.
 """
 
@@ -31,13 +32,9 @@ ALLOWED = {
 }
 # modules allowed an exception, each with the reason
 EXCEPTIONS = {
-    # the PUT learning-rate answer previews the schedule with the engine's own formulas
-    ("api", "engine"): {"api/services/learning_rate.py",
-                        # an uploaded model is refused before anything is stored (issue
-                        # 12): the engine parses and shape-checks the JSON graph and reads
-                        # the params' binary format, executing nothing (see its docstring)
-                        "api/services/model_inspection.py"},
-    # api may import only the Celery app object (to enqueue by name), not tasks or runner
+    # api may import only the Celery app object (to enqueue by name), not tasks or runner;
+    # what needs the engine runs in the inspector process (workers/inspector), whose
+    # questions and answers are core.inspection's models
     ("api", "workers"): {"*:workers.celery_app"},
 }
 

@@ -42,7 +42,12 @@ BUILTIN_SPLITS = {"train": (0.0, 0.7), "val": (0.7, 0.85), "test": (0.85, 1.0)}
 
 
 class SpecError(ValueError):
-    """The spec names something the engine cannot build; the job fails with this reason."""
+    """The spec names something the engine cannot build; the job fails with this reason.
+    ``field`` names the part of the spec at fault, when known (``model.2``)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def create_component(factory: Callable[..., T], what: str, component: NamedComponent) -> T:
@@ -137,7 +142,8 @@ def build_network(layers: list[Layer]) -> Any:
             try:
                 net.add(engine.gluon.nn.create(layer.type, **params))
             except (KeyError, ValueError, TypeError) as exc:
-                raise SpecError(f"layer {index} {layer.type!r}: {exc}") from exc
+                raise SpecError(f"layer {index} {layer.type!r}: {exc}",
+                                field=f"model.{index}") from exc
     # Every spec layer is a HybridBlock: train through the traced static program (reused
     # buffers, fused Dense+activation kernels), bit-identical to the imperative path on CPU.
     net.hybridize(static_alloc=True, static_shape=True)

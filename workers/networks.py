@@ -37,14 +37,14 @@ MAX_PARAMS_BYTES = 2 * 1024**3
 def build_model(model: ModelSpec, store: ObjectStore) -> Any:
     """The network of any model form, hybridized, not yet initialized."""
     if isinstance(model, ZooModel):
-        return _zoo_network(model)
+        return zoo_network(model)
     if isinstance(model, UploadedModelRef):
         return _uploaded_network(model, store)
     layers: LayerList = model
     return build_network(layers)
 
 
-def _zoo_network(model: ZooModel) -> Any:
+def zoo_network(model: ZooModel) -> Any:
     from engine.gluon.model_zoo import vision
 
     try:
@@ -57,7 +57,7 @@ def _zoo_network(model: ZooModel) -> Any:
         if net.prefix != fresh:
             net = vision.get_model(model.zoo, prefix=fresh, **model.engine_kwargs())
     except (KeyError, ValueError, TypeError) as exc:
-        raise SpecError(f"model.zoo {model.zoo!r}: {exc}") from exc
+        raise SpecError(f"model.zoo {model.zoo!r}: {exc}", field="model.zoo") from exc
     net.hybridize(static_alloc=True, static_shape=True)
     return net
 
@@ -84,15 +84,20 @@ class UploadedNetwork(SymbolBlock):
                                for name, param in self.collect_params().items()}, format)
 
 
+def uploaded_graph(symbol_json: str) -> Any:
+    """An upload's graph as a job trains it: up to the input of a Module-style loss head."""
+    return _without_loss_head(engine.symbol.load_json(symbol_json))
+
+
 def _uploaded_network(model: UploadedModelRef, store: ObjectStore) -> Any:
     prefix = model_prefix(model.model)
     symbol_json = _read(store, prefix + MODEL_SYMBOL_FILE, f"model {model.model}")
     meta = json.loads(_read(store, prefix + MODEL_META_FILE, f"model {model.model}"))
     try:
-        graph = _without_loss_head(engine.symbol.load_json(symbol_json.decode()))
+        graph = uploaded_graph(symbol_json.decode())
         net = UploadedNetwork(graph, [engine.symbol.var(meta["input_name"])])
     except (KeyError, ValueError, TypeError, engine.base.MXNetError) as exc:
-        raise SpecError(f"model {model.model}: {exc}") from exc
+        raise SpecError(f"model {model.model}: {exc}", field="model.model") from exc
     _init_like_gluon_layers(net)
     net.hybridize(static_alloc=True, static_shape=True)
     return net

@@ -29,7 +29,7 @@ def change_learning_rate(
     the resulting schedule (factor, peak, final) before the worker applies it.
     """
     change = service.request_change(session, state=state, job=job, user=user, body=body)
-    preview, warning = service.preview_change(session, job=job, body=body)
+    preview, warning = service.preview_change(session, state=state, job=job, body=body)
     return LearningRateChangeAccepted(change_id=change.id, preview=preview, warning=warning)
 
 

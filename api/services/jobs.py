@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
@@ -14,12 +13,12 @@ from sqlalchemy.orm import Session
 from api import cursors, telemetry
 from api.errors import ApiError, field_error, not_found
 from api.schemas.jobs import JobControlPublic
-from api.services.model_checks import check_model_fits_data
+from api.services.model_checks import IMAGE_FORMATS, check_model_fits_data, record_shape
 from api.state import ServiceState
 from core import model_size, repositories
 from core.events import CancelCommand, PauseCommand
 from core.job_status import transition_and_announce
-from core.jobspec import JobSpec
+from core.jobspec import BuiltinSource, JobSpec
 from core.models import TERMINAL_STATUSES, Job, JobStatus, User, is_id
 from core.storage import job_objects_prefix
 
@@ -49,17 +48,18 @@ def _replay(existing: Job, request_hash: str) -> Job:
     return existing
 
 
-# Data sets whose records are images, which ``transforms`` apply to.
-IMAGE_FORMATS = ("recordio", "archive")
-
-
 def _check_spec_references(
     session: Session, *, spec: JobSpec, owner: User, state: ServiceState
 ) -> None:
-    features = model_size.input_features_of(spec)
-    feature_shape = model_size.input_shape_of(spec)
+    shapes: dict[str, tuple[int, ...] | None] = {}
     for split in ("train", "val"):
         source = getattr(spec.data, split)
+        if isinstance(source, BuiltinSource):
+            try:
+                shapes[split] = model_size.builtin_record_shape(source)
+            except ValueError as exc:
+                raise field_error(f"data.{split}.transforms", str(exc)) from None
+            continue
         dataset_id = getattr(source, "dataset", None)
         if dataset_id is None:
             continue
@@ -85,12 +85,9 @@ def _check_spec_references(
                 "data.normalize", f"dataset {dataset_id} has no per-channel statistics to "
                 "normalise with (too many features); leave normalize out",
             )
-        if split == "train" and dataset.feature_shape:
-            features = math.prod(int(d) for d in dataset.feature_shape)
-            feature_shape = tuple(int(d) for d in dataset.feature_shape)
-    known_parameters = check_model_fits_data(session, spec=spec, owner=owner,
-                                             feature_shape=feature_shape)
-    size = model_size.estimate(spec, input_features=features, parameters=known_parameters)
+        shapes[split] = record_shape(dataset, source, f"data.{split}")
+    size = check_model_fits_data(session, state=state, spec=spec, owner=owner,
+                                 shape=shapes.get("train"), val_shape=shapes.get("val"))
     limit = state.settings.limits.max_job_memory_bytes
     if size.bytes > limit:
         raise field_error(

@@ -18,11 +18,13 @@ from api.schemas.learning_rate import (
     LearningRatePublic,
     LearningRateUpdate,
 )
+from api.services.inspector import InspectionFailed, InspectorUnavailable
 from api.state import ServiceState
 from core import repositories
 from core.channel import Channel
 from core.config import LearningRateLimits
 from core.events import SetLRCommand
+from core.inspection import PreviewSchedule
 from core.jobspec import JobSpec
 from core.models import TERMINAL_STATUSES, Job, JobStatus, LRChange, LRChangeMode, User, utcnow
 
@@ -148,31 +150,28 @@ def describe(session: Session, *, job: Job) -> LearningRatePublic:
 
 
 def preview_change(
-    session: Session, *, job: Job, body: LearningRateUpdate
+    session: Session, *, state: ServiceState, job: Job, body: LearningRateUpdate
 ) -> tuple[LearningRatePreview | None, str | None]:
     """The schedule after the change, from the job's spec and last reported step: the
     engine's own schedule formulas (engine.lr_scheduler.preview_live_change) evaluated on
-    a fresh scheduler. Returns (preview, warning); the warning is the reason the worker
-    will reject it (the optimizer raises the same message)."""
-    from engine import lr_scheduler  # the schedule's formulas live only in the engine
-
+    a fresh scheduler, in the inspector process (the api never loads the engine).
+    Returns (preview, warning); the warning is the reason the worker will reject it (the
+    optimizer raises the same message)."""
     spec = JobSpec.model_validate(job.spec)
     overridden = any(
         c.mode == LRChangeMode.OVERRIDE and c.status == "applied"
         for c in repositories.list_lr_changes(session, job_id=job.id)
     )
-    scheduler = None
+    scheduler, params = None, {}
     if spec.lr_scheduler is not None and not overridden:
-        params = dict(spec.lr_scheduler.params)
+        scheduler, params = spec.lr_scheduler.type, dict(spec.lr_scheduler.params)
         params.setdefault("base_lr", spec.initial_learning_rate() or 0.01)
-        try:
-            scheduler = lr_scheduler.create(spec.lr_scheduler.type, **params)
-        except (KeyError, ValueError, TypeError, AssertionError) as exc:
-            return None, f"cannot preview the schedule: {exc}"
-    # With no schedule (or one overridden before) every change is a constant.
-    mode = body.mode if scheduler is not None else "override"
+    question = PreviewSchedule(scheduler=scheduler, params=params, step=job.step,
+                               learning_rate=body.learning_rate, mode=body.mode)
     try:
-        preview = lr_scheduler.preview_live_change(scheduler, job.step, body.learning_rate, mode)
-    except ValueError as exc:
-        return None, str(exc)
-    return LearningRatePreview(at_step=job.step, **preview.as_dict()), None
+        answer = state.inspector.check(question).schedule
+    except (InspectorUnavailable, InspectionFailed) as exc:
+        return None, f"cannot preview the schedule now ({exc})"
+    if answer is None or answer.preview is None:
+        return None, answer.warning if answer else None
+    return LearningRatePreview(at_step=job.step, **answer.preview), None

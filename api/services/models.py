@@ -1,4 +1,5 @@
-"""Uploaded models: inspect with the engine, store in object storage, then record the row.
+"""Uploaded models: inspect (in the inspector process), store in object storage, then
+record the row.
 
 Nothing is stored for a refused upload: every check (model_inspection) runs first, then
 the files go to object storage, then the row is committed (a row never points at a
@@ -16,12 +17,8 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError, in_use, not_found
-from api.services.model_inspection import (
-    ModelUploadError,
-    check_params,
-    inspect_symbol,
-    parse_input_shape,
-)
+from api.services.inspector import InspectorUnavailable, unavailable_error
+from api.services.model_inspection import ModelUploadError, inspect_upload, parse_input_shape
 from api.state import ServiceState
 from core import repositories
 from core.models import JobStatus, UploadedModel, User, is_id, new_id
@@ -51,8 +48,10 @@ def _too_large(field: str, limit: int) -> ApiError:
 
 
 def _refused(exc: ModelUploadError) -> ApiError:
-    return ApiError(422, "invalid_model", f"{exc.field}: {exc.message}",
+    status, code = (413, "model_too_large") if exc.too_large else (422, "invalid_model")
+    return ApiError(status, code, f"{exc.field}: {exc.message}",
                     details=[{"field": exc.field, "message": exc.message}])
+
 
 
 def store_model(
@@ -68,11 +67,12 @@ def store_model(
             raise ModelUploadError("input_name", "must be an MXNet variable name "
                                    "(letters, digits, _ . -), e.g. data")
         shape = parse_input_shape(upload.input_shape)
-        summary = inspect_symbol(upload.symbol, upload.input_name, shape)
-        if upload.params is not None:
-            check_params(upload.params, summary, max_bytes=limits.max_upload_bytes)
+        summary = inspect_upload(state.inspector, symbol=upload.symbol, params=upload.params,
+                                 input_name=upload.input_name, input_shape=shape)
     except ModelUploadError as exc:
         raise _refused(exc) from exc
+    except InspectorUnavailable as exc:
+        raise unavailable_error(exc) from exc
 
     model_id = new_id()
     prefix = model_prefix(model_id)

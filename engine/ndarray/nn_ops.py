@@ -70,6 +70,11 @@ def _matmul_into(a: Any, b: Any, out: Any) -> Any:
     return autograd.WRITTEN
 
 
+# MXNet 1.9's names for Activation's act_type and LeakyReLU's (the symbol ops check them)
+ACTIVATION_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign", "log_sigmoid", "mish")
+LEAKY_RELU_TYPES = ("leaky", "prelu", "elu", "selu", "gelu")
+
+
 def activation(data: NDArray, act_type: str = "relu") -> NDArray:
     """MXNet ``Activation``: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid, mish."""
     names = {"relu", "sigmoid", "tanh", "softrelu", "softsign"}

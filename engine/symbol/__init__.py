@@ -27,7 +27,7 @@ from .generic import generic_spec
 from .ops import OPS
 from .serialization import SymbolFormatError, load, load_json
 from .symbol import Symbol
-from .validation import check_params, inspect_symbol_json
+from .validation import Bounds, GraphTooLarge, check_params, inspect_symbol, inspect_symbol_json
 
 
 def _operator(op: str) -> Any:
@@ -183,6 +183,7 @@ __all__ = [
     "broadcast_mul", "broadcast_plus", "broadcast_sub", "concat", "ctc_loss", "elemwise_add",
     "elemwise_div", "elemwise_mul", "elemwise_sub", "flatten", "hypot", "maximum", "minimum",
     "pow", "power", "load", "load_json", "SymbolFormatError", "inspect_symbol_json",
+    "inspect_symbol", "Bounds", "GraphTooLarge",
     "check_params",
     "negative", "reshape", "var",
 ]

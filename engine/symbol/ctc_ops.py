@@ -12,7 +12,7 @@ from typing import Any
 
 from ..ndarray import NDArray
 from ..ndarray.ctc_ops import ctc_loss
-from .ops import OpSpec, Shape, _bool, _op
+from .ops import OpSpec, Shape, _bool, _choice, _op
 
 
 def _ctc_infer(p: dict[str, Any], shapes: list[Shape | None]):
@@ -29,7 +29,7 @@ class _CTCSpec(OpSpec):
 _op(_CTCSpec(
     "CTCLoss", ("data", "label", "data_lengths", "label_lengths"),
     {"use_data_lengths": (_bool, False), "use_label_lengths": (_bool, False),
-     "blank_label": (str, "first")},
+     "blank_label": (_choice("first", "last"), "first")},
     _ctc_infer, lambda p, x: ctc_loss(*x[:2], *_lengths(p, x), **p),
     num_outputs=2, outputs=lambda p: ["output0"], hint="ctcloss",
 ))

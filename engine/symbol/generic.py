@@ -4,8 +4,11 @@
 input arrays with the node's attributes. Symbol arguments are the node's inputs (they must
 come first in the function's signature, as MXNet's tensor inputs do); the others become
 string attributes, written in MXNet's JSON and parsed back as Python literals. Shapes
-are inferred by running the function once on zero arrays of the input shapes (random
-generators are restored afterwards, so inference never changes what a seed draws).
+come from the operator's shape function (:mod:`.shapes`), which also declares the domain
+of each attribute, checked when the node is made or loaded; an operator without one is
+inferred by running the function once on zero arrays of the input shapes (random
+generators are restored afterwards, so inference never changes what a seed draws); a
+user's graph may not use those (:func:`.validation.inspect_symbol`).
 
 Every operator has its one implementation in :mod:`engine.ndarray`; this module only adapts
 calling conventions.
@@ -14,6 +17,7 @@ calling conventions.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import warnings
 from typing import Any
@@ -21,6 +25,7 @@ from typing import Any
 import numpy
 
 from .ops import OPS, OpSpec, Shape, to_attr_string
+from .shapes import rule_for
 
 # MXNet's name in the graph -> the engine.nd function that computes it
 ND_NAME = {
@@ -162,10 +167,27 @@ class GenericSpec(OpSpec):
                          outputs=MULTI_OUTPUT.get(op), dtype_rule=self._dtype)
         self.fn = fn
         self.num_outputs = 1
+        self.rule = rule_for(op)
 
     def parse(self, attrs: dict[str, str]) -> dict[str, Any]:
-        return {k: _literal(v) for k, v in attrs.items()
-                if not k.startswith("__") and k not in BOOKKEEPING}
+        params = {k: _literal(v) for k, v in attrs.items()
+                  if not k.startswith("__") and k not in BOOKKEEPING}
+        if self.rule is not None:
+            # checked now; the function still receives the values as written (a domain
+            # may normalise, e.g. an int to a one-element tuple)
+            self.rule.validate(params)
+        return params
+
+    @functools.cached_property
+    def accepted_attributes(self) -> frozenset[str] | None:
+        """The attribute names both the shape rule declares and the function takes (None
+        without a rule): what a user's graph may set."""
+        if self.rule is None:
+            return None
+        parameters = inspect.signature(self.fn).parameters.values()
+        if any(p.kind == p.VAR_KEYWORD for p in parameters):
+            return frozenset(self.rule.attrs)
+        return frozenset(self.rule.attrs) & {p.name for p in parameters}
 
     def input_names(self, params: dict[str, Any], count: int = 0) -> tuple[str, ...]:
         return tuple(f"arg{i}" for i in range(count))
@@ -176,6 +198,12 @@ class GenericSpec(OpSpec):
     def _infer(self, params: dict[str, Any], shapes: list[Shape | None]) -> Any:
         if any(s is None for s in shapes):
             return shapes, None
+        rule = self.rule
+        if rule is not None:
+            rule.check_inputs(len(shapes))
+            known = [tuple(int(d) for d in s) for s in shapes]  # type: ignore[union-attr]
+            result = rule.infer(rule.validate(params), known)
+            return shapes, list(result) if isinstance(result, list) else tuple(result)
         _check_inference_size(params, shapes)  # type: ignore[arg-type]
         from .. import autograd
         from .. import random as engine_random

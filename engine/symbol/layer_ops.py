@@ -11,14 +11,19 @@ from typing import Any
 
 from ..ndarray import NDArray, deconv_ops, group_norm_ops
 from .ops import (
+    _CUDNN_TUNE,
+    _DTYPE,
+    _PADS,
+    _POSITIVE,
     _REQUIRED,
+    _SIZES,
     OpSpec,
     Shape,
     _bool,
+    _check_window,
     _layout_kwargs,
     _op,
     _spatial,
-    _tuple,
     channels_last,
     infer_channels_last,
 )
@@ -38,7 +43,8 @@ def _embedding_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
 
 _op(OpSpec(
     "Embedding", ("data", "weight"),
-    {"input_dim": (int, _REQUIRED), "output_dim": (int, _REQUIRED), "dtype": (str, "float32"),
+    {"input_dim": (_POSITIVE, _REQUIRED), "output_dim": (_POSITIVE, _REQUIRED),
+     "dtype": (_DTYPE, "float32"),
      "sparse_grad": (_bool, False)},
     _embedding_infer, _embedding_forward,
     dtype_rule=lambda p, types, default: types[1] if len(types) > 1 else default,
@@ -97,7 +103,7 @@ def _group_norm_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
 
 _op(OpSpec(
     "GroupNorm", ("data", "gamma", "beta"),
-    {"num_groups": (int, 1), "eps": (float, 1e-5), "output_mean_var": (_bool, False)},
+    {"num_groups": (_POSITIVE, 1), "eps": (float, 1e-5), "output_mean_var": (_bool, False)},
     _group_norm_infer, _group_norm_forward, num_outputs=3,
 ))
 
@@ -110,9 +116,13 @@ def _deconv_infer(p: dict[str, Any], shapes: list[Shape | None]):
         return infer_channels_last(_deconv_infer, p, data)
     kernel = p["kernel"]
     nsp = len(kernel)
+    _check_window(p, data, nsp)
     stride, dilate, pad, adj = (_spatial(p, k, nsp, d) for k, d in
                                 (("stride", 1), ("dilate", 1), ("pad", 0), ("adj", 0)))
     nf, groups = p["num_filter"], p["num_group"]
+    if data[1] % groups or nf % groups:
+        raise ValueError(f"num_group {groups} must divide the {data[1]} input channels and "
+                         f"the {nf} filters")
     weight = (data[1], nf // groups) + tuple(kernel)
     shapes = [data, weight] + ([(nf,)] if not p["no_bias"] else [])
     if p["target_shape"]:
@@ -134,10 +144,10 @@ def _deconv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
 
 _op(OpSpec(
     "Deconvolution", ("data", "weight", "bias"),
-    {"kernel": (_tuple, _REQUIRED), "stride": (_tuple, ()), "dilate": (_tuple, ()),
-     "pad": (_tuple, ()), "adj": (_tuple, ()), "target_shape": (_tuple, ()),
-     "num_filter": (int, _REQUIRED), "num_group": (int, 1), "workspace": (int, 512),
-     "no_bias": (_bool, True), "cudnn_tune": (str, "None"), "cudnn_off": (_bool, False),
+    {"kernel": (_SIZES, _REQUIRED), "stride": (_SIZES, ()), "dilate": (_SIZES, ()),
+     "pad": (_PADS, ()), "adj": (_PADS, ()), "target_shape": (_SIZES, ()),
+     "num_filter": (_POSITIVE, _REQUIRED), "num_group": (_POSITIVE, 1), "workspace": (int, 512),
+     "no_bias": (_bool, True), "cudnn_tune": (_CUDNN_TUNE, "None"), "cudnn_off": (_bool, False),
      "layout": (str, "None")},
     _deconv_infer, _deconv_forward,
 ))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ndarray import output_ops
-from .ops import OpSpec, Shape, _bool, _op, _prod
+from .ops import OpSpec, Shape, _bool, _choice, _op, _prod
 
 
 def _softmax_label_infer(p: dict[str, Any], shapes: list[Shape | None]):
@@ -34,7 +34,8 @@ def _softmax_label_infer(p: dict[str, Any], shapes: list[Shape | None]):
 _SOFTMAX_PARAMS = {
     "grad_scale": (float, 1.0), "ignore_label": (float, -1.0), "multi_output": (_bool, False),
     "use_ignore": (_bool, False), "preserve_shape": (_bool, False),
-    "normalization": (str, "null"), "out_grad": (_bool, False), "smooth_alpha": (float, 0.0),
+    "normalization": (_choice("null", "batch", "valid"), "null"), "out_grad": (_bool, False),
+    "smooth_alpha": (float, 0.0),
 }
 _op(OpSpec("SoftmaxOutput", ("data", "label"), _SOFTMAX_PARAMS, _softmax_label_infer,
            lambda p, x: output_ops.softmax_output(x[0], x[1], **p)))

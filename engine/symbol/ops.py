@@ -53,6 +53,49 @@ def _opt_float(text: Any) -> float | None:
     return float(text)
 
 
+# Parsers that also check the value against the attribute's domain (a user's graph file
+# may say anything; MXNet refuses what its operator's parameter spec does not allow).
+def _choice(*names: str) -> Callable[[Any], str]:
+    def parse(text: Any) -> str:
+        value = str(text)
+        if value not in names:
+            raise ValueError(f"expected one of {list(names)}, got {value[:60]!r}")
+        return value
+    return parse
+
+
+def _int_at_least(low: int) -> Callable[[Any], int]:
+    def parse(text: Any) -> int:
+        value = int(text)
+        if value < low:
+            raise ValueError(f"expected an integer >= {low}, got {value}")
+        return value
+    return parse
+
+
+def _ints_at_least(low: int) -> Callable[[Any], tuple[int, ...]]:
+    def parse(text: Any) -> tuple[int, ...]:
+        value = _tuple(text)
+        if any(v < low for v in value):
+            raise ValueError(f"expected integers >= {low}, got {value}")
+        return value
+    return parse
+
+
+def _rate(text: Any) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise ValueError(f"expected a rate in [0, 1), got {value}")
+    return value
+
+
+_POSITIVE = _int_at_least(1)
+_DTYPE = _choice("float16", "float32", "float64", "uint8", "int8", "int32", "int64")
+_SIZES = _ints_at_least(1)  # kernel, stride, dilate
+_PADS = _ints_at_least(0)
+_CUDNN_TUNE = _choice("None", "off", "limited_workspace", "fastest")
+
+
 # MXNet's type flags, the form ``__dtype__`` takes in its graphs
 _TYPE_FLAGS = ["float32", "float64", "float16", "uint8", "int32", "int8", "int64", "bool",
                "int16", "uint16", "uint32", "uint64"]
@@ -120,7 +163,10 @@ class OpSpec:
         out: dict[str, Any] = {}
         for key, (parse, default) in self.params.items():
             if key in attrs:
-                out[key] = parse(attrs[key])
+                try:
+                    out[key] = parse(attrs[key])
+                except (ValueError, TypeError, SyntaxError) as exc:
+                    raise ValueError(f"{self.name}: attribute {key!r}: {exc}") from None
             elif default is _REQUIRED:
                 raise ValueError(f"{self.name}: required argument {key!r} is missing")
             else:
@@ -200,7 +246,8 @@ def _fc_infer(p: dict[str, Any], shapes: list[Shape | None]):
 
 _op(OpSpec(
     "FullyConnected", ("data", "weight", "bias"),
-    {"num_hidden": (int, _REQUIRED), "no_bias": (_bool, False), "flatten": (_bool, True)},
+    {"num_hidden": (_POSITIVE, _REQUIRED), "no_bias": (_bool, False),
+     "flatten": (_bool, True)},
     _fc_infer,
     lambda p, x: nn_ops.fully_connected(x[0], x[1], None if p["no_bias"] else x[2],
                                         num_hidden=p["num_hidden"], no_bias=p["no_bias"],
@@ -210,7 +257,8 @@ _op(OpSpec(
                         "flatten": p["flatten"]}) if n == (2 if p["no_bias"] else 3) else None,
 ))
 
-_op(OpSpec("Activation", ("data",), {"act_type": (str, _REQUIRED)}, _same,
+_op(OpSpec("Activation", ("data",),
+           {"act_type": (_choice(*nn_ops.ACTIVATION_TYPES), _REQUIRED)}, _same,
            lambda p, x: nn_ops.activation(x[0], p["act_type"]),
            step=lambda p, n: ("Activation", nn_ops.activation, {"act_type": p["act_type"]})))
 
@@ -225,7 +273,8 @@ def _leaky_infer(p: dict[str, Any], shapes: list[Shape | None]):
 
 _op(OpSpec(
     "LeakyReLU", ("data", "gamma"),
-    {"act_type": (str, "leaky"), "slope": (float, 0.25), "lower_bound": (float, 0.125),
+    {"act_type": (_choice(*nn_ops.LEAKY_RELU_TYPES), "leaky"), "slope": (float, 0.25),
+     "lower_bound": (float, 0.125),
      "upper_bound": (float, 0.334)},
     _leaky_infer,
     lambda p, x: nn_ops.leaky_relu(x[0], p["act_type"], p["slope"],
@@ -235,7 +284,8 @@ _op(OpSpec(
 
 _op(OpSpec(
     "Dropout", ("data",),
-    {"p": (float, 0.5), "mode": (str, "training"), "axes": (_tuple, ()),
+    {"p": (_rate, 0.5), "mode": (_choice("training", "always"), "training"),
+     "axes": (_tuple, ()),
      "cudnn_off": (_bool, False)},
     _same, lambda p, x: nn_ops.dropout(x[0], p["p"], p["axes"], p["mode"]), num_outputs=2,
 ))
@@ -247,6 +297,17 @@ def _spatial(p: dict[str, Any], key: str, n: int, default: int) -> tuple[int, ..
     return tuple(value) if value else (default,) * n
 
 
+def _check_window(p: dict[str, Any], data: Shape, spatial: int) -> None:
+    """A window of ``spatial`` sizes over (N, C, *spatial) data, with that many strides,
+    dilations and pads."""
+    if not 1 <= spatial <= 3 or len(data) != spatial + 2:
+        raise ValueError(f"a {spatial}-D kernel needs (N, C, {spatial} spatial) data, got "
+                         f"{tuple(data)}")
+    for key in ("stride", "dilate", "pad"):
+        if p.get(key) and len(p[key]) != spatial:
+            raise ValueError(f"{key} {p[key]} must have {spatial} values, like the kernel")
+
+
 def _conv_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
@@ -255,9 +316,13 @@ def _conv_infer(p: dict[str, Any], shapes: list[Shape | None]):
         return infer_channels_last(_conv_infer, p, data)
     kernel = p["kernel"]
     nsp = len(kernel)
+    _check_window(p, data, nsp)
     stride, dilate, pad = (_spatial(p, k, nsp, d) for k, d in
                            (("stride", 1), ("dilate", 1), ("pad", 0)))
     nf, groups = p["num_filter"], p["num_group"]
+    if data[1] % groups or nf % groups:
+        raise ValueError(f"num_group {groups} must divide the {data[1]} input channels and "
+                         f"the {nf} filters")
     shapes = [data, (nf, data[1] // groups) + tuple(kernel)] + (
         [(nf,)] if not p["no_bias"] else [])
     out = tuple(
@@ -279,9 +344,9 @@ def _conv_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
 
 _op(OpSpec(
     "Convolution", ("data", "weight", "bias"),
-    {"kernel": (_tuple, _REQUIRED), "stride": (_tuple, ()), "dilate": (_tuple, ()),
-     "pad": (_tuple, ()), "num_filter": (int, _REQUIRED), "num_group": (int, 1),
-     "no_bias": (_bool, False), "workspace": (int, 1024), "cudnn_tune": (str, "None"),
+    {"kernel": (_SIZES, _REQUIRED), "stride": (_SIZES, ()), "dilate": (_SIZES, ()),
+     "pad": (_PADS, ()), "num_filter": (_POSITIVE, _REQUIRED), "num_group": (_POSITIVE, 1),
+     "no_bias": (_bool, False), "workspace": (int, 1024), "cudnn_tune": (_CUDNN_TUNE, "None"),
      "cudnn_off": (_bool, False), "layout": (str, "None")},
     _conv_infer, _conv_forward,
 ))
@@ -298,13 +363,13 @@ def _pool_infer(p: dict[str, Any], shapes: list[Shape | None]):
         return shapes, tuple(data[:2]) + (1,) * (len(data) - 2)
     kernel = p["kernel"]
     nsp = len(kernel)
+    _check_window(p, data, nsp)
+    from ..ndarray.pool_ops import _pool_out  # the operator's own size rule
+
     stride, pad = _spatial(p, "stride", nsp, 1), _spatial(p, "pad", nsp, 0)
-    full = p["pooling_convention"] == "full"
-    out = []
-    for i in range(nsp):
-        span = data[2 + i] + 2 * pad[i] - kernel[i]
-        out.append((math.ceil(span / stride[i]) if full else span // stride[i]) + 1)
-    return shapes, tuple(data[:2]) + tuple(out)
+    out = tuple(_pool_out(data[2 + i], kernel[i], stride[i], pad[i], p["pooling_convention"])
+                for i in range(nsp))
+    return shapes, tuple(data[:2]) + out
 
 
 def _pool_kwargs(p: dict[str, Any]) -> dict[str, Any]:
@@ -327,8 +392,9 @@ def _pool_forward(p: dict[str, Any], x: list[NDArray]) -> NDArray:
 
 _op(OpSpec(
     "Pooling", ("data",),
-    {"kernel": (_tuple, ()), "pool_type": (str, "max"), "global_pool": (_bool, False),
-     "stride": (_tuple, ()), "pad": (_tuple, ()), "pooling_convention": (str, "valid"),
+    {"kernel": (_SIZES, ()), "pool_type": (_choice("max", "avg", "sum"), "max"),
+     "global_pool": (_bool, False), "stride": (_SIZES, ()), "pad": (_PADS, ()),
+     "pooling_convention": (_choice("valid", "full", "same"), "valid"),
      "count_include_pad": (_bool, True), "cudnn_off": (_bool, False), "layout": (str, "None")},
     _pool_infer, _pool_forward,
     step=lambda p, n: ("Pooling", _pooling, _pool_kwargs(p)) if n == 1 else None,
@@ -340,6 +406,8 @@ def _bn_infer(p: dict[str, Any], shapes: list[Shape | None]):
     data = shapes[0]
     if data is None:
         return shapes, None
+    if not -len(data) <= p["axis"] < len(data):
+        raise ValueError(f"axis {p['axis']} is out of range for {len(data)} dimensions")
     channels = (data[p["axis"] % len(data)],)
     return [data, channels, channels, channels, channels], data
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..ndarray import NDArray
-from ..ndarray.fused_rnn import RNN, rnn_param_size
-from .ops import _REQUIRED, OpSpec, Shape, _bool, _op, _opt_float
+from ..ndarray.fused_rnn import GATES, RNN, rnn_param_size
+from .ops import _POSITIVE, _REQUIRED, OpSpec, Shape, _bool, _choice, _op, _opt_float, _rate
 
 
 def _directions(p: dict[str, Any]) -> int:
@@ -47,8 +47,8 @@ class _RNNSpec(OpSpec):
 
 _op(_RNNSpec(
     "RNN", ("data", "parameters", "state", "state_cell"),
-    {"state_size": (int, _REQUIRED), "num_layers": (int, _REQUIRED),
-     "bidirectional": (_bool, False), "mode": (str, _REQUIRED), "p": (float, 0.0),
+    {"state_size": (_POSITIVE, _REQUIRED), "num_layers": (_POSITIVE, _REQUIRED),
+     "bidirectional": (_bool, False), "mode": (_choice(*GATES), _REQUIRED), "p": (_rate, 0.0),
      "state_outputs": (_bool, False), "projection_size": (_opt_float, None),
      "lstm_state_clip_min": (_opt_float, None), "lstm_state_clip_max": (_opt_float, None),
      "lstm_state_clip_nan": (_bool, False), "use_sequence_length": (_bool, False)},

@@ -23,7 +23,17 @@ MAX_ATTR_CHARS = 4096
 
 class SymbolFormatError(MXNetError, ValueError):
     """A symbol JSON graph is malformed, uses an unknown operator, has a cycle or a dangling
-    input, or its shapes do not fit (a ValueError too, as the problem is the input)."""
+    input, or its shapes do not fit (a ValueError too, as the problem is the input);
+    ``node`` names the node at fault, when one is."""
+
+    def __init__(self, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+class GraphTooLarge(SymbolFormatError):
+    """A bound on the work a graph may cause was passed (too many nodes; in
+    :func:`.validation.inspect_symbol` also a node too large, too much work, too long)."""
 
 
 def to_json(symbol: Symbol) -> str:
@@ -73,8 +83,7 @@ def load_json(json_str: str) -> Symbol:
                                 "and 'heads' lists")
     raw_nodes, heads = graph["nodes"], graph["heads"]
     if len(raw_nodes) > MAX_NODES:
-        raise SymbolFormatError(f"symbol graph has {len(raw_nodes)} nodes, more than "
-                                f"{MAX_NODES}")
+        raise GraphTooLarge(f"symbol graph has {len(raw_nodes)} nodes, more than {MAX_NODES}")
     entries = [_entry(i, e) for i, e in enumerate(raw_nodes)]
     head_refs = [_ref(h, len(entries), "heads") for h in heads]
     if not head_refs:
@@ -181,7 +190,8 @@ def _build(entries: list[_Entry], order: list[int], heads: list[tuple[int, int]]
         entry = entries[index]
         if entry.op != "null":
             if entry.op not in OPS and generic_spec(entry.op) is None:
-                raise SymbolFormatError(f"{entry.where()}: unknown operator {entry.op!r}")
+                raise SymbolFormatError(f"{entry.where()}: unknown operator {entry.op!r}",
+                                        node=entry.name)
         inputs = []
         for ref, output in entry.inputs:
             child = nodes[ref]
@@ -196,7 +206,9 @@ def _build(entries: list[_Entry], order: list[int], heads: list[tuple[int, int]]
             try:
                 params = node.params()  # validate the attributes now, not at the first forward
             except Exception as exc:  # noqa: BLE001 - any failure to parse user text is its fault
-                raise SymbolFormatError(f"{entry.where()}: operator {entry.op}: {exc}") from None
+                detail = str(exc).removeprefix(f"{entry.op}: ")  # a spec names itself
+                raise SymbolFormatError(f"{entry.where()}: operator {entry.op}: {detail}",
+                                        node=entry.name) from None
             _check_input_count(entry, node, params)
         elif inputs:
             raise SymbolFormatError(f"{entry.where()}: a variable cannot have inputs")

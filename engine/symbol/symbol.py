@@ -29,6 +29,14 @@ from .ops import OPS, OpSpec, dtype_of_flag
 Shape = tuple[int, ...]
 
 
+class ShapeInferenceError(ValueError):
+    """Shapes do not fit at one node of the graph, named by ``node``."""
+
+    def __init__(self, message: str, node: str) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 class _Node:
     __slots__ = ("op", "name", "attrs", "inputs", "_params")
 
@@ -207,13 +215,20 @@ class Symbol(SymbolArithmetic):
         """Known shapes, None for the unknown ones."""
         if args:
             kwargs = {**dict(zip(self.list_arguments(), args, strict=False)), **kwargs}
+        return self._infer_shapes_observed(kwargs)
+
+    def _infer_shapes_observed(self, given: dict[str, Any], observe: Any = None
+                               ) -> tuple[Any, Any, Any]:
+        """:meth:`_infer_shapes` from ``given`` (input name -> shape); ``observe(node,
+        input_shapes, output_shapes)``, when given, sees each operator node as soon as its
+        shapes are known, before the next one is inferred (a bound can stop there)."""
         known: dict[str, Shape] = {}
         for node in self._nodes():  # shapes declared on variables: Variable(shape=...)
             if node.op is None and "__shape__" in node.attrs:
                 declared = _parse_shape(node.attrs["__shape__"])
                 if all(d > 0 for d in declared):
                     known[node.name] = declared
-        for key, value in kwargs.items():
+        for key, value in given.items():
             if value is not None:
                 known[key] = tuple(int(v) for v in value)
         inputs = set(self.list_inputs())
@@ -221,13 +236,14 @@ class Symbol(SymbolArithmetic):
         if unknown_keys:
             raise ValueError(f"infer_shape: {unknown_keys} are not inputs of this symbol; "
                              f"inputs are {sorted(inputs)}")
-        shapes = self._propagate(known)
+        shapes = self._propagate(known, observe)
         arg = [known.get(n) for n in self.list_arguments()]
         aux = [known.get(n) for n in self.list_auxiliary_states()]
         out = [shapes[id(node)][index] for node, index in self._outputs]
         return arg, out, aux
 
-    def _propagate(self, known: dict[str, Shape]) -> dict[int, list[Shape | None]]:
+    def _propagate(self, known: dict[str, Shape], observe: Any = None
+                   ) -> dict[int, list[Shape | None]]:
         out: dict[int, list[Shape | None]] = {}
         for node in self._nodes():
             if node.op is None:
@@ -237,16 +253,16 @@ class Symbol(SymbolArithmetic):
             try:
                 filled, result = node.spec.infer(node.params(), in_shapes)
             except (TypeError, IndexError, ZeroDivisionError, ValueError) as exc:
-                raise ValueError(f"{node.op} {node.name!r}: cannot infer shapes from inputs "
-                                 f"{in_shapes}: {exc}") from None
+                raise ShapeInferenceError(
+                    f"{node.op} {node.name!r}: cannot infer shapes from inputs {in_shapes}: "
+                    f"{exc}", node.name) from None
             for (child, _), shape, old in zip(node.inputs, filled, in_shapes, strict=False):
                 if shape is None:
                     continue
                 if old is not None and tuple(old) != tuple(shape):
-                    raise ValueError(
+                    raise ShapeInferenceError(
                         f"{node.op} {node.name!r}: input {child.name!r} has shape {old} but "
-                        f"{tuple(shape)} is expected"
-                    )
+                        f"{tuple(shape)} is expected", node.name)
                 if child.op is None:
                     known.setdefault(child.name, tuple(shape))
                     out[id(child)] = [known[child.name]]
@@ -255,6 +271,9 @@ class Symbol(SymbolArithmetic):
                 out[id(node)] = [result] * count if result is None else [result]
             else:
                 out[id(node)] = list(result)
+            if observe is not None:
+                observe(node, [out[id(child)][index] for child, index in node.inputs],
+                        out[id(node)])
         return out
 
     def infer_type(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:

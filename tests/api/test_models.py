@@ -4,6 +4,7 @@ before anything is stored; a job trains it with ``model: {model: id}``."""
 from __future__ import annotations
 
 import hashlib
+import json
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -93,6 +94,30 @@ def _set_op(name: str, op: str) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _set_attr(name: str, key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    def change(graph: dict[str, Any]) -> None:
+        next(n for n in graph["nodes"] if n["name"] == name)["attrs"][key] = value
+    return change
+
+
+def _one_node(op: str, attrs: dict[str, str], inputs: int = 1) -> bytes:
+    """``data`` -> one ``op`` node (its inputs all ``data``; none: an added to data)."""
+    nodes: list[dict[str, Any]] = [{"op": "null", "name": "data", "inputs": []},
+                                   {"op": op, "name": "hostile", "attrs": attrs,
+                                    "inputs": [[0, 0, 0]] * inputs}]
+    if not inputs:
+        nodes.append({"op": "broadcast_add", "name": "out", "inputs": [[0, 0, 0], [1, 0, 0]]})
+    return json.dumps({"nodes": nodes, "arg_nodes": [0],
+                       "heads": [[len(nodes) - 1, 0, 0]]}).encode()
+
+
+def _chain(op: str, length: int) -> bytes:
+    """``data`` through ``length`` nodes of ``op`` (issue 25: ~60 bytes a node)."""
+    nodes = [{"op": "null", "name": "data", "inputs": []}] + [
+        {"op": op, "name": f"n{i}", "inputs": [[i, 0, 0]]} for i in range(length)]
+    return json.dumps({"nodes": nodes, "arg_nodes": [0], "heads": [[length, 0, 0]]}).encode()
+
+
 def _cycle(graph: dict[str, Any]) -> None:
     # the stem convolution reads the last node's output: the graph loops
     stem = next(i for i, n in enumerate(graph["nodes"]) if n["name"] == "stem")
@@ -125,6 +150,25 @@ BAD_UPLOADS: list[tuple[str, dict[str, Any], int, str, str]] = [
     ("params an npz", {"params": b"PK\x03\x04" + bytes(64)}, 422, "params", "npz"),
     ("params garbage", {"params": bytes(range(256)) * 4}, 422, "params", "MXNet"),
     ("oversized symbol", {"symbol": b" " * (8 * 1024 * 1024 + 1)}, 413, "symbol", "limit"),
+    # issue 25: every attribute against its operator's domain, shapes without running
+    ("act_type outside its domain", {"symbol": model_files.with_nodes(
+        model_files.symbol_json(), _set_attr("stem_relu", "act_type",
+                                             "__import__('os').system('id')"))},
+     422, "symbol", "act_type"),
+    ("pool type outside its domain", {"symbol": model_files.with_nodes(
+        model_files.symbol_json(), _set_attr("pool", "pool_type", "median"))},
+     422, "symbol", "pool_type"),
+    ("an attribute the operator lacks", {"symbol": _one_node("sum", {"axis": "1",
+                                                                     "flavour": "x"})},
+     422, "symbol", "unknown attribute 'flavour'"),
+    ("an operator without a shape function", {"symbol": _one_node("Correlation", {}, 2)},
+     422, "symbol", "no shape function"),
+    ("a node past the element bound", {"symbol": _one_node("_arange", {
+        "start": "0", "stop": "1e12"}, 0)}, 413, "symbol", "1000000000000 elements"),
+    ("more nodes than a graph may have", {"symbol": _chain("sin", 100_001)}, 413, "symbol",
+     "100000"),
+    ("a chain computing too much", {"symbol": _chain("sin", 1000), "input_shape":
+                                    "1,8192,8192"}, 413, "symbol", "forward pass"),
 ]
 
 
@@ -184,11 +228,16 @@ def test_an_oversized_params_file_is_413_naming_it_and_nothing_is_stored(make_ap
     assert _stored(api) == before
 
 
-def _image_symbol_json() -> bytes:
-    """A small network over 3-channel images (no Reshape: it takes CHW as it comes)."""
+def _image_symbol_json(flat_features: int | None = None) -> bytes:
+    """A small network over 3-channel images (no Reshape: it takes CHW as it comes); with
+    ``flat_features``, its feature maps are reshaped to exactly that many features, as a
+    graph exported for one image size hard-codes it."""
     import engine as mx
 
     conv = mx.sym.Convolution(mx.sym.var("data"), num_filter=4, kernel=(3, 3), name="conv")
+    if flat_features is not None:
+        flat = mx.sym.Reshape(conv, shape=(0, flat_features), name="to_features")
+        return str(mx.sym.FullyConnected(flat, num_hidden=10, name="fc").tojson()).encode()
     pooled = mx.sym.Pooling(conv, kernel=(1, 1), global_pool=True, pool_type="avg",
                             name="pool")
     fc = mx.sym.FullyConnected(mx.sym.Flatten(pooled), num_hidden=10, name="fc")
@@ -199,7 +248,8 @@ def test_image_builtins_reach_the_model_as_chw_images_after_their_transforms(
     api: ApiHarness,
 ) -> None:
     """The built-in image sets are CHW tensors to the network (not flat rows): an upload
-    declared for 3x32x32 and a zoo net train on cifar10, and a crop changes the shape."""
+    declared for 3x32x32 and a zoo net train on cifar10, and a crop changes the shape: a
+    graph that pools globally takes 28x28 crops, one that hard-codes 32x32 is refused."""
     _, headers = api.make_user()
     model_id = _upload(api, headers, input_shape="1,3,32,32",
                        symbol=_image_symbol_json()).json()["id"]
@@ -215,5 +265,12 @@ def test_image_builtins_reach_the_model_as_chw_images_after_their_transforms(
         {"type": "RandomResizedCrop", "size": 28}, {"type": "ToTensor"}]}, "batch_size": 16}
     response = api.client.post("/v1/jobs", json=digits_spec(model={"model": model_id},
                                                             data=cropped), headers=headers)
-    assert response.status_code == 422
-    assert "(3, 28, 28)" in response.json()["error"]["message"]
+    assert response.status_code == 201, response.text
+    fixed_id = _upload(api, headers, input_shape="1,3,32,32",
+                       symbol=_image_symbol_json(flat_features=4 * 30 * 30)).json()["id"]
+    response = api.client.post("/v1/jobs", json=digits_spec(model={"model": fixed_id},
+                                                            data=cropped), headers=headers)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["details"][0]["field"] == "model.model"
+    assert "(16, 3, 28, 28)" in error["message"] and "to_features" in error["message"]

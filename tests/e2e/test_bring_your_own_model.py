@@ -8,16 +8,20 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
 import engine as mx
 from rudder.client import Client
 from tests import services
+from tests.api import uploads
 from tests.e2e.conftest import example_spec
 from tests.e2e.events import EventTap, is_status, metric_at_least
 from tests.e2e.harness import Stack, running_stack, stack_env
 from tests.oracle import run_mxnet
+from tests.services import wait_until
+from tests.workers.datasets import files
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +50,25 @@ net(nd.ones((1, 64)))
 folder = tempfile.mkdtemp()
 net.export(os.path.join(folder, "net"), epoch=0)
 for name in ("net-symbol.json", "net-0000.params"):
+    with open(os.path.join(folder, name), "rb") as handle:
+        outputs[name] = np.frombuffer(handle.read(), dtype=np.uint8)
+"""
+
+# A Gluon CNN for 3x32x32 images (NCHW, as every Gluon CNN), exported by MXNet 1.9.1.
+MXNET_CNN_EXPORT = """
+import os, tempfile
+mx.random.seed(0)
+net = gluon.nn.HybridSequential(prefix="cnn_")
+with net.name_scope():
+    net.add(gluon.nn.Conv2D(8, 3, padding=1), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
+            gluon.nn.MaxPool2D(2), gluon.nn.Conv2D(16, 3, padding=1),
+            gluon.nn.Activation("relu"), gluon.nn.GlobalAvgPool2D(), gluon.nn.Dense(2))
+net.initialize(mx.init.Xavier())
+net.hybridize()
+net(nd.ones((1, 3, 32, 32)))
+folder = tempfile.mkdtemp()
+net.export(os.path.join(folder, "cnn"), epoch=0)
+for name in ("cnn-symbol.json", "cnn-0000.params"):
     with open(os.path.join(folder, name), "rb") as handle:
         outputs[name] = np.frombuffer(handle.read(), dtype=np.uint8)
 """
@@ -175,3 +198,54 @@ def test_a_zoo_resnet18_job_trains_on_32x32_images_and_exports(
                                         ["data"], str(tmp_path / "trained" / "model-0000.params"))
     np.testing.assert_allclose(theirs["y"], ours(mx.nd.array(x)).asnumpy(), rtol=1e-4,
                                atol=1e-4)
+
+
+def _labelled_images(count: int) -> list[tuple[int, bytes]]:
+    """32x32 RGB noise; class 1 has a bright top-left corner, class 0 a dark one."""
+    rng = np.random.default_rng(0)
+    images = []
+    for index in range(count):
+        pixels = rng.integers(0, 256, size=(32, 32, 3), dtype=np.uint8)
+        label = index % 2
+        pixels[:12, :12] = 255 if label else 0
+        images.append((label, files.png(pixels)))
+    return images
+
+
+def test_an_mxnet_exported_cnn_trains_on_an_uploaded_recordio_and_image_archive(
+    roomy_stack: Stack, roomy_client: Client, tmp_path: Path
+) -> None:
+    """Issue 26 item 1: the Gluon CNN (NCHW) uploaded with --input-shape 1,3,32,32 was
+    refused on every uploaded .rec and image archive (HWC); the transforms end with
+    ToTensor, so it trains on both."""
+    exported = run_mxnet(MXNET_CNN_EXPORT)
+    symbol, params = tmp_path / "cnn-symbol.json", tmp_path / "cnn-0000.params"
+    symbol.write_bytes(exported["cnn-symbol.json"].tobytes())
+    params.write_bytes(exported["cnn-0000.params"].tobytes())
+    model = roomy_client.upload_model(symbol, "1,3,32,32", params=params)
+    images = _labelled_images(48)
+    rec, idx = files.recordio([(float(label), png) for label, png in images])
+    archive = files.zip_of({f"{('dark', 'bright')[label]}/{i}.png": png
+                            for i, (label, png) in enumerate(images)})
+    headers = {"Authorization": f"Bearer {roomy_stack.token}"}
+    with httpx.Client(base_url=roomy_stack.api_url, timeout=60) as http:
+        for name, upload in (("rec", {"set.rec": rec, "set.idx": idx}),
+                             ("archive", {"set.zip": archive})):
+            dataset = uploads.upload(http, headers, upload, part_size=64 * 1024, name=name)
+            wait_until(lambda d=dataset: roomy_client.dataset(d["id"])["status"] == "ready",
+                       300, interval=0.5, what=f"the {name} set validated")
+            spec = example_spec(
+                name=f"cnn-on-{name}", epochs=6, lr_scheduler=None, metrics=["accuracy"],
+                model={"model": model["id"], "params": True},
+                optimizer={"type": "adam", "learning_rate": 0.01},
+                data={"train": {"dataset": dataset["id"], "transforms": [
+                    {"type": "RandomFlipLeftRight"}, {"type": "ToTensor"}]},
+                      "batch_size": 16})
+            job = roomy_client.submit(spec)
+            wait_until(lambda j=job: roomy_client.get_job(j["id"])["status"] not in (
+                "queued", "running"), 400, interval=1, what=f"the job on the {name} set")
+            finished = roomy_client.get_job(job["id"])
+            assert finished["status"] == "succeeded", finished
+            losses = _losses(roomy_client, job["id"])
+            assert np.mean(losses[-3:]) < np.mean(losses[:3]), (name, losses)
+

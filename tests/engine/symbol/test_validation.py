@@ -61,7 +61,7 @@ def test_a_valid_graph_is_summarised():
     (_user_net().tojson(), {"data": (2, 0, 8, 8)}, "positive"),
     (_graph(_var("data"), {"op": "tile", "name": "big", "inputs": [[0, 0, 0]],
                            "attrs": {"reps": "(100000, 100000)"}}),
-     {"data": (2, 2)}, "tile 'big'"),
+     {"data": (2, 2)}, r"node 'big' \(tile\)"),
 ])
 def test_bad_graphs_are_refused_with_the_node_named(text, shapes, message):
     with pytest.raises(SymbolFormatError, match=message) as info:

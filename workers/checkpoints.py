@@ -53,6 +53,9 @@ class CheckpointMeta:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {sha256, size}
     learning_rate: float | None = None
     created_at: float = 0.0
+    # What step-boundary commands changed beyond the trainer state
+    # (workers.steering.state.SteeringState as JSON; None in checkpoints from before them).
+    steering: dict[str, Any] | None = None
     version: int = META_VERSION
 
     @property
@@ -82,6 +85,7 @@ class CheckpointMeta:
             files={str(k): dict(v) for k, v in body["files"].items()},
             learning_rate=body.get("learning_rate"),
             created_at=float(body.get("created_at", 0.0)),
+            steering=body.get("steering"),
         )
 
 

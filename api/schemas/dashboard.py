@@ -31,14 +31,24 @@ class MetricSeriesSetPublic(BaseModel):
 
 
 class TimelineEntryPublic(BaseModel):
-    """One runtime change on the step axis: an lr change applied, a status change
+    """One runtime change on the step axis (a chart marker): a step-boundary command
+    (``lr`` for learning-rate changes, ``command`` for every other kind), a status change
     (pause, resume, a worker restarting from a checkpoint, the end), a checkpoint."""
 
-    kind: Literal["lr", "status", "checkpoint"]
+    kind: Literal["lr", "command", "status", "checkpoint"]
     step: int | None = Field(description="where it took effect; null if not known")
     time: datetime
     title: str
     detail: str
+    command_id: str | None = Field(default=None, description="commands: the command's id")
+    command_kind: str | None = Field(default=None, description="commands: set_lr, "
+                                     "set_hyperparameters, freeze, rollback, ...")
+    status: str | None = Field(default=None, description="commands: pending, applied or "
+                               "rejected")
+    by: str | None = Field(default=None, description="commands: the user's name, "
+                           "rule <name> or fork")
+    abandoned: bool = Field(default=False, description="commands: applied on a branch a "
+                            "rollback discarded")
 
 
 class TimelinePublic(BaseModel):

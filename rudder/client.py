@@ -177,6 +177,35 @@ class Client:
     def learning_rate(self, job_id: str) -> Any:
         return self._request("GET", f"/v1/jobs/{job_id}/learning-rate")
 
+    # ------------------------------------------------------------ steering
+    def send_command(self, job_id: str, command: dict[str, Any]) -> Any:
+        """A step-boundary command (``{"type": "set_hyperparameters", "wd": 1e-4}``, ...);
+        answers ``{command_id, status: "pending", ...}``."""
+        return self._request("POST", f"/v1/jobs/{job_id}/commands", json=command)
+
+    def command(self, job_id: str, command_id: str) -> Any:
+        return self._request("GET", f"/v1/jobs/{job_id}/commands/{command_id}")
+
+    def commands(self, job_id: str) -> Any:
+        return self._request("GET", f"/v1/jobs/{job_id}/commands")
+
+    def hyperparameters(self, job_id: str) -> Any:
+        return self._request("GET", f"/v1/jobs/{job_id}/hyperparameters")
+
+    def rollback(self, job_id: str, step: int, checkpoint_before: bool = False) -> Any:
+        return self._request("POST", f"/v1/jobs/{job_id}/rollback",
+                             json={"step": step, "checkpoint_before": checkpoint_before})
+
+    def fork(self, job_id: str, step: int | None = None,
+             overrides: dict[str, Any] | None = None) -> Any:
+        body: dict[str, Any] = {"overrides": overrides or {}}
+        if step is not None:
+            body["step"] = step
+        return self._request("POST", f"/v1/jobs/{job_id}/fork", json=body)
+
+    def lineage(self, job_id: str) -> Any:
+        return self._request("GET", f"/v1/jobs/{job_id}/lineage")
+
     def metrics(self, job_id: str, after_step: int | None = None,
                 names: list[str] | None = None, *, limit: int | None = None,
                 cursor: str | None = None) -> Any:

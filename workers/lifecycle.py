@@ -17,7 +17,7 @@ from typing import Any
 
 from core import repositories as repo
 from core.channel import Channel
-from core.commands import REPLAYED, Command
+from core.commands import REPLAYED, Command, CommandOutcome
 from core.config import get_settings
 from core.datasets import validate_csv
 from core.db import session_scope
@@ -32,7 +32,12 @@ from workers.db_retry import retry_db
 from workers.lease import Lease
 from workers.resources import dispatch_now, get_channel, get_store
 from workers.runner import JobRunner, ReplayedCommand, RunResult
-from workers.service_io import ControlListener, ServiceIO, send_leftover_writes
+from workers.service_io import (
+    ControlListener,
+    ServiceIO,
+    record_outcome,
+    send_leftover_writes,
+)
 from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
@@ -176,8 +181,24 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         # on from it, as a run stopped there and resumed would (same lease, no re-queue).
         rewind = partial(_rewind, channel, job_id, result.rollback.step,
                          result.rollback.command_id)
-        retry_db(rewind, what=f"job {job_id} rollback",
-                 deadline_seconds=worker_settings.db_retry_seconds)
+        try:
+            retry_db(rewind, what=f"job {job_id} rollback",
+                     deadline_seconds=worker_settings.db_retry_seconds)
+        except Exception as exc:  # noqa: BLE001 - refused with the reason; training goes on
+            log.exception("job %s: rollback to step %d failed", job_id, result.rollback.step)
+            _refuse(channel, job_id, result.rollback, f"{type(exc).__name__}: {exc}")
+
+
+def _refuse(channel: Channel, job_id: str, command: Command, reason: str) -> None:
+    """Record a command the worker could not carry out, with why (the job trains on)."""
+    outcome = CommandOutcome(command=command, status="rejected", reason=reason)
+
+    def write() -> None:
+        with session_scope() as session:
+            record_outcome(session, job_id, outcome)
+    retry_db(write, what=f"job {job_id} command {command.command_id}",
+             deadline_seconds=get_worker_settings().db_retry_seconds)
+    announce_status(channel, job_id, outcome_event(outcome))
 
 
 def _rewind(channel: Channel, job_id: str, step: int, command_id: str) -> None:

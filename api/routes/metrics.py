@@ -35,6 +35,9 @@ def metric_series(
         list[str] | None,
         Query(description="metric names, e.g. train_loss (repeat or comma-separate)"),
     ] = None,
+    include_abandoned: Annotated[
+        bool, Query(description="also the branches rollbacks set aside (abandoned: true)")
+    ] = False,
 ) -> MetricSeriesSetPublic:
     """Every metric's whole history for a chart, thinned to ``max_points`` per metric.
 

@@ -53,12 +53,6 @@ CommandRequest = Annotated[
 ]
 
 
-class RollbackRequest(BaseModel):
-    model_config = {"extra": "forbid"}
-    step: int = Field(ge=0, le=2**62, description="a kept checkpoint's step")
-    checkpoint_before: bool = False
-
-
 class CommandAccepted(BaseModel):
     """A command recorded and sent: the worker applies it at its next step boundary
     (``GET /v1/jobs/{id}/commands/{command_id}`` or the events stream confirm it)."""

@@ -14,6 +14,10 @@ class MetricSeriesPublic(BaseModel):
     values: list[float]
     total_points: int = Field(description="points stored for this metric")
     downsampled: bool = Field(description="true when only some stored points are returned")
+    abandoned: bool = Field(default=False, description="a branch a rollback set aside "
+                            "(include_abandoned=true); draw it faded")
+    branch: int = Field(default=0, description="0: the live history; n: what the n-th "
+                        "rollback abandoned")
 
 
 class EpochBoundary(BaseModel):

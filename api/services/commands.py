@@ -174,8 +174,9 @@ def check_envelope(command: StepCommand) -> None:
 
 
 def request_command(session: Session, *, state: ServiceState, job: Job, user: User,
-                    command: Command) -> JobCommand:
-    """Validate, rate-limit, record (who, when) and send one of the user's commands."""
+                    command: Command, send_now: bool = True) -> JobCommand:
+    """Validate, rate-limit, record (who, when) and send one of the user's commands
+    (``send_now=False``: the caller carries it out itself)."""
     check_envelope(command)
     if JobStatus(job.status) in TERMINAL_STATUSES:
         raise ApiError(409, "invalid_state",
@@ -196,7 +197,8 @@ def request_command(session: Session, *, state: ServiceState, job: Job, user: Us
         row = _store_admitted_by_redis(session, state, job, stamped, group)
     if stamped.type == "set_lr":
         telemetry.LR_CHANGES.inc()
-    send(state, job, stamped)
+    if send_now:
+        send(state, job, stamped)
     return row
 
 

@@ -58,7 +58,8 @@ def keep_extremes(values: NDArray[np.float64], *, max_points: int) -> NDArray[np
 
 
 def metric_series(
-    session: Session, *, job_id: str, names: list[str] | None, max_points: int
+    session: Session, *, job_id: str, names: list[str] | None, max_points: int,
+    include_abandoned: bool = False,
 ) -> MetricSeriesSetPublic:
     series: list[MetricSeriesPublic] = []
     first_step: dict[int, int] = {}
@@ -73,6 +74,8 @@ def metric_series(
             name=column.name, steps=steps[keep].tolist(), values=values[keep].tolist(),
             total_points=len(values), downsampled=len(keep) < len(values),
         ))
+    if include_abandoned:
+        series += _abandoned_series(session, job_id=job_id, names=names, max_points=max_points)
     return MetricSeriesSetPublic(
         job_id=job_id,
         series=series,
@@ -162,3 +165,22 @@ def _command_entry(row: JobCommand, who: str,
     title = row.kind.replace("_", " ") + ("" if row.status == "applied" else f" {row.status}")
     return TimelineEntryPublic(kind="command", title=title, detail=f"{requested}; {outcome}",
                                **common)
+
+
+def _abandoned_series(session: Session, *, job_id: str, names: list[str] | None,
+                      max_points: int) -> list[MetricSeriesPublic]:
+    """The branches rollbacks set aside, one series per (branch, metric), thinned alike."""
+    grouped: dict[tuple[int, str], list[tuple[int, float]]] = {}
+    for point in repositories.list_abandoned_points(session, job_id=job_id, names=names,
+                                                    limit=10_000_000):
+        grouped.setdefault((point.branch, point.name), []).append((point.step, point.value))
+    series = []
+    for (branch, name), rows in sorted(grouped.items()):
+        steps = np.array([s for s, _ in rows], dtype=np.int64)
+        values = np.array([v for _, v in rows], dtype=np.float64)
+        keep = keep_extremes(values, max_points=max_points)
+        series.append(MetricSeriesPublic(
+            name=name, steps=steps[keep].tolist(), values=values[keep].tolist(),
+            total_points=len(values), downsampled=len(keep) < len(values), abandoned=True,
+            branch=branch))
+    return series

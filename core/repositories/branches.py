@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, insert, select, tuple_
+from sqlalchemy import delete, insert, literal, select, tuple_
 from sqlalchemy.orm import Session
 
 from core.models import AbandonedMetricPoint, MetricPoint
@@ -18,9 +18,9 @@ def abandon_metric_points(session: Session, *, job_id: str, after_step: int,
                           branch: int) -> int:
     """Move the points after ``after_step`` to the abandoned history as ``branch``, in one
     INSERT ... SELECT and one DELETE; returns how many moved."""
-    chosen = select(*(getattr(MetricPoint, c) for c in _MOVED)).where(
+    chosen = select(literal(branch), *(getattr(MetricPoint, c) for c in _MOVED)).where(
         MetricPoint.job_id == job_id, MetricPoint.step > after_step)
-    session.execute(insert(AbandonedMetricPoint).from_select(list(_MOVED), chosen))
+    session.execute(insert(AbandonedMetricPoint).from_select(["branch", *_MOVED], chosen))
     moved = session.execute(delete(MetricPoint).where(
         MetricPoint.job_id == job_id, MetricPoint.step > after_step))
     session.flush()

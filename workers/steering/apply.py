@@ -99,7 +99,8 @@ def apply_commands(target: Target, commands: list[Command], step: int) -> Applie
                 applied.outcomes.append(_outcome(command, "applied", step))
             break
         function = APPLY[command.type]
-        if function is None:
+        if function is None:  # carried out by the loop right after this, at this step
+            target.state.applied.append(command.command_id)
             (applied.evaluate if command.type == "evaluate" else applied.checkpoint).append(
                 command)
             continue

@@ -22,7 +22,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    model_validator,
+)
 
 MAX_RULES = 16
 RuleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
@@ -82,7 +90,21 @@ class Guard(_Rule):
                              "running training value every N steps (0: at validations only)")
 
 
-Rule = Annotated[ReduceOnPlateau | EarlyStop | Guard, Field(discriminator="type")]
+_TAGS = {"reduce_on_plateau": "ReduceOnPlateau", "early_stop": "EarlyStop", "guard": "Guard"}
+
+
+def _rule_tag(value: Any) -> str | None:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return _TAGS.get(kind) if isinstance(kind, str) else None
+
+
+# Tags are capitalised: api.errors leaves them out of a field's name (``rules.0.factor``).
+Rule = Annotated[
+    Annotated[ReduceOnPlateau, Tag("ReduceOnPlateau")] | Annotated[EarlyStop, Tag("EarlyStop")]
+    | Annotated[Guard, Tag("Guard")],
+    Discriminator(_rule_tag, custom_error_type="rule_type",
+                  custom_error_message="type must be one of " + ", ".join(_TAGS)),
+]
 
 
 class RuleList(BaseModel):

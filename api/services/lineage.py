@@ -16,7 +16,8 @@ import copy
 import hashlib
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -51,6 +52,7 @@ from core.storage import (
 )
 
 log = logging.getLogger("rudder.api")
+T = TypeVar("T")
 
 # Spec fields a fork may change, and where each goes: into the child's spec, or into a
 # command applied at its first step (the trainer state it loads would undo a spec value).
@@ -122,6 +124,19 @@ def _check_overrides(overrides: dict[str, Any]) -> None:
                               f"(allowed: {allowed})")
 
 
+def _parsed(prefix: str, build: Callable[[], T]) -> T:
+    """``build()``, its validation error a 422 naming the field under ``prefix``."""
+    try:
+        return build()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = [str(p) for p in first["loc"] if not str(p)[:1].isupper()]
+        if prefix.endswith(".rules") and where and where[0] == "rules":
+            where = where[1:]  # parse_rules wraps the list in {rules: [...]}
+        raise field_error(".".join([prefix, *where]),
+                          str(first["msg"]).removeprefix("Value error, ")) from None
+
+
 def _fork_commands(parent_spec: JobSpec, overrides: dict[str, Any]) -> list[Command]:
     """The steering overrides as the child's first commands (validated like a user's)."""
     commands: list[Command] = []
@@ -137,28 +152,26 @@ def _fork_commands(parent_spec: JobSpec, overrides: dict[str, Any]) -> list[Comm
         raise field_error(f"overrides.optimizer.{name}", "cannot change from a checkpoint; "
                           f"a fork can change {', '.join(LIVE_HYPERPARAMETERS)} and "
                           "learning_rate")
-    try:
-        if values:
-            commands.append(SetHyperparametersCommand.model_validate(values))
-        if "lr_scheduler" in overrides and overrides["lr_scheduler"] is not None:
-            commands.append(SetScheduleCommand(
-                lr_scheduler=SchedulerSpec.model_validate(overrides["lr_scheduler"]),
-                learning_rate=learning_rate))
-        elif "lr_scheduler" in overrides:  # null: a constant learning rate from here on
-            if learning_rate is None:
-                raise field_error("overrides.optimizer.learning_rate", "give the constant "
-                                  "learning rate with lr_scheduler: null")
-            commands.append(SetLRCommand(learning_rate=learning_rate, mode="override"))
-        elif learning_rate is not None:
-            commands.append(SetLRCommand(learning_rate=learning_rate, mode="scale"))
-        if "rules" in overrides:
-            commands.append(SetRulesCommand(rules=parse_rules(overrides["rules"] or [])))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"] if not str(p)[:1].isupper())
-        section = "optimizer" if values and not where.startswith("lr_") else ""
-        field = ".".join(p for p in ("overrides", section, where) if p)
-        raise field_error(field, first["msg"]) from None
+    if values:
+        commands.append(_parsed("overrides.optimizer",
+                                lambda: SetHyperparametersCommand.model_validate(values)))
+    if overrides.get("lr_scheduler") is not None:
+        scheduler = _parsed("overrides.lr_scheduler",
+                            lambda: SchedulerSpec.model_validate(overrides["lr_scheduler"]))
+        commands.append(_parsed("overrides.optimizer", lambda: SetScheduleCommand(
+            lr_scheduler=scheduler, learning_rate=learning_rate)))
+    elif "lr_scheduler" in overrides:  # null: a constant learning rate from here on
+        if learning_rate is None:
+            raise field_error("overrides.optimizer.learning_rate", "give the constant "
+                              "learning rate with lr_scheduler: null")
+        commands.append(_parsed("overrides.optimizer", lambda: SetLRCommand(
+            learning_rate=learning_rate, mode="override")))
+    elif learning_rate is not None:
+        commands.append(_parsed("overrides.optimizer", lambda: SetLRCommand(
+            learning_rate=learning_rate, mode="scale")))
+    if "rules" in overrides:
+        rules = _parsed("overrides.rules", lambda: parse_rules(overrides["rules"] or []))
+        commands.append(SetRulesCommand(rules=rules))
     return [c.model_copy(update={"source": "fork"}) for c in commands]
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
+from core import commands as c
 from core import repositories as repo
 from core.commands import CommandOutcome, SetLRCommand
 from core.db import session_scope
@@ -37,3 +40,42 @@ def lr_outcome(change_id: str, learning_rate: float, *, step: int | None = None,
 def idle_steering() -> Steering:
     """Steering for a loop without a trainer: run-ending commands only (pause, cancel)."""
     return Steering("no-trainer", trainer=None, params={}, rules=[])
+
+
+class ScriptedIO:
+    """Delivers each command at the boundary after ``step - 1`` (it applies from
+    ``step``), records every outcome, and can stop the run without a checkpoint at
+    ``crash_at`` (a cancel writes none: what a killed worker leaves behind)."""
+
+    def __init__(self, script: dict[int, list[c.Command]], crash_at: int | None = None):
+        self.wake = threading.Event()
+        self.wake.set()  # look at every step boundary
+        self.script, self.crash_at = script, crash_at
+        self.outcomes: list[CommandOutcome] = []
+        self.events: list[Any] = []
+        self.runner: Any = None  # the JobRunner, set once it is built
+
+    def poll_commands(self) -> list[c.Command]:
+        assert self.runner is not None
+        self.wake.set()
+        step = self.runner.state.step
+        due = list(self.script.get(step + 1, []))
+        if self.crash_at is not None and step == self.crash_at:
+            due.append(c.CancelCommand(command_id="crash"))
+        return due
+
+    def command_done(self, outcome: CommandOutcome) -> None:
+        self.outcomes.append(outcome)
+
+    def publish(self, event: Any) -> None:
+        self.events.append(event)
+
+    def still_owner(self) -> bool:
+        return True
+
+    def checkpoint_saved(self, *args: Any, **kwargs: Any) -> bool:
+        return True
+
+    def record_metrics(self, *args: Any) -> None: ...
+    def record_progress(self, *args: Any) -> None: ...
+    def flush(self) -> None: ...

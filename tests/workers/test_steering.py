@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import math
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +15,11 @@ import numpy as np
 import pytest
 
 from core import commands as c
-from core.commands import COMMAND_TYPES, CommandOutcome
+from core.commands import COMMAND_TYPES
 from core.jobspec import SchedulerSpec
 from core.rules import parse_rules
 from core.storage import LocalStore
+from tests.workers.jobs import ScriptedIO
 from workers.checkpoints import latest_complete_checkpoint
 from workers.runner import JobRunner, ReplayedCommand
 from workers.steering.apply import APPLY
@@ -41,45 +41,6 @@ SPEC: dict[str, Any] = {
     "seed": 5,
     "device": "cpu",
 }
-
-
-class ScriptedIO:
-    """Delivers each command at the boundary after ``step - 1`` (it applies from
-    ``step``), records every outcome, and can stop the run without a checkpoint at
-    ``crash_at`` (a cancel writes none: what a killed worker leaves behind)."""
-
-    def __init__(self, script: dict[int, list[c.Command]], crash_at: int | None = None):
-        self.wake = threading.Event()
-        self.wake.set()  # look at every step boundary
-        self.script, self.crash_at = script, crash_at
-        self.outcomes: list[CommandOutcome] = []
-        self.events: list[Any] = []
-        self.runner: JobRunner | None = None
-
-    def poll_commands(self) -> list[c.Command]:
-        assert self.runner is not None
-        self.wake.set()
-        step = self.runner.state.step
-        due = list(self.script.get(step + 1, []))
-        if self.crash_at is not None and step == self.crash_at:
-            due.append(c.CancelCommand(command_id="crash"))
-        return due
-
-    def command_done(self, outcome: CommandOutcome) -> None:
-        self.outcomes.append(outcome)
-
-    def publish(self, event: Any) -> None:
-        self.events.append(event)
-
-    def still_owner(self) -> bool:
-        return True
-
-    def checkpoint_saved(self, *args: Any, **kwargs: Any) -> bool:
-        return True
-
-    def record_metrics(self, *args: Any) -> None: ...
-    def record_progress(self, *args: Any) -> None: ...
-    def flush(self) -> None: ...
 
 
 def _run(store: LocalStore, job_id: str, script: dict[int, list[c.Command]], *,

@@ -43,11 +43,11 @@ log = logging.getLogger("rudder.api")
 # is counted in the database, and this lock makes count-then-insert one step within the
 # process. With Redis the limit lives there and holds across any number of api processes.
 _COUNT_IN_DB = threading.Lock()
-# What each kind does, for messages ("cannot <verb> of a succeeded job").
-_VERBS = {"set_lr": "change the learning rate", "set_hyperparameters": "change the "
-          "hyperparameters", "set_schedule": "replace the schedule", "freeze": "freeze "
-          "parameters", "unfreeze": "unfreeze parameters", "evaluate": "evaluate",
-          "checkpoint": "checkpoint", "set_rules": "change the rules",
+# What each kind does, for messages ("cannot <verb> a succeeded job").
+_VERBS = {"set_lr": "change the learning rate of", "set_hyperparameters": "change the "
+          "hyperparameters of", "set_schedule": "replace the schedule of", "freeze": "freeze "
+          "parameters of", "unfreeze": "unfreeze parameters of", "evaluate": "evaluate",
+          "checkpoint": "checkpoint", "set_rules": "change the rules of",
           "rollback": "roll back", "pause": "pause", "cancel": "cancel"}
 
 
@@ -180,7 +180,7 @@ def request_command(session: Session, *, state: ServiceState, job: Job, user: Us
     check_envelope(command)
     if JobStatus(job.status) in TERMINAL_STATUSES:
         raise ApiError(409, "invalid_state",
-                       f"cannot {_VERBS.get(command.type, command.type)} of a {job.status} job",
+                       f"cannot {_VERBS.get(command.type, command.type)} a {job.status} job",
                        details={"status": job.status})
     stamped: Command = command.model_copy(update={
         "command_id": new_id(), "requested_by": user.id, "source": "user", "rule": None})

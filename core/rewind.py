@@ -32,21 +32,11 @@ from core.storage import (
     ObjectNotFound,
     ObjectStore,
     checkpoint_file_key,
-    checkpoints_prefix,
+    checkpoint_keys_by_step,
+    delete_checkpoint_keys,
 )
 
 log = logging.getLogger(__name__)
-
-
-def steps_in_storage(store: ObjectStore, job_id: str) -> dict[int, list[str]]:
-    """The job's checkpoint keys in storage, by step (complete or not)."""
-    base = checkpoints_prefix(job_id)
-    grouped: dict[int, list[str]] = {}
-    for item in store.list(base):
-        head = item.key[len(base):].split("/", 1)[0]
-        if head.isdigit():
-            grouped.setdefault(int(head), []).append(item.key)
-    return grouped
 
 
 def applied_in_checkpoint(store: ObjectStore, job_id: str, step: int) -> list[str] | None:
@@ -67,10 +57,9 @@ def rewind_job(session: Session, store: ObjectStore, *, job_id: str, to_step: in
     if checkpoint is None:
         raise ValueError(f"job {job_id} has no checkpoint at step {to_step}")
     kept = applied_in_checkpoint(store, job_id, to_step)
-    for step, keys in sorted(steps_in_storage(store, job_id).items()):
+    for step, keys in sorted(checkpoint_keys_by_step(store, job_id).items()):
         if step > to_step:
-            for key in sorted(keys, key=lambda k: not k.endswith("/" + META_FILE)):
-                store.delete(key)
+            delete_checkpoint_keys(store, keys)
     branch = repo.start_branch(session, job_id=job_id, step=to_step, epoch=checkpoint.epoch)
     moved = repo.abandon_metric_points(session, job_id=job_id, after_step=to_step,
                                        branch=branch)

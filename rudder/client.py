@@ -206,6 +206,22 @@ class Client:
     def lineage(self, job_id: str) -> Any:
         return self._request("GET", f"/v1/jobs/{job_id}/lineage")
 
+    def timeline(self, job_id: str) -> Any:
+        """Every command, status change and checkpoint on the step axis."""
+        return self._request("GET", f"/v1/jobs/{job_id}/timeline")
+
+    def abandoned_points(self, job_id: str, branch: int | None = None) -> Iterator[Any]:
+        """The metric points rollbacks set aside, following ``next_cursor``."""
+        cursor = None
+        while True:
+            params = {k: v for k, v in {"branch": branch, "cursor": cursor}.items()
+                      if v is not None}
+            page = self._request("GET", f"/v1/jobs/{job_id}/metrics/abandoned", params=params)
+            yield from page["points"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
     def metrics(self, job_id: str, after_step: int | None = None,
                 names: list[str] | None = None, *, limit: int | None = None,
                 cursor: str | None = None) -> Any:

@@ -5,7 +5,6 @@ from an old checkpoint while its parent trains, rules firing on a real run."""
 
 from __future__ import annotations
 
-import io
 import signal
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 
 from rudder.client import Client
-from tests.e2e.conftest import example_spec
+from tests.e2e.conftest import example_spec, final_params
 from tests.e2e.events import EventTap, is_status, metric_at_least
 from tests.e2e.harness import Stack
 from tests.services import wait_until
@@ -27,14 +26,6 @@ def _confirmed(tap: EventTap, command_id: str, timeout: float = 30) -> dict[str,
         e.data.get("command_id"), e.data.get("change_id")), timeout, f"command {command_id}")
     assert event.data["status"] == "applied", event.data
     return dict(event.data)
-
-
-def _params(client: Client, job_id: str, tmp_path: Path) -> dict[str, np.ndarray]:
-    latest = max(client.checkpoints(job_id)["data"], key=lambda c: c["step"])
-    path = client.download_checkpoint(job_id, latest["step"], "params.npz",
-                                      tmp_path / job_id / "params.npz")
-    with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files}
 
 
 def test_every_command_on_a_running_job_is_confirmed_with_its_step(
@@ -85,13 +76,9 @@ def test_every_command_on_a_running_job_is_confirmed_with_its_step(
         tap.wait_for(is_status("cancelled"), 60, "cancelled")
     finally:
         tap.close()
-    timeline = stack_get(client, f"/v1/jobs/{job['id']}/timeline")["entries"]
+    timeline = client.timeline(job["id"])["entries"]
     marked = [e for e in timeline if e["kind"] == "command" and e["status"] == "applied"]
     assert len(marked) >= 8 and all(e["step"] is not None and e["by"] for e in marked)
-
-
-def stack_get(client: Client, path: str) -> Any:
-    return client._request("GET", path)
 
 
 def test_a_rollback_continues_exactly_as_a_run_resumed_from_that_checkpoint(
@@ -112,7 +99,7 @@ def test_a_rollback_continues_exactly_as_a_run_resumed_from_that_checkpoint(
         tap.wait_for(is_status("succeeded"), 240, "success after the rollback")
     finally:
         tap.close()
-    abandoned = stack_get(client, f"/v1/jobs/{job['id']}/metrics/abandoned")["points"]
+    abandoned = list(client.abandoned_points(job["id"]))
     assert abandoned and min(p["step"] for p in abandoned) > first.data["step"]
     assert {p["branch"] for p in abandoned} == {1}
     assert client.command(job["id"], changed["command_id"])["abandoned"] is True
@@ -123,7 +110,7 @@ def test_a_rollback_continues_exactly_as_a_run_resumed_from_that_checkpoint(
     reference = client.submit(spec)
     wait_until(lambda: client.get_job(reference["id"])["status"] == "succeeded", 240,
                interval=0.5, what="the uninterrupted run")
-    rewound, uninterrupted = _params(client, job["id"], tmp_path), _params(
+    rewound, uninterrupted = final_params(client, job["id"], tmp_path), final_params(
         client, reference["id"], tmp_path)
     assert rewound.keys() == uninterrupted.keys()
     for name in rewound:

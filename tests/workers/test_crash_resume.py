@@ -14,7 +14,6 @@ import io
 import multiprocessing
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -202,38 +201,9 @@ def test_worker_killed_writing_a_later_checkpoint_resumes_from_the_previous_one(
     assert _final_files(store, crashed) == _final_files(store, reference)
 
 
-class _ScriptedIO:
-    """A JobIO for an uninterrupted in-process run that applies one LR change at the
-    boundary after step ``at_step - 1``, i.e. from step ``at_step`` on."""
-
-    def __init__(self, command: SetLRCommand, at_step: int) -> None:
-        self.wake = threading.Event()
-        self.wake.set()  # look at every step boundary
-        self.command, self.at_step = command, at_step
-        self.runner: JobRunner | None = None
-
-    def poll_commands(self) -> list[Command]:
-        assert self.runner is not None
-        self.wake.set()
-        due = self.runner.state.step == self.at_step - 1
-        return [self.command] if due else []
-
-    def still_owner(self) -> bool:
-        return True
-
-    def checkpoint_saved(self, *args: Any, **kwargs: Any) -> bool:
-        return True
-
-    def publish(self, *args: Any) -> None: ...
-    def record_metrics(self, *args: Any) -> None: ...
-    def record_progress(self, *args: Any) -> None: ...
-    def command_done(self, *args: Any) -> None: ...
-    def flush(self) -> None: ...
-
-
 def _uninterrupted_with_change(store: ObjectStore, command: SetLRCommand,
                                at_step: int) -> tuple[bytes, bytes]:
-    scripted = _ScriptedIO(command, at_step)
+    scripted = ScriptedIO({at_step: [command]})
     job_id = f"reference-{at_step}"
     runner = JobRunner(job_id, CRASH_SPEC, store, scripted)
     scripted.runner = runner

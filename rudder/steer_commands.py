@@ -212,19 +212,33 @@ def cmd_hyperparameters(args: argparse.Namespace) -> int:
         print_json(body)
         return 0
     values = ", ".join(f"{k}={v}" for k, v in body["values"].items())
-    print(f"{body['optimizer']}: lr={body.get('learning_rate')}, {values}")
+    rate = body.get("learning_rate")
+    print(f"{body['optimizer']}: lr={'?' if rate is None else f'{rate:.4g}'}, {values}")
     schedule = body.get("schedule")
     print("schedule: " + ("constant" if schedule is None else
-                          f"{schedule['type']} {schedule['params']} from step "
+                          f"{schedule['type']} {_shown(schedule['params'])} from step "
                           f"{schedule['from_step']}"))
     print("frozen: " + (", ".join(body["frozen"]) or "none"))
     print("rules: " + (", ".join(r.get("name") or r["type"] for r in body["rules"]) or "none"))
     for change in body["changes"]:
         where = (f"step {change['applied_step']}" if change["status"] == "applied"
                  else change["status"])
-        print(f"  {where:>12}  {change['kind']:<20} {change['params']}  by {change['by']}"
-              + (f"  ({change['reason']})" if change.get("reason") else ""))
+        print(f"  {where:>12}  {change['kind']:<20} {_shown(change['params'])}  by "
+              f"{change['by']}" + (f"  ({change['reason']})" if change.get("reason") else ""))
     return 0
+
+
+def _shown(params: dict[str, Any]) -> str:
+    """A command's parameters on one line: rules by name, a schedule by its values."""
+    parts = []
+    for key, value in params.items():
+        if key == "rules":
+            value = ",".join(r.get("name") or r["type"] for r in value) or "none"
+        elif key == "lr_scheduler":
+            value = " ".join([value["type"], *(f"{k}={v}" for k, v in value.items()
+                                              if k != "type")])
+        parts.append(f"{key}={value}")
+    return " ".join(parts)
 
 
 def cmd_lineage(args: argparse.Namespace) -> int:
@@ -265,7 +279,8 @@ def add_steer_commands(sub: argparse._SubParsersAction, command: AddCommand) -> 
                 "clip_gradient; lr too)", "rudder set 3f0c1a wd=1e-4 momentum=0.95 --wait 10",
                 cmd_set)
     job(p)
-    p.add_argument("values", nargs="+", metavar="NAME=VALUE")
+    p.add_argument("values", nargs="+", metavar="NAME=VALUE",
+                   help="e.g. wd=1e-4 momentum=0.95 clip_gradient=0 (0: off) lr=0.001")
     p.add_argument("--mode", choices=("scale", "override"), help="for lr=: as `rudder lr`")
     waits(p)
     p = command(sub, "schedule", "replace the learning-rate schedule from the next step "
@@ -273,7 +288,8 @@ def add_steer_commands(sub: argparse._SubParsersAction, command: AddCommand) -> 
                 "rudder schedule 3f0c1a cosine max_update=2000 --lr 0.001", cmd_schedule)
     job(p)
     p.add_argument("schedule_type", metavar="TYPE", help="factor, multifactor, poly, cosine")
-    p.add_argument("params", nargs="*", metavar="NAME=VALUE")
+    p.add_argument("params", nargs="*", metavar="NAME=VALUE",
+                   help="the schedule's parameters (docs/job-spec.md), e.g. max_update=2000")
     p.add_argument("--lr", help="its base learning rate (default: the lr in effect)")
     waits(p)
     for kind, what in (("freeze", "stop updating the parameters whose names match PATTERN "
@@ -282,7 +298,8 @@ def add_steer_commands(sub: argparse._SubParsersAction, command: AddCommand) -> 
         p = command(sub, kind, what, f"rudder {kind} 3f0c1a 'dense0_.*' --wait 10",
                     pattern_command(kind))
         job(p)
-        p.add_argument("pattern", metavar="PATTERN")
+        p.add_argument("pattern", metavar="PATTERN",
+                       help="e.g. 'net_dense0_' or 'resnet.*features'")
         waits(p)
     p = command(sub, "eval", "run a validation pass at the next step boundary",
                 "rudder eval 3f0c1a --wait 30", action_command("evaluate"))

@@ -198,7 +198,7 @@ def request_command(session: Session, *, state: ServiceState, job: Job, user: Us
     if stamped.type == "set_lr":
         telemetry.LR_CHANGES.inc()
     if send_now:
-        send(state, job, stamped)
+        send(session, state, job, row, stamped)
     return row
 
 
@@ -206,19 +206,28 @@ def record_and_send(session: Session, *, state: ServiceState, job: Job,
                     command: StepCommand) -> JobCommand:
     """Record a command the api issues itself (pause, cancel) and send it."""
     row = _store(session, job, command)
-    send(state, job, command)
+    send(session, state, job, row, command)
     return row
 
 
-def send(state: ServiceState, job: Job, command: StepCommand) -> None:
-    """After commit: hand the command to a running worker. A job that is not running
-    applies its pending commands from the DB when it starts."""
+def send(session: Session, state: ServiceState, job: Job, row: JobCommand,
+         command: StepCommand) -> None:
+    """After commit: hand the command to the job's worker (a job that is not running
+    applies its pending commands from the DB when it starts). When Redis refuses, a
+    running worker would never hear of it: the row is marked rejected, with why, and the
+    caller gets a retryable 503; nothing else changed."""
     if state.channel is None:
         return
     try:
         state.channel.send_command(job.id, command)  # type: ignore[arg-type]
-    except Exception:
-        log.exception("command %s stored but not sent to job %s", command.command_id, job.id)
+    except redis.RedisError as exc:
+        log.warning("command %s for job %s not sent: %r", command.command_id, job.id, exc)
+        repositories.mark_command_rejected(
+            session, command_id=row.id,
+            reason="not delivered: the live channel (Redis) was not answering")
+        session.commit()
+        raise ApiError(503, "unavailable", "the live channel (Redis) is not answering; the "
+                       "command was not sent, retry shortly") from exc
 
 
 # ---------------------------------------------------------------- reads

@@ -190,10 +190,12 @@ def _child_spec(parent: Job, overrides: dict[str, Any], epochs_done: int) -> Job
     return spec
 
 
-def _copy_checkpoint(state: ServiceState, parent: Job, child_id: str, step: int
-                     ) -> dict[str, dict[str, Any]]:
+def _copy_checkpoint(state: ServiceState, parent: Job, child_id: str, step: int,
+                     batch_sizes: tuple[int, int]) -> dict[str, dict[str, Any]]:
     """The parent's checkpoint under the child's prefix (meta.json names the child);
-    returns the files' digests for the child's checkpoint row."""
+    returns the files' digests for the child's checkpoint row. With another batch size
+    the child goes on from the same sample of the epoch's order, rounded down to a whole
+    batch of its own size."""
     store = state.store
     files: dict[str, dict[str, Any]] = {}
     for name in (PARAMS_FILE, TRAINER_FILE):
@@ -202,6 +204,8 @@ def _copy_checkpoint(state: ServiceState, parent: Job, child_id: str, step: int
         files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     meta = json.loads(store.get(checkpoint_file_key(parent.id, step, META_FILE)))
     meta["job_id"] = child_id
+    old, new = batch_sizes
+    meta["batch_index"] = int(meta["batch_index"]) * old // new
     raw = json.dumps(meta, sort_keys=True).encode()
     store.put(checkpoint_file_key(child_id, step, META_FILE), raw)  # written last
     files[META_FILE] = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
@@ -241,7 +245,8 @@ def fork(session: Session, *, state: ServiceState, parent: Job, user: User,
         repositories.create_command(session, job_id=child.id, command=command.model_copy(
             update={"requested_by": user.id}))
     try:
-        files = _copy_checkpoint(state, parent, child.id, chosen.step)
+        files = _copy_checkpoint(state, parent, child.id, chosen.step, (
+            JobSpec.model_validate(parent.spec).data.batch_size, spec.data.batch_size))
     except Exception as exc:
         state.store.delete_prefix(job_objects_prefix(child.id))  # no half-copied debris
         if isinstance(exc, KeyError):  # the parent pruned it meanwhile

@@ -178,6 +178,7 @@ def test_a_fork_starts_from_a_copy_of_the_parents_checkpoint(api: ApiHarness) ->
     store = _store(api)
     meta = json.loads(store.get(checkpoint_file_key(child["id"], 10, "meta.json")))
     assert meta["job_id"] == child["id"] and meta["steering"]["applied"]
+    assert meta["batch_index"] == 6  # 3 batches of 64 done: 6 of the child's 32
     for name in ("params.npz", "trainer.npz"):
         assert store.get(checkpoint_file_key(child["id"], 10, name)) == store.get(
             checkpoint_file_key(parent, 10, name))  # type: ignore[arg-type]

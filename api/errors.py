@@ -97,13 +97,20 @@ def _field_name(location: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(named) or "body"
 
 
+# Unions whose member a ``type`` field picks (core.commands, core.rules): when no member
+# matches, the field at fault is that ``type``, not the object holding it.
+_UNKNOWN_TYPE_ERRORS = frozenset({"command_type", "rule_type"})
+
+
 def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     details = []
     for error in exc.errors():
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+        location = tuple(error.get("loc", ()))
+        if error.get("type") in _UNKNOWN_TYPE_ERRORS:
+            location = (*location, "type")
         details.append(
-            {"field": _field_name(error.get("loc", ())), "message": message,
-             "type": error.get("type")}
+            {"field": _field_name(location), "message": message, "type": error.get("type")}
         )
     return details
 

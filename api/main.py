@@ -17,6 +17,7 @@ from api.limits import BodySizeLimit
 from api.openapi import install_openapi
 from api.routes import (
     checkpoints,
+    commands,
     dashboard,
     dataset_uploads,
     datasets,
@@ -26,6 +27,7 @@ from api.routes import (
     health,
     jobs,
     learning_rate,
+    lineage,
     metrics,
     models,
     timeline,
@@ -83,8 +85,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_part_bytes=settings.limits.max_upload_part_bytes,
     )
     app.add_middleware(telemetry.RequestMetrics)
-    for module in (health, jobs, learning_rate, metrics, events, checkpoints, timeline,
-                   workers, tokens):
+    for module in (health, jobs, learning_rate, commands, lineage, metrics, events,
+                   checkpoints, timeline, workers, tokens):
         app.include_router(module.router)
     app.include_router(dataset_uploads.router)
     app.include_router(datasets.router)

@@ -36,12 +36,17 @@ _CONFLICTS = {
     ("post", "/v1/jobs/{job_id}/resume"),
     ("post", "/v1/jobs/{job_id}/cancel"),
     ("put", "/v1/jobs/{job_id}/learning-rate"),
+    ("post", "/v1/jobs/{job_id}/commands"),
+    ("post", "/v1/jobs/{job_id}/rollback"),
+    ("post", "/v1/jobs/{job_id}/fork"),
     ("delete", "/v1/jobs/{job_id}"),
     ("delete", "/v1/datasets/{dataset_id}"),
 }
-_RATE_LIMITED = {("put", "/v1/jobs/{job_id}/learning-rate")}
+_RATE_LIMITED = {("put", "/v1/jobs/{job_id}/learning-rate"),
+                 ("post", "/v1/jobs/{job_id}/commands"), ("post", "/v1/jobs/{job_id}/rollback")}
 _WITH_CURSOR_OR_STREAM_ID = {("get", "/v1/jobs"), ("get", "/v1/jobs/{job_id}/metrics"),
-                             ("get", "/v1/jobs/{job_id}/events")}
+                             ("get", "/v1/jobs/{job_id}/events"),
+                             ("get", "/v1/jobs/{job_id}/metrics/abandoned")}
 
 
 class ErrorDetail(BaseModel):

@@ -11,6 +11,7 @@ Per job (prefix ``rudder:job:{id}:``):
 - ``lr-changes`` a sorted set of the learning-rate changes admitted in the rate-limit
   window (score: admission time in ms on the Redis clock); check-and-admit is one Lua
   step, so concurrent requests on any number of api processes cannot overrun the limit.
+  ``commands`` is the same window for the job's other step-boundary commands.
 
 Per worker process: ``rudder:worker:{worker_id}`` holds its latest heartbeat (JSON of
 :class:`core.events.WorkerHeartbeat`) with a TTL, so a worker that died drops out. The
@@ -81,6 +82,11 @@ def lr_changes_key(job_id: str) -> str:
     return job_prefix(job_id) + "lr-changes"
 
 
+def commands_rate_key(job_id: str) -> str:
+    """The rate-limit window of a job's other step-boundary commands."""
+    return job_prefix(job_id) + "commands"
+
+
 def ticket_key(ticket: str) -> str:
     return f"rudder:stream-ticket:{ticket}"
 
@@ -93,7 +99,8 @@ def worker_key(worker_id: str) -> str:
 
 
 def job_keys(job_id: str) -> list[str]:
-    return [events_key(job_id), control_key(job_id), lease_key(job_id), lr_changes_key(job_id)]
+    return [events_key(job_id), control_key(job_id), lease_key(job_id), lr_changes_key(job_id),
+            commands_rate_key(job_id)]
 
 
 @dataclass(frozen=True)
@@ -426,25 +433,30 @@ class Channel:
 
     # ------------------------------------------------------------ rate limits
 
-    def admit_lr_change(
-        self, job_id: str, *, max_changes: int, window_seconds: float
-    ) -> Admission:
-        """Admit one learning-rate change if fewer than ``max_changes`` were admitted for
-        this job in the last ``window_seconds`` (a sliding window, atomic across clients).
-        """
+    def admit(self, key: str, *, max_changes: int, window_seconds: float) -> Admission:
+        """Admit one request if fewer than ``max_changes`` were admitted under ``key`` in
+        the last ``window_seconds`` (a sliding window, atomic across clients)."""
         window_ms = max(1, round(window_seconds * 1000))
         token = uuid.uuid4().hex
         admitted, wait_ms = cast(
-            list[int],
-            self._admit(keys=[lr_changes_key(job_id)], args=[window_ms, max_changes, token]),
-        )
+            list[int], self._admit(keys=[key], args=[window_ms, max_changes, token]))
         if admitted:
             return Admission(admitted=True, retry_after_s=0.0, token=token)
         return Admission(admitted=False, retry_after_s=int(wait_ms) / 1000)
 
+    def release(self, key: str, token: str) -> None:
+        """Give back an admission whose request was never recorded."""
+        self.client.zrem(key, token)
+
+    def admit_lr_change(
+        self, job_id: str, *, max_changes: int, window_seconds: float
+    ) -> Admission:
+        """:meth:`admit` on the job's learning-rate window."""
+        return self.admit(lr_changes_key(job_id), max_changes=max_changes,
+                          window_seconds=window_seconds)
+
     def release_lr_change(self, job_id: str, token: str) -> None:
-        """Give back an admission whose change was never recorded."""
-        self.client.zrem(lr_changes_key(job_id), token)
+        self.release(lr_changes_key(job_id), token)
 
     # ------------------------------------------------------------ stream tickets
 

@@ -17,14 +17,26 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DEFAULT_SECRET = "rudder-development-secret"
 
 
-class LearningRateLimits(BaseModel):
+class RateLimit(BaseModel):
+    """At most ``max_changes`` requests per ``window_seconds`` for one job."""
+
+    # A change every few seconds is plenty for a human; more is a runaway script.
+    max_changes: int = Field(default=5, ge=1)
+    window_seconds: float = Field(default=10.0, gt=0)
+
+
+class LearningRateLimits(RateLimit):
     """Bounds and rate limit on live learning-rate changes."""
 
     min: float = Field(default=1e-8, gt=0)
     max: float = Field(default=10.0, gt=0)
-    # A change every few seconds is plenty for a human; more is a runaway script.
-    max_changes: int = Field(default=5, ge=1)
-    window_seconds: float = Field(default=10.0, gt=0)
+
+
+class CommandLimits(RateLimit):
+    """Rate limit on a job's other step-boundary commands (hyperparameters, schedule,
+    freeze, evaluate, checkpoint, rules, rollback), counted together."""
+
+    max_changes: int = Field(default=10, ge=1)
 
 
 class RequestLimits(BaseModel):
@@ -130,6 +142,7 @@ class Settings(BaseSettings):
     auth_cache_seconds: float = Field(default=10.0, ge=0)
     default_queue: Literal["cpu", "gpu"] = "cpu"
     lr: LearningRateLimits = LearningRateLimits()
+    commands: CommandLimits = CommandLimits()
     limits: RequestLimits = RequestLimits()
     stream: StreamSettings = StreamSettings()
     inspector: InspectorSettings = InspectorSettings()

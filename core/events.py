@@ -13,13 +13,21 @@ LogEvent(type='log', level='info', message='hi')
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+# The commands live in core.commands (one module per concept); these names stay importable
+# from here, where the api and the workers have always found them.
+from core.commands import COMMAND_TYPES as COMMAND_TYPES
+from core.commands import CancelCommand as CancelCommand
+from core.commands import Command as Command
+from core.commands import LRMode as LRMode
+from core.commands import PauseCommand as PauseCommand
+from core.commands import SetLRCommand as SetLRCommand
+from core.commands import parse_command as parse_command
 
 JobStatusName = Literal["queued", "running", "paused", "succeeded", "failed", "cancelled"]
-LRMode = Literal["scale", "override"]
 
 
 class ContractModel(BaseModel):
@@ -90,11 +98,27 @@ class LogEvent(ContractModel):
     message: str
 
 
+class CommandEvent(ContractModel):
+    """The worker's answer to a step-boundary command other than ``set_lr`` (whose answer
+    is an :class:`LREvent`): applied from ``step``, or rejected with ``reason``.
+    ``by`` is ``user <id>``, ``rule <name>`` or ``fork``; ``result`` what took effect."""
+
+    type: Literal["command"] = "command"
+    command_id: str
+    kind: str
+    status: Literal["applied", "rejected"]
+    step: int | None = None
+    at: float | None = None
+    by: str
+    result: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = None
+
+
 JobEvent = Annotated[
-    MetricEvent | LREvent | StatusEvent | CheckpointEvent | LogEvent,
+    MetricEvent | LREvent | StatusEvent | CheckpointEvent | LogEvent | CommandEvent,
     Field(discriminator="type"),
 ]
-EVENT_TYPES = frozenset({"metric", "lr", "status", "checkpoint", "log"})
+EVENT_TYPES = frozenset({"metric", "lr", "status", "checkpoint", "log", "command"})
 _EVENTS: TypeAdapter[JobEvent] = TypeAdapter(JobEvent)
 
 
@@ -132,40 +156,3 @@ class WorkerHeartbeat(ContractModel):
     time: float
 
 
-# ------------------------------------------------------------------------ commands
-
-
-def _new_command_id() -> str:
-    return str(uuid.uuid4())
-
-
-class SetLRCommand(ContractModel):
-    """Change the learning rate; ``command_id`` is the change's id (its DB row)."""
-
-    type: Literal["set_lr"] = "set_lr"
-    command_id: str = Field(default_factory=_new_command_id)
-    learning_rate: StrictFloat = Field(gt=0, allow_inf_nan=False)  # JSON true is not 1.0
-    mode: LRMode = "scale"
-    requested_by: str | None = None
-
-
-class PauseCommand(ContractModel):
-    type: Literal["pause"] = "pause"
-    command_id: str = Field(default_factory=_new_command_id)
-    requested_by: str | None = None
-
-
-class CancelCommand(ContractModel):
-    type: Literal["cancel"] = "cancel"
-    command_id: str = Field(default_factory=_new_command_id)
-    requested_by: str | None = None
-
-
-Command = Annotated[SetLRCommand | PauseCommand | CancelCommand, Field(discriminator="type")]
-COMMAND_TYPES = frozenset({"set_lr", "pause", "cancel"})
-_COMMANDS: TypeAdapter[Command] = TypeAdapter(Command)
-
-
-def parse_command(command_type: str, command_id: str, data: dict[str, Any]) -> Command:
-    """A command from its stream fields (raises pydantic.ValidationError if malformed)."""
-    return _COMMANDS.validate_python({**data, "type": command_type, "command_id": command_id})

@@ -19,8 +19,10 @@ from sqlalchemy.orm import Session
 
 from core import repositories as repo
 from core.channel import Channel
-from core.events import StatusEvent
-from core.models import JobStatus
+from core.commands import CommandOutcome
+from core.events import JobEvent, StatusEvent
+from core.models import TERMINAL_STATUSES, JobStatus
+from core.steering import command_of_row, outcome_event
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +44,25 @@ def transition_and_announce(
     if not moved:
         session.rollback()
         return False
+    refused = []
+    if to_status in TERMINAL_STATUSES:
+        # A finished job never reaches another step boundary: every command still
+        # waiting is refused now, in the same transaction, never left pending.
+        refused = repo.reject_pending_commands(session, job_id=job_id,
+                                               reason=f"job {to_status.value}")
+    outcomes = [CommandOutcome(command=command_of_row(row), status="rejected",
+                               reason=row.reason) for row in refused]
     session.commit()
+    for outcome in outcomes:  # before the status: a stream ends after a terminal one
+        announce_status(channel, job_id, outcome_event(outcome))
     announce_status(channel, job_id, StatusEvent(status=to_status.value, reason=reason,
                                                  step=step, command_id=command_id))
     return True
 
 
-def announce_status(channel: Channel | None, job_id: str, event: StatusEvent) -> None:
-    """Publish a status event, logging (not raising) when the channel is down."""
+def announce_status(channel: Channel | None, job_id: str, event: JobEvent) -> None:
+    """Publish a status (or command) event, logging (not raising) when the channel is
+    down."""
     if channel is None:
         return
     try:

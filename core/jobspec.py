@@ -25,6 +25,7 @@ from pydantic import (
 
 from core import spec_params
 from core.model_forms import UploadedModelRef, ZooModel, model_form
+from core.rules import MAX_RULES, Rule, RuleList
 from core.transform_spec import Transforms
 
 MAX_LAYERS = 256
@@ -379,6 +380,22 @@ class JobSpec(StrictModel):
     checkpoint: CheckpointSpec = CheckpointSpec()
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     device: Literal["cpu", "gpu", "auto"] = "auto"
+    rules: list[Rule] = Field(default_factory=list, max_length=MAX_RULES,
+                              description="policies the worker applies at each validation "
+                                          "(see \"Rules\" below)")
+
+    @field_validator("rules")
+    @classmethod
+    def _unique_rule_names(cls, rules: list[Rule]) -> list[Rule]:
+        return list(RuleList(rules=rules).rules)
+
+    @model_validator(mode="after")
+    def _val_metrics_need_val_data(self) -> JobSpec:
+        for index, rule in enumerate(self.rules):
+            if rule.metric.startswith("val_") and self.data.val is None:
+                raise ValueError(f"rules.{index}.metric: {rule.metric} needs validation "
+                                 "data (data.val)")
+        return self
 
     @field_validator("metrics")
     @classmethod

@@ -57,10 +57,13 @@ class JobStatus(enum.StrEnum):
 TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
-class LRChangeStatus(enum.StrEnum):
+class CommandStatus(enum.StrEnum):
     PENDING = "pending"
     APPLIED = "applied"
     REJECTED = "rejected"
+
+
+LRChangeStatus = CommandStatus  # a learning-rate change is one kind of command
 
 
 class LRChangeMode(enum.StrEnum):
@@ -184,6 +187,15 @@ class Job(Base):
     )
     # When the broker last took the job's message (None: never sent).
     dispatched_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Lineage (issue 24): a forked job names its parent and the parent's checkpoint step
+    # it started from; ``branch`` counts the rollbacks (each abandons the steps after its
+    # checkpoint). ``parameters`` are the model's parameter names as the worker built them
+    # ([{name, shape, trainable}]), so the api can check a freeze pattern without the engine.
+    # (not a foreign key: a child outlives its deleted parent and keeps the id)
+    parent_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    fork_step: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    branch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    parameters: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, default=None)
 
     owner: Mapped[User] = relationship(lazy="raise")
 
@@ -230,26 +242,77 @@ class MetricPoint(Base):
     time: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class LRChange(Base):
-    __tablename__ = "lr_changes"
+class JobCommand(Base):
+    """A step-boundary command (core.commands): who asked, what, and how it ended.
+
+    ``kind`` is the command's type and ``params`` its payload; ``source`` is ``user``,
+    ``rule`` (``rule`` names it; ``requested_by`` is null) or ``fork``. The worker sets
+    ``applied_step`` (the first step that ran with it) and ``result``, or ``reason`` when
+    it refused. ``abandoned`` marks a command applied on a branch a rollback discarded:
+    it is history, never replayed.
+    """
+
+    __tablename__ = "job_commands"
     __table_args__ = (
-        CheckConstraint(f"mode IN ({_quoted(LRChangeMode)})", name="mode"),
-        CheckConstraint(f"status IN ({_quoted(LRChangeStatus)})", name="status"),
-        Index("ix_lr_changes_job_requested", "job_id", "requested_at"),
+        CheckConstraint(f"status IN ({_quoted(CommandStatus)})", name="status"),
+        Index("ix_job_commands_job_requested", "job_id", "requested_at"),
+        Index("ix_job_commands_job_status", "job_id", "status"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
-    requested_lr: Mapped[float] = mapped_column(Float)
-    mode: Mapped[str] = mapped_column(String(16), default=LRChangeMode.SCALE.value)
-    requested_by: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    source: Mapped[str] = mapped_column(String(16), default="user")
+    rule: Mapped[str | None] = mapped_column(String(128), default=None)
+    requested_by: Mapped[str | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), default=None)
     requested_at: Mapped[datetime] = mapped_column(default=utcnow)
-    status: Mapped[str] = mapped_column(String(16), default=LRChangeStatus.PENDING.value)
+    checkpoint_before: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                    server_default=false())
+    status: Mapped[str] = mapped_column(String(16), default=CommandStatus.PENDING.value)
     applied_step: Mapped[int | None] = mapped_column(BigInteger, default=None)
     applied_at: Mapped[datetime | None] = mapped_column(default=None)
-    # What the optimizer actually uses after the change (may differ with mode=scale).
-    applied_lr: Mapped[float | None] = mapped_column(Float, default=None)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     reason: Mapped[str | None] = mapped_column(Text, default=None)
+    abandoned: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    # A learning-rate change's fields, as the learning-rate endpoints show them.
+    @property
+    def requested_lr(self) -> float | None:
+        value = (self.params or {}).get("learning_rate")
+        return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def mode(self) -> str:
+        return str((self.params or {}).get("mode", LRChangeMode.SCALE.value))
+
+    @property
+    def applied_lr(self) -> float | None:
+        value = (self.result or {}).get("learning_rate")
+        return float(value) if isinstance(value, int | float) else None
+
+
+class AbandonedMetricPoint(Base):
+    """A metric point a rollback left behind: the steps after the checkpoint it rewound
+    to, as they were on the branch it abandoned (``branch``: 1 for the first rollback).
+    Kept for download and the charts; the live history (metric_points) continues from
+    the checkpoint."""
+
+    __tablename__ = "abandoned_metric_points"
+    __table_args__ = (Index("ix_abandoned_metric_points_job_branch", "job_id", "branch",
+                            "step"),)
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    branch: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(BigInteger)
+    epoch: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(128))
+    value: Mapped[float] = mapped_column(Float)
+    time: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Checkpoint(Base):

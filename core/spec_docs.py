@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from core import jobspec, model_forms, spec_params
+from core import jobspec, model_forms, rules, spec_params
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "job-spec.md"
 
@@ -206,6 +206,46 @@ def _layers() -> list[str]:
     return lines
 
 
+_RULES = """\
+## Rules (`rules`)
+
+Policies the worker applies for you, each evaluated at the end of every validation (and
+of every `evaluate` command). A rule that fires issues a step-boundary command like a
+user's: it is recorded as `by: rule <name>`, confirmed with the step it took effect from,
+and shown on the charts; if a user changed the same thing at the same step, the user's
+change wins and the rule's is rejected with that reason. `metric` names a metric point
+(`val_loss`, `val_accuracy`, `train_loss`, ...). Rules can be replaced while the job runs
+(`POST /v1/jobs/{id}/commands {type: set_rules, rules: [...]}`; a rule whose name and
+settings are unchanged keeps its counters).
+
+- `reduce_on_plateau`: Keras's ReduceLROnPlateau. When `metric` has not improved by more
+  than `min_delta` for `patience` validations, the learning rate becomes
+  `max(lr × factor, min_lr)` (a `set_lr` command, mode `scale`: a schedule keeps its
+  shape); then `cooldown` validations pass before it counts again.
+- `early_stop`: Keras's EarlyStopping. When `metric` has not improved by more than
+  `min_delta` for `patience` validations (0: the first one without improvement), the
+  job ends as succeeded (a final checkpoint and the export), the reason saying why.
+- `guard`: pauses the job (it checkpoints) when `metric` is NaN or infinite, or has grown
+  to more than `factor` × its smallest value within the last `within_steps` steps. With
+  `every_steps` > 0 it also checks the running training value every that many steps.
+
+```yaml
+rules:
+  - {type: reduce_on_plateau, metric: val_loss, patience: 3, factor: 0.5, min_lr: 1.0e-5}
+  - {type: early_stop, metric: val_accuracy, patience: 5}
+  - {type: guard, metric: train_loss, factor: 10, within_steps: 500, every_steps: 50}
+```
+"""
+
+
+def _rules() -> list[str]:
+    lines = [_RULES]
+    for model in (rules.ReduceOnPlateau, rules.EarlyStop, rules.Guard):
+        name = typing.get_args(model.model_fields["type"].annotation)[0]
+        lines += [f"### `{name}`", "", *_fields_table(model, skip=("type",)), ""]
+    return lines
+
+
 def render() -> str:
     sections = [_INTRO, "## Top level", "", *_fields_table(jobspec.JobSpec), ""]
     for title, model in (("`data`", jobspec.DataSpec), ("`data.train` / `data.val`: built-in",
@@ -215,6 +255,7 @@ def render() -> str:
                          ("`trainer.compression`", jobspec.CompressionSpec),
                          ("`checkpoint`", jobspec.CheckpointSpec)):
         sections += [f"## {title}", "", *_fields_table(model), ""]
+    sections += _rules()
     sections += _model_forms()
     sections += _layers()
     for kind, title in (("optimizer", "Optimizers (`optimizer`)"),

@@ -481,3 +481,21 @@ def store_from_settings() -> ObjectStore:
     return open_store(
         settings.storage_url, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region
     )
+
+
+def checkpoint_keys_by_step(store: ObjectStore, job_id: str) -> dict[int, list[str]]:
+    """One listing of the job's checkpoint keys, grouped by step (complete or not)."""
+    base = checkpoints_prefix(job_id)
+    grouped: dict[int, list[str]] = {}
+    for item in store.list(base):
+        head = item.key[len(base):].split("/", 1)[0]
+        if head.isdigit():
+            grouped.setdefault(int(head), []).append(item.key)
+    return grouped
+
+
+def delete_checkpoint_keys(store: ObjectStore, keys: list[str]) -> None:
+    """Delete one checkpoint's keys, meta.json first: a half-deleted checkpoint then
+    reads as incomplete, never as complete with a file missing."""
+    for key in sorted(keys, key=lambda k: not k.endswith("/" + META_FILE)):
+        store.delete(key)

@@ -4,6 +4,7 @@
     rudder submit examples/digits-mlp.yaml
     rudder watch 3f0c1a               # live metrics; ids may be shortened to 6+ characters
     rudder lr 3f0c1a 0.0005 [--mode scale|override] [--wait 10]
+    rudder set|schedule|freeze|unfreeze|eval|checkpoint|rules|rollback|fork JOB ...
     rudder pause|resume|cancel|delete JOB ;  rudder ls ;  rudder show JOB ;  rudder logs JOB
     rudder checkpoints JOB ;  rudder datasets upload|ls|show|rm
     rudder model upload|ls|show|rm ;  rudder export JOB
@@ -25,6 +26,7 @@ from rudder import __version__, dataset_commands
 from rudder import commands as c
 from rudder.client import RudderError
 from rudder.model_commands import add_model_commands
+from rudder.steer_commands import add_steer_commands
 
 Formatter = argparse.RawDescriptionHelpFormatter
 URL_HELP = "API URL (default $RUDDER_URL or http://127.0.0.1:8000)"
@@ -165,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_job_commands(sub)
     dataset_commands.add_commands(sub, _command)
     add_model_commands(sub, _command)
+    add_steer_commands(sub, _command)
     return parser
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import httpx
 
+from rudder.steer_client import SteeringCalls
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
@@ -89,7 +91,7 @@ def parse_sse(lines: Iterator[str], keepalives: bool = False) -> Iterator[Server
             data.append(value)
 
 
-class Client:
+class Client(SteeringCalls):
     """Synchronous client; every method returns the decoded JSON body or raises RudderError."""
 
     def __init__(self, url: str | None = None, token: str | None = None,

@@ -24,8 +24,10 @@ from core.storage import (
     TRAINER_FILE,
     ObjectNotFound,
     ObjectStore,
+    checkpoint_keys_by_step,
     checkpoint_prefix,
     checkpoints_prefix,
+    delete_checkpoint_keys,
 )
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,9 @@ class CheckpointMeta:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {sha256, size}
     learning_rate: float | None = None
     created_at: float = 0.0
+    # What step-boundary commands changed beyond the trainer state
+    # (workers.steering.state.SteeringState as JSON; None in checkpoints from before them).
+    steering: dict[str, Any] | None = None
     version: int = META_VERSION
 
     @property
@@ -82,6 +87,7 @@ class CheckpointMeta:
             files={str(k): dict(v) for k, v in body["files"].items()},
             learning_rate=body.get("learning_rate"),
             created_at=float(body.get("created_at", 0.0)),
+            steering=body.get("steering"),
         )
 
 
@@ -120,7 +126,7 @@ def write_checkpoint(
 
 def list_checkpoint_steps(store: ObjectStore, job_id: str) -> list[int]:
     """Steps that have a directory in storage, complete or not, newest first."""
-    return sorted(_keys_by_step(store, job_id), reverse=True)
+    return sorted(checkpoint_keys_by_step(store, job_id), reverse=True)
 
 
 def load_checkpoint(store: ObjectStore, job_id: str, step: int) -> LoadedCheckpoint | None:
@@ -155,23 +161,6 @@ def latest_complete_checkpoint(store: ObjectStore, job_id: str) -> LoadedCheckpo
     return None
 
 
-def _keys_by_step(store: ObjectStore, job_id: str) -> dict[int, list[str]]:
-    """One listing of the job's checkpoint keys, grouped by step."""
-    base = checkpoints_prefix(job_id)
-    grouped: dict[int, list[str]] = {}
-    for item in store.list(base):
-        head = item.key[len(base) :].split("/", 1)[0]
-        if head.isdigit():
-            grouped.setdefault(int(head), []).append(item.key)
-    return grouped
-
-
-def _delete_keys(store: ObjectStore, keys: list[str]) -> None:
-    # meta.json goes first, so a half-deleted checkpoint reads as incomplete.
-    for key in sorted(keys, key=lambda k: not k.endswith("/" + META_FILE)):
-        store.delete(key)
-
-
 def delete_known_checkpoint(store: ObjectStore, job_id: str, step: int) -> None:
     """Delete a checkpoint this process wrote, by name (no listing): meta.json first."""
     prefix = checkpoint_prefix(job_id, step)
@@ -198,7 +187,7 @@ class Pruner:
     def plan(self, step: int) -> list[int]:
         """Record a new complete checkpoint at ``step``; returns the steps to remove."""
         if self._complete is None:
-            self._listed = _keys_by_step(self.store, self.job_id)
+            self._listed = checkpoint_keys_by_step(self.store, self.job_id)
             removed = _steps_to_prune(self._listed, self.keep_last)
             kept = [s for s in sorted(self._listed, reverse=True) if s not in removed]
             self._complete = [s for s in kept if s <= step][: self.keep_last]
@@ -218,7 +207,7 @@ class Pruner:
         for old in steps:
             keys = self._listed.pop(old, None)
             if keys is not None:
-                _delete_keys(self.store, keys)
+                delete_checkpoint_keys(self.store, keys)
             else:
                 delete_known_checkpoint(self.store, self.job_id, old)
 
@@ -246,10 +235,10 @@ def sweep_interrupted_writes(store: ObjectStore, job_id: str,
     live write of this job can be mistaken for debris (a fenced-off one may not finish).
     """
     removed = []
-    for step, keys in sorted(_keys_by_step(store, job_id).items()):
+    for step, keys in sorted(checkpoint_keys_by_step(store, job_id).items()):
         newer = resumed_step is None or step > resumed_step
         if newer and not any(k.endswith("/" + META_FILE) for k in keys):
-            _delete_keys(store, keys)
+            delete_checkpoint_keys(store, keys)
             removed.append(step)
     swept = store.sweep_debris(checkpoints_prefix(job_id))
     if removed or swept:
@@ -261,8 +250,8 @@ def sweep_interrupted_writes(store: ObjectStore, job_id: str,
 def prune_checkpoints(store: ObjectStore, job_id: str, keep_last: int) -> list[int]:
     """Keep the newest ``keep_last`` complete checkpoints; delete older ones (and debris)
     with one listing of the store; returns the steps removed."""
-    grouped = _keys_by_step(store, job_id)
+    grouped = checkpoint_keys_by_step(store, job_id)
     removed = _steps_to_prune(grouped, keep_last)
     for step in removed:
-        _delete_keys(store, grouped[step])
+        delete_checkpoint_keys(store, grouped[step])
     return removed

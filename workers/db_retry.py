@@ -3,11 +3,11 @@
 A database outage (a restart, a fail-over, a killed connection, a lock held past the busy
 timeout) must cost a running job time, never data. Two kinds of write need this:
 
-- the outbox's stream of metric points and LR confirmations (:class:`WriteSpool`): kept
+- the outbox's stream of metric points and command confirmations (:class:`WriteSpool`): kept
   in order in memory and mirrored to a JSON-lines file while the DB refuses them, retried
   with exponential backoff, and flushed in their original order once it answers. Inserts
   are idempotent (``add_metric_points`` ignores an existing (job, name, step); marking a
-  change applied is a compare-and-set), so a batch whose commit succeeded but whose reply
+  command applied is a compare-and-set), so a batch whose commit succeeded but whose reply
   was lost can be sent again without duplicating anything;
 - one-shot writes such as the job's final status (:func:`retry_db`): retried until they
   land or a deadline passes, so a job never stays ``running`` just because the DB blinked
@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from sqlalchemy import exc as sa_exc
 
 from core import repositories as repo
+from core.commands import CommandOutcome, SetLRCommand
 from core.events import LREvent
 
 log = logging.getLogger(__name__)
@@ -117,8 +118,10 @@ class PointsBatch:
 
 
 @dataclass(frozen=True)
-class LRConfirmation:
-    event: LREvent
+class CommandConfirmation:
+    """A command's outcome at a step: its row is marked (a rule's is inserted first)."""
+
+    outcome: CommandOutcome
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ class ProgressUpdate:
     latest_metrics: dict[str, float]
 
 
-SpoolRecord = PointsBatch | LRConfirmation | ProgressUpdate
+SpoolRecord = PointsBatch | CommandConfirmation | ProgressUpdate
 
 
 def default_spool_dir() -> Path:
@@ -245,12 +248,12 @@ class WriteSpool:
                  self.job_id, len(self._records))
 
 
-def _encode(record: PointsBatch | LRConfirmation) -> dict[str, Any]:
+def _encode(record: PointsBatch | CommandConfirmation) -> dict[str, Any]:
     if isinstance(record, PointsBatch):
         return {"kind": "points", "points": [
             [p.step, p.epoch, p.name, p.value, None if p.time is None else p.time.isoformat()]
             for p in record.points]}
-    return {"kind": "lr", "event": record.event.model_dump(mode="json")}
+    return {"kind": "command", "outcome": record.outcome.model_dump(mode="json")}
 
 
 def _decode(body: dict[str, Any]) -> SpoolRecord:
@@ -260,6 +263,16 @@ def _decode(body: dict[str, Any]) -> SpoolRecord:
                                value=float(value),
                                time=None if at is None else datetime.fromisoformat(at))
             for step, epoch, name, value, at in body["points"]])
-    if body["kind"] == "lr":
-        return LRConfirmation(LREvent.model_validate(body["event"]))
+    if body["kind"] == "command":
+        return CommandConfirmation(CommandOutcome.model_validate(body["outcome"]))
+    if body["kind"] == "lr":  # written by a worker from before step-boundary commands
+        return CommandConfirmation(_lr_outcome(LREvent.model_validate(body["event"])))
     raise ValueError(f"unknown spool record kind {body['kind']!r}")
+
+
+def _lr_outcome(event: LREvent) -> CommandOutcome:
+    command = SetLRCommand(command_id=event.change_id, learning_rate=event.learning_rate,
+                           mode=event.mode)
+    return CommandOutcome(command=command, status=event.status, step=event.applied_step,
+                          at=event.applied_at, reason=event.reason,
+                          result={"learning_rate": event.learning_rate})

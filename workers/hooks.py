@@ -1,8 +1,8 @@
-"""Event handlers on the engine's fit loop: metrics, live learning rate, checkpoints, control.
+"""Event handlers on the engine's fit loop: metrics, step-boundary commands, checkpoints.
 
 One handler object implements every hook so the order of effects inside a batch boundary
-is explicit (count the step, publish, follow control commands, checkpoint) instead of
-depending on handler priorities. Everything expensive (Redis, DB) happens on other
+is explicit (count the step, publish, follow commands, checkpoint) instead of depending
+on handler priorities. Everything expensive (Redis, DB) happens on other
 threads; what runs here per batch is a counter, a queue check and, every N batches, a
 metric read — that is how the service loop stays within a few percent of the bare loop.
 """
@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import engine.gluon.estimator
-from core.events import MetricEvent, SetLRCommand
+from core.commands import Command, CommandOutcome
+from core.events import MetricEvent
 from workers.jobio import JobIO
+from workers.steering.boundary import Steering
 
 # The estimator dispatches on these mixins with isinstance.
 _TrainBegin = engine.gluon.estimator.TrainBegin
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 # Training stopped because of ... (the runner maps these to job statuses).
 STOP_PAUSE = "pause"
 STOP_CANCEL = "cancel"
+STOP_EARLY = "stop"  # a rule's early stop: the job ends as succeeded
+STOP_ROLLBACK = "rollback"
 STOP_LEASE_LOST = "lease_lost"
 STOP_SHUTDOWN = "shutdown"
 
@@ -49,8 +53,12 @@ class LoopState:
     batch_index: int = 0  # batches of ``epoch`` already trained
     batches_per_epoch: int = 0
     stop_reason: str | None = None
-    stop_command_id: str | None = None  # the pause/cancel command that stopped training
+    stop_command: Command | None = None  # the command that stopped training
     last_metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def stop_command_id(self) -> str | None:
+        return None if self.stop_command is None else self.stop_command.command_id
 
 
 # The estimator names its metric copies "training accuracy" / "validation accuracy";
@@ -58,8 +66,9 @@ class LoopState:
 _ESTIMATOR_PREFIXES = ("training ", "validation ")
 
 
-def metric_values(prefix: str, metrics: list[Any]) -> dict[str, float]:
-    """``{prefix_name: value}`` from engine metrics; NaN (no samples yet) is left out."""
+def metric_values(prefix: str, metrics: list[Any], finite: bool = True) -> dict[str, float]:
+    """``{prefix_name: value}`` from engine metrics; NaN and infinities (no samples yet, or
+    a diverged loss) are left out unless ``finite`` is False (what the rules look at)."""
     values: dict[str, float] = {}
     for metric in metrics:
         for name, value in metric.get_name_value():
@@ -67,7 +76,7 @@ def metric_values(prefix: str, metrics: list[Any]) -> dict[str, float]:
                 if name.startswith(known):
                     name = name[len(known):]
             number = float(value)
-            if math.isfinite(number):
+            if math.isfinite(number) or not finite:
                 values[f"{prefix}_{name.replace(' ', '_')}"] = number
     return values
 
@@ -87,22 +96,34 @@ class Pacing:
     checkpoint_min_interval: float = 0.0
 
 
+
+# What each run-ending command makes the loop stop for.
+_STOP_REASONS = {"pause": STOP_PAUSE, "cancel": STOP_CANCEL, "stop": STOP_EARLY,
+                 "rollback": STOP_ROLLBACK}
+
 class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
-    """Publishes metrics, applies control commands and checkpoints at batch boundaries.
+    """Publishes metrics, carries out step-boundary commands and checkpoints.
 
     :func:`workers.loop.run_epochs` calls it after each step's metric updates and after
     each epoch's validation, so the values it reads are current (it is also an estimator
     event handler, priority 0: after the estimator's MetricHandler and ValidationHandler).
-    Returning True from ``batch_end`` stops training at that boundary (the run then
-    checkpoints for a pause, or ends for a cancel).
+    Returning True from ``batch_end`` / ``epoch_end`` stops training at that boundary (the
+    run then checkpoints for a pause, ends for a cancel, ...).
+
+    Commands: at a boundary the handler hands what the control stream delivered (and, at
+    an epoch end, what the rules decided) to :class:`~workers.steering.boundary.Steering`
+    to decide what is due (a), takes a checkpoint first if one of them asks for it, has
+    them applied to the trainer (b), and carries out the actions (evaluate, checkpoint,
+    stop); every command's confirmation goes out through the job's I/O.
 
     Metric events: train values every ``log_every`` steps and train + val values at each
     epoch end, each kind at most once per ``min_publish_interval`` on the live stream;
     every epoch-end point reaches the DB.
 
     Per step it only counts and checks two flags: the boundary work runs at the steps it
-    is due (metrics, checkpoint, LR replay) or when ``io.wake`` says a command arrived or
-    the lease was lost, so a command still takes effect at the very next step boundary.
+    is due (metrics, checkpoint, a replayed command, a guard's check) or when ``io.wake``
+    says a command arrived or the lease was lost, so a command still takes effect at the
+    very next step boundary.
     """
 
     priority = 0
@@ -112,23 +133,26 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         io: JobIO,
         state: LoopState,
         *,
-        apply_lr: Callable[[SetLRCommand], None],
-        save_checkpoint: Callable[[str], bool],
+        steering: Steering,
+        save_checkpoint: Callable[..., bool],
         current_lr: Callable[[], float],
         checkpoint_every: int,
         pacing: Pacing = Pacing(),
-        replay: Callable[[int], int | None] | None = None,
+        replay: Callable[[int], tuple[list[Command], int | None]] | None = None,
+        evaluate: Callable[[], dict[str, float]] | None = None,
     ) -> None:
         self.io = io
         self.state = state
-        self._apply_lr = apply_lr
+        self.steering = steering
         self._save_checkpoint = save_checkpoint
         self._current_lr = current_lr
+        self._evaluate = evaluate
         self.pacing = pacing
         self.log_every = max(1, pacing.log_every)
         self.checkpoint_every = checkpoint_every
-        # ``replay(step)`` re-applies LR changes due before ``step``; returns the next
-        # step that has one (None: no more).
+        # ``replay(step)`` returns the commands to re-apply before ``step`` (confirmed in
+        # an earlier run after the checkpoint this run resumed from) and the next step
+        # that has one (None: no more).
         self._replay = replay
         self._next_replay: int | None = None
         self._last_publish = -math.inf  # batch events
@@ -137,10 +161,11 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         self._last_checkpoint_step = state.step
         self._last_checkpoint_time = time.monotonic()
         self._due_step = 0  # the next step whose boundary has work to do
+        self._view: Any = None  # the loop's metrics view, for a guard's check
 
-    # -- control -----------------------------------------------------------------------
-    def follow_commands(self) -> bool:
-        """Apply pending commands at this boundary; True when training must stop now."""
+    # -- commands ----------------------------------------------------------------------
+    def follow_commands(self, rules: list[Command] | None = None) -> bool:
+        """Carry out what is due at this boundary; True when training must stop now."""
         if self.io.wake.is_set():
             self.io.wake.clear()  # before draining: a command arriving now sets it again
         if not self.io.still_owner():
@@ -149,19 +174,73 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         if shutdown_requested.is_set():
             self.state.stop_reason = STOP_SHUTDOWN
             return True
-        for command in self.io.poll_commands():
-            if isinstance(command, SetLRCommand):
-                self._apply_lr(command)
-            else:  # pause | cancel: the union has no other members
-                self.state.stop_reason = STOP_CANCEL if command.type == "cancel" else STOP_PAUSE
-                self.state.stop_command_id = command.command_id
+        return self._carry_out(self.io.poll_commands(), rules or [])
+
+    def _carry_out(self, received: list[Command], rules: list[Command],
+                   replaying: bool = False) -> bool:
+        state = self.state
+        due, refused = self.steering.due(received, state.step, rules)
+        self._confirm(refused, replaying)
+        if not due:
+            return False
+        if not replaying and any(c.checkpoint_before for c in due):
+            self.checkpoint("before a command")  # the state the change can roll back to
+        applied = self.steering.apply(due, state.step)
+        self._confirm(applied.outcomes, replaying)
+        for command in applied.evaluate:
+            if self._evaluate_now(command, replaying):
                 return True
+        for command in applied.checkpoint:
+            if not replaying:
+                self._checkpoint_now(command)
+        if applied.ending is not None:
+            state.stop_reason = _STOP_REASONS[applied.ending.type]
+            state.stop_command = applied.ending
+            return True
         return False
+
+    def _confirm(self, outcomes: list[CommandOutcome], replaying: bool) -> None:
+        # A replayed command was confirmed by the run that first applied it.
+        if not replaying:
+            for outcome in outcomes:
+                self.io.command_done(outcome)
+
+    def _outcome(self, command: Command, *, result: dict[str, Any] | None = None,
+                 reason: str | None = None) -> CommandOutcome:
+        return CommandOutcome(command=command, status="rejected" if reason else "applied",
+                              step=None if reason else self.state.step, at=time.time(),
+                              result=result or {}, reason=reason)
+
+    def _evaluate_now(self, command: Command, replaying: bool) -> bool:
+        """A validation pass at this step; the rules look at it. True: stop training."""
+        if self._evaluate is None:
+            self._confirm([self._outcome(command, reason="the job has no validation data "
+                                         "(data.val)")], replaying)
+            return False
+        raw = self._evaluate()
+        values = {k: v for k, v in raw.items() if math.isfinite(v)}
+        values["lr"] = self._current_lr()
+        self._emit_metrics(values)
+        self._confirm([self._outcome(command, result={"values": values})], replaying)
+        fired = self.steering.observe(self.state.step, {**self.state.last_metrics, **raw},
+                                      values["lr"], validation=True)
+        return self._carry_out([], fired, replaying) if fired else False
+
+    def _checkpoint_now(self, command: Command) -> None:
+        try:
+            saved = self.checkpoint("command", wait=True)
+        except Exception as exc:  # noqa: BLE001 - refused with the reason, training goes on
+            saved, why = False, f"{type(exc).__name__}: {exc}"
+        else:
+            why = "the checkpoint was not written (lease lost)"
+        self.io.command_done(self._outcome(command, result={"checkpoint_step": self.state.step})
+                             if saved else self._outcome(command, reason=why))
 
     # -- loop hooks --------------------------------------------------------------------
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        self._view = estimator
         self._replay_due()
-        # Changes requested while the job waited in the queue take effect before step 1.
+        # Commands requested while the job waited in the queue take effect before step 1.
         self.follow_commands()
         self._schedule()
 
@@ -176,13 +255,20 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
 
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         state = self.state
-        values = metric_values("train", list(getattr(estimator, "train_metrics", [])))
-        values.update(metric_values("val", list(getattr(estimator, "val_metrics", []))))
+        train = list(getattr(estimator, "train_metrics", []))
+        val = list(getattr(estimator, "val_metrics", []))
+        values = metric_values("train", train)
+        values.update(metric_values("val", val))
         values["lr"] = self._current_lr()
         state.epoch += 1
         state.batch_index = 0
         self._emit_metrics(values, epoch=state.epoch - 1, epoch_end=True)
-        return state.stop_reason is not None
+        if state.stop_reason is not None:
+            return True
+        seen = {**metric_values("train", train, finite=False),
+                **metric_values("val", val, finite=False)}
+        fired = self.steering.observe(state.step, seen, values["lr"], validation=True)
+        return self.follow_commands(fired)
 
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         # However fast the job, the last epoch's values reach the live stream.
@@ -192,32 +278,42 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
 
     # -- helpers -----------------------------------------------------------------------
     def _boundary(self, estimator: Any) -> bool:
-        """The work of one due step boundary, in a fixed order: publish, follow commands,
-        checkpoint, then re-apply LR changes the next step must see."""
+        """The work of one due step boundary, in a fixed order: publish, a guard's check,
+        follow commands, checkpoint, then re-apply commands the next step must see."""
         state = self.state
         if state.step % self.log_every == 0 and (
             time.monotonic() - self._last_publish >= self.pacing.min_publish_interval
         ):
             self._publish_train_metrics(estimator)
-        if self.follow_commands():
+        fired: list[Command] = []
+        if self.steering.next_check(state.step - 1) == state.step:
+            running = metric_values("train", list(getattr(estimator, "train_metrics", [])),
+                                    finite=False)
+            fired = self.steering.observe(state.step, running, self._current_lr(),
+                                          validation=False)
+        if self.follow_commands(fired):
             return True
         if self.checkpoint_every and state.step - self._last_checkpoint_step >= (
             self.checkpoint_every
         ) and (time.monotonic() - self._last_checkpoint_time
                >= self.pacing.checkpoint_min_interval):
             self.checkpoint("interval")
-        self._replay_due()
+        if self._replay_due():
+            return True
         self._schedule()
         return False
 
-    def _replay_due(self) -> None:
-        if self._replay is not None:
-            self._next_replay = self._replay(self.state.step + 1)
+    def _replay_due(self) -> bool:
+        """Re-apply the commands the next step must see; True if one stopped training."""
+        if self._replay is None:
+            return False
+        commands, self._next_replay = self._replay(self.state.step + 1)
+        return bool(commands) and self._carry_out(commands, [], replaying=True)
 
     def _schedule(self) -> None:
         """Find the next step whose boundary has work: a metric publish, a checkpoint
-        (re-checked every ``log_every`` steps while its time floor holds it back), or an
-        LR change to replay before the step after it."""
+        (re-checked every ``log_every`` steps while its time floor holds it back), a
+        command to replay before the step after it, or a guard's check."""
         step = self.state.step
         due = (step // self.log_every + 1) * self.log_every
         checkpoint_due = self._last_checkpoint_step + self.checkpoint_every
@@ -227,14 +323,17 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         # boundaries re-check it, so the loop does not look at the clock every step)
         if self._next_replay is not None:
             due = min(due, max(self._next_replay - 1, step + 1))
+        check = self.steering.next_check(step)
+        if check is not None:
+            due = min(due, check)
         self._due_step = due
 
-    def checkpoint(self, reason: str) -> bool:
-        ok = self._save_checkpoint(reason)
+    def checkpoint(self, reason: str, wait: bool = False) -> bool:
+        ok = self._save_checkpoint(reason, wait=wait)
         if ok:
             self._last_checkpoint_step = self.state.step
             self._last_checkpoint_time = time.monotonic()
-        return ok
+        return bool(ok)
 
     def _publish_train_metrics(self, estimator: Any) -> None:
         values = metric_values("train", list(getattr(estimator, "train_metrics", [])))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol
 
-from core.events import Command, JobEvent, LREvent
+from core.commands import Command, CommandOutcome
+from core.events import JobEvent
 
 
 class JobIO(Protocol):
@@ -32,12 +33,9 @@ class JobIO(Protocol):
         self, step: int, epoch: int, learning_rate: float, metrics: dict[str, float]
     ) -> None: ...
 
-    def lr_applied(self, event: LREvent) -> None:
-        """Record and announce a change that took effect (``status == "applied"``)."""
-        ...
-
-    def lr_rejected(self, event: LREvent) -> None:
-        """Record and announce a change the trainer refused (``status == "rejected"``)."""
+    def command_done(self, outcome: CommandOutcome) -> None:
+        """Record and announce a command applied at its step, or refused with the reason
+        (a rule's command is recorded from it)."""
         ...
 
     def checkpoint_saved(self, step: int, epoch: int, key_prefix: str, files: dict[str, Any],

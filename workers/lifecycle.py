@@ -9,24 +9,35 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from core import repositories as repo
 from core.channel import Channel
+from core.commands import REPLAYED, Command, CommandOutcome
 from core.config import get_settings
 from core.datasets import validate_csv
 from core.db import session_scope
-from core.events import LogEvent, SetLRCommand
-from core.job_status import transition_and_announce
-from core.models import DatasetStatus, JobStatus, LRChangeStatus
+from core.events import LogEvent
+from core.job_status import announce_status, transition_and_announce
+from core.models import CommandStatus, DatasetStatus, JobStatus
+from core.rewind import rewind_job
+from core.steering import command_of_row, outcome_event
 from workers.build import SpecError
 from workers.data_sources import StoredDataset
 from workers.db_retry import retry_db
 from workers.lease import Lease
 from workers.resources import dispatch_now, get_channel, get_store
-from workers.runner import JobRunner, ReplayedChange
-from workers.service_io import ControlListener, ServiceIO, send_leftover_writes
+from workers.runner import JobRunner, ReplayedCommand, RunResult
+from workers.service_io import (
+    ControlListener,
+    ServiceIO,
+    record_outcome,
+    send_leftover_writes,
+)
 from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
@@ -59,20 +70,35 @@ def _set_status(channel: Channel, job_id: str, status: JobStatus, reason: str | 
                     deadline_seconds=get_worker_settings().db_retry_seconds)
 
 
-def _lr_commands(job_id: str) -> tuple[list[SetLRCommand], list[ReplayedChange]]:
-    """Pending changes (apply at start) and applied ones (replay after a resume)."""
-    pending: list[SetLRCommand] = []
-    replay: list[ReplayedChange] = []
+def _step_commands(job_id: str) -> tuple[list[Command], list[ReplayedCommand], int]:
+    """Pending commands (applied at start), applied ones to replay after a resume, and the
+    job's branch. A rule's command is not replayed: the rule decides it again when the
+    resumed run re-trains that step (with the same id)."""
+    pending: list[Command] = []
+    replay: list[ReplayedCommand] = []
     with session_scope() as session:
-        for change in repo.list_lr_changes(session, job_id=job_id):
-            command = SetLRCommand(command_id=change.id, learning_rate=change.requested_lr,
-                                   mode="override" if change.mode == "override" else "scale")
-            if change.status == LRChangeStatus.PENDING.value:
-                pending.append(command)
-            elif change.status == LRChangeStatus.APPLIED.value and change.applied_step:
-                replay.append(ReplayedChange(applied_step=int(change.applied_step),
-                                             command=command))
-    return pending, replay
+        job = repo.get_job(session, job_id=job_id)
+        branch = job.branch if job is not None else 0
+        for row in repo.list_commands(session, job_id=job_id):
+            if row.status == CommandStatus.PENDING.value:
+                pending.append(command_of_row(row))
+            elif (row.status == CommandStatus.APPLIED.value and not row.abandoned
+                  and row.kind in REPLAYED and row.source != "rule"
+                  and row.applied_step is not None):
+                replay.append(ReplayedCommand(applied_step=int(row.applied_step),
+                                              command=command_of_row(row)))
+    return pending, replay, branch
+
+
+def _publish_parameters(job_id: str) -> Callable[[list[dict[str, Any]]], None]:
+    """Store the model's parameter names for the api's freeze checks (once per run)."""
+    def store(parameters: list[dict[str, Any]]) -> None:
+        def write() -> None:
+            with session_scope() as session:
+                repo.set_job_parameters(session, job_id=job_id, parameters=parameters)
+        retry_db(write, what=f"job {job_id} parameter names",
+                 deadline_seconds=get_worker_settings().db_retry_seconds)
+    return store
 
 
 def _load_upload(dataset_id: str) -> bytes:
@@ -142,14 +168,56 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         return Outcome(job_id, "failed")
     send_leftover_writes(channel, job_id, worker_settings.spool_dir,
                          worker_settings.db_retry_seconds)
-    # Read the control stream's position *before* the DB's pending changes: a change sent
-    # in between is then seen twice (deduplicated by id), never missed.
-    listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
-    pending, replay = retry_db(lambda: _lr_commands(job_id), what=f"job {job_id} lr changes",
-                               deadline_seconds=worker_settings.db_retry_seconds)
     if not _set_status(channel, job_id, JobStatus.RUNNING, None,
                        [JobStatus.QUEUED, JobStatus.RUNNING]):
         return Outcome(job_id, "skipped:status changed")
+    while True:
+        result = _train(channel, job_id, spec, lease)
+        if isinstance(result, Outcome):
+            return result
+        if result.outcome != "rolled_back" or result.rollback is None:
+            return _report(channel, job_id, result)
+        # A rollback: rewind the job's record and storage to the checkpoint, then train
+        # on from it, as a run stopped there and resumed would (same lease, no re-queue).
+        rewind = partial(_rewind, channel, job_id, result.rollback.step,
+                         result.rollback.command_id)
+        try:
+            retry_db(rewind, what=f"job {job_id} rollback",
+                     deadline_seconds=worker_settings.db_retry_seconds)
+        except Exception as exc:  # noqa: BLE001 - refused with the reason; training goes on
+            log.exception("job %s: rollback to step %d failed", job_id, result.rollback.step)
+            _refuse(channel, job_id, result.rollback, f"{type(exc).__name__}: {exc}")
+
+
+def _refuse(channel: Channel, job_id: str, command: Command, reason: str) -> None:
+    """Record a command the worker could not carry out, with why (the job trains on)."""
+    outcome = CommandOutcome(command=command, status="rejected", reason=reason)
+
+    def write() -> None:
+        with session_scope() as session:
+            record_outcome(session, job_id, outcome)
+    retry_db(write, what=f"job {job_id} command {command.command_id}",
+             deadline_seconds=get_worker_settings().db_retry_seconds)
+    announce_status(channel, job_id, outcome_event(outcome))
+
+
+def _rewind(channel: Channel, job_id: str, step: int, command_id: str) -> None:
+    with session_scope() as session:
+        outcome = rewind_job(session, get_store(), job_id=job_id, to_step=step,
+                             command_id=command_id)
+    announce_status(channel, job_id, outcome_event(outcome))
+
+
+def _train(channel: Channel, job_id: str, spec: dict[str, object],
+           lease: Lease) -> RunResult | Outcome:
+    """One run of the training loop on the lease, from the latest complete checkpoint."""
+    worker_settings = get_worker_settings()
+    # Read the control stream's position *before* the DB's pending commands: a command
+    # sent in between is then seen twice (deduplicated by id), never missed.
+    listener = ControlListener(channel, job_id, after=channel.last_command_id(job_id))
+    pending, replay, branch = retry_db(lambda: _step_commands(job_id),
+                                       what=f"job {job_id} commands",
+                                       deadline_seconds=worker_settings.db_retry_seconds)
     for command in pending:
         listener.push(command)
     listener.start()
@@ -161,7 +229,8 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         runner = JobRunner(job_id, spec, get_store(), job_io, load_upload=_load_upload,
                            lookup_dataset=_lookup_dataset,
                            data_cache=Path(get_settings().home) / "cache",
-                           replay=replay, pacing=worker_settings.pacing())
+                           replay=replay, pacing=worker_settings.pacing(), branch=branch,
+                           on_built=_publish_parameters(job_id))
         result = runner.run()
     except Exception as exc:  # noqa: BLE001 - any failure ends the job as failed, with why
         job_io.close()
@@ -177,6 +246,11 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
     if result.outcome == "lease_lost" or not lease.held:
         log.error("job %s: lease lost at step %d; stopped without writing", job_id, result.step)
         return Outcome(job_id, "lease_lost")
+    return result
+
+
+def _report(channel: Channel, job_id: str, result: RunResult) -> Outcome:
+    """The job's status after a run that ended on its own terms."""
     if result.outcome == "interrupted":
         # The worker is stopping: the job checkpointed; hand it to the next worker. Queued
         # is written with its outbox mark, so the hand-over needs only the database: if
@@ -187,8 +261,8 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
             dispatch_now()
         return Outcome(job_id, "interrupted")
     final = {
-        "succeeded": (JobStatus.SUCCEEDED, None),
-        "paused": (JobStatus.PAUSED, "paused by user"),
+        "succeeded": (JobStatus.SUCCEEDED, result.reason),
+        "paused": (JobStatus.PAUSED, result.reason or "paused by user"),
         "cancelled": (JobStatus.CANCELLED, "cancelled by user"),
     }[result.outcome]
     # The api may already have recorded pause/cancel; then the CAS fails and that's fine.

@@ -7,8 +7,10 @@ Exact resume (design.md: on CPU a killed-and-resumed job ends with the same weig
 uninterrupted one) rests on four things restored from the checkpoint: parameters, trainer
 state (optimizer states, update count, schedule and live-LR changes), the engine's RNG
 state, and the position in the data order (epoch + batches done; the loader's shuffle is a
-pure function of (seed, epoch)). LR changes confirmed after the checkpoint are replayed at
-the step where they first took effect.
+pure function of (seed, epoch)). What step-boundary commands changed beyond the trainer
+state (frozen parameters, a replaced schedule, the rules) is in the checkpoint's meta.json
+(:mod:`workers.steering`); commands confirmed after the checkpoint are replayed at the
+step where they first took effect.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import engine.gluon.loss
 import engine.initializer
 import engine.metric
 import engine.random
-from core.events import LogEvent, LREvent, SetLRCommand
+from core.commands import Command, RollbackCommand
+from core.events import LogEvent
 from core.jobspec import JobSpec, parse_spec
 from core.storage import ObjectStore, checkpoint_prefix
 from engine.ndarray.creation import array
@@ -50,34 +53,40 @@ from workers.hooks import (
     STOP_CANCEL,
     STOP_LEASE_LOST,
     STOP_PAUSE,
+    STOP_ROLLBACK,
     STOP_SHUTDOWN,
     LoopState,
     Pacing,
     ServiceHandler,
 )
 from workers.jobio import JobIO
-from workers.loop import run_epochs
+from workers.loop import evaluate, run_epochs
+from workers.steering.boundary import Steering
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended: succeeded | paused | cancelled | interrupted | lease_lost."""
+    """How a run ended: succeeded | paused | cancelled | interrupted | lease_lost |
+    rolled_back (``rollback`` says to which checkpoint)."""
 
     outcome: str
     step: int
     epoch: int
     final_metrics: dict[str, float] = field(default_factory=dict)
-    command_id: str | None = None  # the pause/cancel command that ended the run
+    command_id: str | None = None  # the command that ended the run
+    reason: str | None = None  # a rule's reason (early stop, a guard's pause)
+    rollback: RollbackCommand | None = None
 
 
 @dataclass(frozen=True)
-class ReplayedChange:
-    """An LR change confirmed after the checkpoint we resume from: re-applied, not re-sent."""
+class ReplayedCommand:
+    """A command confirmed after the checkpoint we resume from: re-applied at its step,
+    not re-sent."""
 
     applied_step: int
-    command: SetLRCommand
+    command: Command
 
 
 class JobRunner:
@@ -96,8 +105,10 @@ class JobRunner:
         load_upload: Callable[[str], bytes] | None = None,
         lookup_dataset: Callable[[str], StoredDataset] | None = None,
         data_cache: Path | None = None,
-        replay: list[ReplayedChange] | None = None,
+        replay: list[ReplayedCommand] | None = None,
         pacing: Pacing | None = None,
+        branch: int = 0,
+        on_built: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self.job_id = job_id
         # Built from the validated spec only: its defaults are the schema's, not ours.
@@ -107,7 +118,8 @@ class JobRunner:
         self.state = LoopState()
         self._writer = CheckpointWriter(job_id)
         self._replay = sorted(replay or [], key=lambda r: r.applied_step)
-        self._applied_ids: set[str] = set()
+        self.branch = branch
+        self._on_built = on_built
         self._load_upload = load_upload or _no_uploads
         self._lookup_dataset = lookup_dataset or _no_datasets
         self._data_cache = data_cache or Path(tempfile.gettempdir()) / "rudder-cache"
@@ -165,6 +177,13 @@ class JobRunner:
         self.train_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
         self.val_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
         self.epochs = spec.epochs
+        params = {p.name: p for p in self.trainer.parameters}
+        self.steering = Steering(self.job_id, self.trainer, params, list(spec.rules),
+                                 branch=self.branch)
+        if self._on_built is not None:
+            # What a freeze pattern can name, for the api (which cannot build the model).
+            self._on_built([{"name": name, "shape": list(p.shape or ()),
+                             "trainable": p.grad_req != "null"} for name, p in params.items()])
 
     def resume(self) -> CheckpointMeta | None:
         """Load the latest complete checkpoint, if any; returns its meta."""
@@ -179,51 +198,41 @@ class JobRunner:
             return None
         meta = loaded.meta
         self.net.load_parameters(io.BytesIO(loaded.params), ctx=self.ctx)
+        # Frozen parameters and a replaced schedule first: the trainer state saved the
+        # schedule's state, which loads only into a schedule of its kind.
+        self.steering.restore(meta.steering)
         self.trainer.load_states(io.BytesIO(loaded.trainer))
         engine.random.set_state(meta.rng_state)
         self.state.step, self.state.epoch = meta.step, meta.epoch
         self.state.batch_index = meta.batch_index
-        self._replay = [r for r in self._replay if r.applied_step > meta.step]
+        if meta.steering is None:  # written before commands were listed in checkpoints
+            self._replay = [r for r in self._replay if r.applied_step > meta.step]
+        else:
+            done = set(self.steering.state.applied)
+            self._replay = [r for r in self._replay if r.command.command_id not in done]
         log.info("job %s resumes from step %d (epoch %d, batch %d)", self.job_id, meta.step,
                  meta.epoch, meta.batch_index)
         return meta
 
-    # ---------------------------------------------------------------- live LR
+    # ---------------------------------------------------------------- commands
     def current_lr(self) -> float:
         return float(self.trainer.learning_rate)
 
-    def apply_lr(self, command: SetLRCommand) -> None:
-        if command.command_id in self._applied_ids:
-            return  # delivered twice (DB at start-up and the stream): apply once
-        self._applied_ids.add(command.command_id)
-        try:
-            self.trainer.set_learning_rate(command.learning_rate, mode=command.mode)
-        except (ValueError, TypeError, UserWarning) as exc:
-            self.io.lr_rejected(LREvent(
-                change_id=command.command_id, status="rejected",
-                learning_rate=command.learning_rate, mode=command.mode, reason=str(exc),
-            ))
-            return
-        self.io.lr_applied(LREvent(
-            change_id=command.command_id, status="applied",
-            learning_rate=self.current_lr(),  # the lr in effect for the next step
-            mode=command.mode,
-            applied_step=self.state.step + 1,  # the first update that uses the new lr
-            applied_at=time.time(),
-        ))
-
-    def _replay_due_changes(self, next_step: int) -> int | None:
-        """Re-apply the changes that took effect at or before ``next_step``; returns the
-        step of the next one still to come (None: none left)."""
+    def _replay_due(self, next_step: int) -> tuple[list[Command], int | None]:
+        """The commands to re-apply before ``next_step`` (they took effect at or before
+        it), and the step of the next one still to come (None: none left)."""
+        due = []
         while self._replay and self._replay[0].applied_step <= next_step:
-            change = self._replay.pop(0).command
-            self._applied_ids.add(change.command_id)
-            try:
-                self.trainer.set_learning_rate(change.learning_rate, mode=change.mode)
-            except (ValueError, TypeError, UserWarning) as exc:  # it was accepted before
-                log.error("job %s: replaying lr change %s failed: %s", self.job_id,
-                          change.command_id, exc)
-        return self._replay[0].applied_step if self._replay else None
+            due.append(self._replay.pop(0).command)
+        return due, (self._replay[0].applied_step if self._replay else None)
+
+    def evaluate_now(self) -> dict[str, float]:
+        """A validation pass now (an ``evaluate`` command): ``{val_<metric>: value}``."""
+        from workers.hooks import metric_values
+
+        kinds = [(m, isinstance(m, engine.metric.Loss)) for m in self.val_metrics]
+        evaluate(self.net, self.loss, self.val_data, kinds)
+        return metric_values("val", self.val_metrics, finite=False)
 
     # ---------------------------------------------------------------- checkpoints
     def save_checkpoint(self, reason: str, wait: bool = False) -> bool:
@@ -238,7 +247,7 @@ class JobRunner:
             job_id=self.job_id, step=self.state.step, epoch=self.state.epoch,
             batch_index=self.state.batch_index, data_seed=self.data_seed,
             rng_state=engine.random.get_state(), learning_rate=self.current_lr(),
-            created_at=time.time(),
+            created_at=time.time(), steering=self.steering.snapshot(),
         )
         blobs = (params.getvalue(), trainer_state.getvalue())
 
@@ -294,9 +303,10 @@ class JobRunner:
     # ---------------------------------------------------------------- the loop
     def make_handler(self) -> ServiceHandler:
         return ServiceHandler(
-            self.io, self.state, apply_lr=self.apply_lr, save_checkpoint=self.save_checkpoint,
+            self.io, self.state, steering=self.steering, save_checkpoint=self.save_checkpoint,
             current_lr=self.current_lr, checkpoint_every=self.checkpoint_every,
-            pacing=self.pacing, replay=self._replay_due_changes,
+            pacing=self.pacing, replay=self._replay_due,
+            evaluate=self.evaluate_now if self.val_data is not None else None,
         )
 
     def run(self) -> RunResult:
@@ -341,10 +351,11 @@ class JobRunner:
             state = self.state
             self.io.record_progress(state.step, state.epoch, self.current_lr(),
                                     dict(state.last_metrics))
-        if reason in (STOP_LEASE_LOST, STOP_CANCEL):
+        if reason in (STOP_LEASE_LOST, STOP_CANCEL, STOP_ROLLBACK):
             self._writer.drain()  # nothing of this run writes after it returns
             self.io.flush()
-            return self._result("lease_lost" if reason == STOP_LEASE_LOST else "cancelled")
+            return self._result({STOP_LEASE_LOST: "lease_lost", STOP_CANCEL: "cancelled",
+                                 STOP_ROLLBACK: "rolled_back"}[reason])
         self.io.flush()
         if reason in (STOP_PAUSE, STOP_SHUTDOWN):
             self.save_checkpoint(reason, wait=True)
@@ -366,9 +377,12 @@ class JobRunner:
         log.info("job %s exported (%s)", self.job_id, sizes)
 
     def _result(self, outcome: str) -> RunResult:
+        command = self.state.stop_command
         return RunResult(outcome=outcome, step=self.state.step, epoch=self.state.epoch,
                          final_metrics=dict(self.state.last_metrics),
-                         command_id=self.state.stop_command_id)
+                         command_id=self.state.stop_command_id,
+                         reason=getattr(command, "reason", None),
+                         rollback=command if isinstance(command, RollbackCommand) else None)
 
 
 def _validated(spec: Mapping[str, Any]) -> JobSpec:

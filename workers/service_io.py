@@ -31,11 +31,13 @@ from sqlalchemy.orm import Session
 
 from core import repositories as repo
 from core.channel import STREAM_START, Channel
+from core.commands import Command, CommandOutcome
 from core.db import session_scope
-from core.events import Command, JobEvent, LREvent
+from core.events import JobEvent
 from core.models import utcnow
+from core.steering import outcome_event
 from workers.db_retry import (
-    LRConfirmation,
+    CommandConfirmation,
     PointsBatch,
     ProgressUpdate,
     SpoolRecord,
@@ -46,6 +48,7 @@ from workers.db_retry import (
 log = logging.getLogger(__name__)
 
 METRIC_FLUSH_SECONDS = 1.0
+LR_KINDS = ("set_lr", "set_schedule")  # commands whose result is the lr now in effect
 OUTBOX_BATCH = 256
 # How long the last writes of a run (and a checkpoint's row) are retried while the
 # database is down before the worker gives up on them (the spool file keeps the points).
@@ -139,11 +142,8 @@ class ServiceIO:
             self._progress = {"step": step, "epoch": epoch, "current_lr": learning_rate,
                               "latest_metrics": metrics}
 
-    def lr_applied(self, event: LREvent) -> None:
-        self._send("lr", event)
-
-    def lr_rejected(self, event: LREvent) -> None:
-        self._send("lr", event)
+    def command_done(self, outcome: CommandOutcome) -> None:
+        self._send("command", outcome)
 
     def checkpoint_saved(self, step: int, epoch: int, key_prefix: str, files: dict[str, Any],
                          size: int, sha256: str, pruned: list[int]) -> bool:
@@ -237,9 +237,9 @@ class ServiceIO:
             self.channel.publish_many(self.job_id, events)
 
     def _handle(self, kind: str, payload: Any) -> None:
-        if kind == "lr":
+        if kind == "command":
             self._take_points()  # progress recorded before the change must not win
-            self.spool.add(LRConfirmation(payload))
+            self.spool.add(CommandConfirmation(payload))
             self._drain()
         elif kind in ("flush", "tick"):
             self._write_db()
@@ -292,33 +292,38 @@ def store_record(channel: Channel, job_id: str, record: SpoolRecord) -> None:
                                      epoch=record.epoch, current_lr=record.current_lr,
                                      latest_metrics=record.latest_metrics)
         else:
-            _record_lr(session, job_id, record.event)
-    if isinstance(record, LRConfirmation):
+            record_outcome(session, job_id, record.outcome)
+    if isinstance(record, CommandConfirmation):
         try:  # the DB row is the record; the event only tells the live stream
-            channel.publish(job_id, record.event)
+            channel.publish(job_id, outcome_event(record.outcome))
         except redis.RedisError as exc:
-            log.warning("job %s: lr event not published: %r", job_id, exc)
+            log.warning("job %s: command event not published: %r", job_id, exc)
 
 
-def _record_lr(session: Session, job_id: str, event: LREvent) -> None:
-    """The DB row (the api answers GET learning-rate from it); the event goes after."""
-    if event.status == "rejected":
-        repo.mark_lr_change_rejected(session, change_id=event.change_id,
-                                     reason=event.reason or "rejected")
+def record_outcome(session: Session, job_id: str, outcome: CommandOutcome) -> None:
+    """The command's row (the api answers from it); the event goes after. A rule's
+    command has no row yet: it is inserted first."""
+    command = outcome.command
+    if command.source == "rule":
+        repo.ensure_command(session, job_id=job_id, command=command)
+    if outcome.status == "rejected":
+        repo.mark_command_rejected(session, command_id=command.command_id,
+                                   reason=outcome.reason or "rejected")
         return
-    assert event.applied_step is not None and event.applied_at is not None
-    repo.mark_lr_change_applied(
-        session, change_id=event.change_id, applied_step=event.applied_step,
-        applied_lr=event.learning_rate,
-        applied_at=datetime.fromtimestamp(event.applied_at, UTC),
-    )
-    repo.set_current_lr(session, job_id=job_id, learning_rate=event.learning_rate)
+    assert outcome.step is not None
+    applied_at = None if outcome.at is None else datetime.fromtimestamp(outcome.at, UTC)
+    repo.mark_command_applied(session, command_id=command.command_id,
+                              applied_step=outcome.step, result=outcome.result,
+                              applied_at=applied_at)
+    rate = outcome.result.get("learning_rate")
+    if command.type in LR_KINDS and isinstance(rate, int | float):
+        repo.set_current_lr(session, job_id=job_id, learning_rate=float(rate))
 
 
 def send_leftover_writes(channel: Channel, job_id: str, spool_dir: Path | None,
                          deadline_seconds: float) -> None:
     """Store what an earlier run of the job on this host spooled and could not write
-    before it died, before this run reads the job's LR changes: a change that run
+    before it died, before this run reads the job's commands: a command that run
     applied must be replayed at its step, not applied again as if it were pending."""
     spool = WriteSpool(job_id, spool_dir)
     give_up_at = time.monotonic() + deadline_seconds

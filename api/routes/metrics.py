@@ -35,15 +35,21 @@ def metric_series(
         list[str] | None,
         Query(description="metric names, e.g. train_loss (repeat or comma-separate)"),
     ] = None,
+    include_abandoned: Annotated[
+        bool, Query(description="also the branches rollbacks set aside (abandoned: true)")
+    ] = False,
 ) -> MetricSeriesSetPublic:
     """Every metric's whole history for a chart, thinned to ``max_points`` per metric.
 
     Thinning keeps each bucket's first, smallest, largest and last point, so spikes stay
     visible; ``downsampled`` says whether a series was thinned (exact values: the paged
-    ``GET /metrics``). ``epochs`` gives the first step of each epoch.
+    ``GET /metrics``). ``epochs`` gives the first step of each epoch. With
+    ``include_abandoned``, each branch a rollback set aside follows as its own series
+    (``abandoned: true``, ``branch: n``).
     """
     return dashboard_service.metric_series(
-        session, job_id=job.id, names=_names(names) or None, max_points=max_points
+        session, job_id=job.id, names=_names(names) or None, max_points=max_points,
+        include_abandoned=include_abandoned,
     )
 
 

@@ -14,6 +14,10 @@ class MetricSeriesPublic(BaseModel):
     values: list[float]
     total_points: int = Field(description="points stored for this metric")
     downsampled: bool = Field(description="true when only some stored points are returned")
+    abandoned: bool = Field(default=False, description="a branch a rollback set aside "
+                            "(include_abandoned=true); draw it faded")
+    branch: int = Field(default=0, description="0: the live history; n: what the n-th "
+                        "rollback abandoned")
 
 
 class EpochBoundary(BaseModel):
@@ -31,14 +35,24 @@ class MetricSeriesSetPublic(BaseModel):
 
 
 class TimelineEntryPublic(BaseModel):
-    """One runtime change on the step axis: an lr change applied, a status change
+    """One runtime change on the step axis (a chart marker): a step-boundary command
+    (``lr`` for learning-rate changes, ``command`` for every other kind), a status change
     (pause, resume, a worker restarting from a checkpoint, the end), a checkpoint."""
 
-    kind: Literal["lr", "status", "checkpoint"]
+    kind: Literal["lr", "command", "status", "checkpoint"]
     step: int | None = Field(description="where it took effect; null if not known")
     time: datetime
     title: str
     detail: str
+    command_id: str | None = Field(default=None, description="commands: the command's id")
+    command_kind: str | None = Field(default=None, description="commands: set_lr, "
+                                     "set_hyperparameters, freeze, rollback, ...")
+    status: str | None = Field(default=None, description="commands: pending, applied or "
+                               "rejected")
+    by: str | None = Field(default=None, description="commands: the user's name, "
+                           "rule <name> or fork")
+    abandoned: bool = Field(default=False, description="commands: applied on a branch a "
+                            "rollback discarded")
 
 
 class TimelinePublic(BaseModel):

@@ -34,6 +34,10 @@ class JobPublic(PublicModel):
     started_at: datetime | None
     finished_at: datetime | None
     spec: dict[str, Any] | None = None
+    parent_id: str | None = Field(default=None, description="a fork: the job it came from")
+    fork_step: int | None = Field(default=None, description="a fork: the parent's checkpoint "
+                                  "step it started from")
+    branch: int = Field(default=0, description="rollbacks so far (GET .../lineage)")
 
 
 class JobsPublic(BaseModel):

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from api.schemas.base import PublicModel
 
 
 class MetricPointPublic(BaseModel):
@@ -22,3 +24,18 @@ class MetricsPublic(BaseModel):
     # step has more points than ``limit`` and this page ended inside it (only
     # ``next_cursor`` can continue there).
     next_after_step: int | None
+
+
+class AbandonedPointPublic(PublicModel):
+    branch: int = Field(description="which rollback set it aside (1: the first)")
+    step: int
+    epoch: int
+    name: str
+    value: float
+    time: datetime
+
+
+class AbandonedPointsPublic(BaseModel):
+    job_id: str
+    points: list[AbandonedPointPublic]
+    next_cursor: str | None

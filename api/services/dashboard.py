@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from itertools import accumulate
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,8 +25,9 @@ from api.schemas.dashboard import (
     TimelineEntryPublic,
     TimelinePublic,
 )
+from api.services.commands import public
 from core import repositories
-from core.models import Job
+from core.models import Job, JobCommand
 
 # Each bucket keeps up to four points (first, min, max, last): the shape survives.
 POINTS_PER_BUCKET = 4
@@ -55,7 +58,8 @@ def keep_extremes(values: NDArray[np.float64], *, max_points: int) -> NDArray[np
 
 
 def metric_series(
-    session: Session, *, job_id: str, names: list[str] | None, max_points: int
+    session: Session, *, job_id: str, names: list[str] | None, max_points: int,
+    include_abandoned: bool = False,
 ) -> MetricSeriesSetPublic:
     series: list[MetricSeriesPublic] = []
     first_step: dict[int, int] = {}
@@ -70,6 +74,8 @@ def metric_series(
             name=column.name, steps=steps[keep].tolist(), values=values[keep].tolist(),
             total_points=len(values), downsampled=len(keep) < len(values),
         ))
+    if include_abandoned:
+        series += _abandoned_series(session, job_id=job_id, names=names, max_points=max_points)
     return MetricSeriesSetPublic(
         job_id=job_id,
         series=series,
@@ -83,9 +89,11 @@ def _aware(moment: datetime) -> datetime:
 
 
 def timeline(session: Session, *, job: Job) -> TimelinePublic:
-    """Applied/rejected lr changes, status changes and checkpoints, oldest first.
+    """Every step-boundary command (lr changes included, pending ones too), status
+    changes and checkpoints, oldest first: what the charts mark.
 
-    Status changes record only a time; they are placed at the last step reported by then.
+    Status changes record only a time; they are placed at the last step reported by then,
+    as are commands not applied (pending or rejected).
     """
     by_time = [(_aware(t), step) for t, step in
                repositories.metric_steps_by_time(session, job_id=job.id)]
@@ -97,30 +105,9 @@ def timeline(session: Session, *, job: Job) -> TimelinePublic:
         at = bisect.bisect_right(times, _aware(moment))
         return furthest[at - 1] if at else None
 
-    entries: list[TimelineEntryPublic] = []
-    users: dict[str, str] = {}
-    for change in repositories.list_lr_changes(session, job_id=job.id):
-        if change.status == "pending":
-            continue
-        if change.requested_by not in users:
-            user = repositories.get_user(session, user_id=change.requested_by)
-            users[change.requested_by] = user.name if user else change.requested_by
-        who = users[change.requested_by]
-        requested = f"requested {change.requested_lr:g} ({change.mode}) by {who}"
-        when = _aware(change.requested_at).strftime("%Y-%m-%d %H:%M:%S UTC")
-        if change.status == "applied":
-            applied = change.applied_lr if change.applied_lr is not None else change.requested_lr
-            title = f"lr {applied:g}"
-            detail = f"{requested} at {when}; applied at step {change.applied_step}"
-            step = change.applied_step
-        else:
-            title = "lr change rejected"
-            detail = f"{requested} at {when}; rejected: {change.reason}"
-            step = step_at(change.requested_at)
-        entries.append(TimelineEntryPublic(
-            kind="lr", step=step, time=_aware(change.applied_at or change.requested_at),
-            title=title, detail=detail,
-        ))
+    rows = repositories.list_commands(session, job_id=job.id)
+    entries = [_command_entry(row, shown.by, step_at)
+               for row, shown in zip(rows, public(session, rows), strict=True)]
     previous: str | None = None
     seen_running = resuming = False
     for event in repositories.list_status_events(session, job_id=job.id):
@@ -147,3 +134,53 @@ def timeline(session: Session, *, job: Job) -> TimelinePublic:
         ))
     entries.sort(key=lambda entry: entry.time)
     return TimelinePublic(job_id=job.id, entries=entries)
+
+
+def _command_entry(row: JobCommand, who: str,
+                   step_at: Callable[[datetime], int | None]) -> TimelineEntryPublic:
+    """One command as a timeline row: where it took effect (or was refused), by whom."""
+    when = _aware(row.requested_at).strftime("%Y-%m-%d %H:%M:%S UTC")
+    step = row.applied_step if row.status == "applied" else step_at(row.requested_at)
+    common: dict[str, Any] = {"step": step, "time": _aware(row.applied_at or row.requested_at),
+              "command_id": row.id, "command_kind": row.kind, "status": row.status,
+              "by": who, "abandoned": bool(row.abandoned)}
+    if row.kind == "set_lr":
+        requested = f"requested {row.requested_lr:g} ({row.mode}) by {who}"
+        if row.status == "applied":
+            applied = row.applied_lr if row.applied_lr is not None else row.requested_lr
+            return TimelineEntryPublic(kind="lr", title=f"lr {applied:g}", detail=(
+                f"{requested} at {when}; applied at step {row.applied_step}"), **common)
+        title = "lr change rejected" if row.status == "rejected" else "lr change pending"
+        outcome = f"rejected: {row.reason}" if row.status == "rejected" else "pending"
+        return TimelineEntryPublic(kind="lr", title=title,
+                                   detail=f"{requested} at {when}; {outcome}", **common)
+    shown = ", ".join(f"{k}={v}" for k, v in (row.params or {}).items() if v is not None)
+    requested = f"{row.kind}{f' ({shown})' if shown else ''} requested by {who} at {when}"
+    if row.status == "applied":
+        outcome = f"applied at step {row.applied_step}"
+    elif row.status == "rejected":
+        outcome = f"rejected: {row.reason}"
+    else:
+        outcome = "pending"
+    title = row.kind.replace("_", " ") + ("" if row.status == "applied" else f" {row.status}")
+    return TimelineEntryPublic(kind="command", title=title, detail=f"{requested}; {outcome}",
+                               **common)
+
+
+def _abandoned_series(session: Session, *, job_id: str, names: list[str] | None,
+                      max_points: int) -> list[MetricSeriesPublic]:
+    """The branches rollbacks set aside, one series per (branch, metric), thinned alike."""
+    grouped: dict[tuple[int, str], list[tuple[int, float]]] = {}
+    for point in repositories.list_abandoned_points(session, job_id=job_id, names=names,
+                                                    limit=10_000_000):
+        grouped.setdefault((point.branch, point.name), []).append((point.step, point.value))
+    series = []
+    for (branch, name), rows in sorted(grouped.items()):
+        steps = np.array([s for s, _ in rows], dtype=np.int64)
+        values = np.array([v for _, v in rows], dtype=np.float64)
+        keep = keep_extremes(values, max_points=max_points)
+        series.append(MetricSeriesPublic(
+            name=name, steps=steps[keep].tolist(), values=values[keep].tolist(),
+            total_points=len(values), downsampled=len(keep) < len(values), abandoned=True,
+            branch=branch))
+    return series

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from api import cursors, telemetry
 from api.errors import ApiError, field_error, not_found
 from api.schemas.jobs import JobControlPublic
+from api.services.commands import record_and_send
 from api.services.model_checks import IMAGE_FORMATS, check_model_fits_data, record_shape
 from api.state import ServiceState
 from core import model_size, repositories
@@ -263,7 +264,8 @@ def pause_job(session: Session, *, state: ServiceState, job: Job, user: User) ->
     if job.status == JobStatus.RUNNING:
         _require_channel(state)
         assert state.channel is not None
-        command_id = state.channel.send_command(job.id, PauseCommand(requested_by=user.id))
+        command_id = record_and_send(session, state=state, job=job,
+                                     command=PauseCommand(requested_by=user.id)).id
         return JobControlPublic(
             job_id=job.id, action="pause", status=job.status, command_id=command_id, pending=True
         )
@@ -297,7 +299,8 @@ def cancel_job(session: Session, *, state: ServiceState, job: Job, user: User) -
             return JobControlPublic(
                 job_id=job.id, action="cancel", status=job.status, pending=False
             )
-        command_id = state.channel.send_command(job.id, CancelCommand(requested_by=user.id))
+        command_id = record_and_send(session, state=state, job=job,
+                                     command=CancelCommand(requested_by=user.id)).id
         return JobControlPublic(
             job_id=job.id, action="cancel", status=job.status, command_id=command_id, pending=True
         )

@@ -3,13 +3,32 @@
 commit. Callers use ``repositories.<function>``; the modules are how the file is organised.
 """
 
+from core.repositories.branches import abandon_metric_points, list_abandoned_points
 from core.repositories.checkpoints import (
     add_checkpoint,
     delete_checkpoints,
+    delete_checkpoints_after,
     delete_job,
     get_checkpoint,
     latest_checkpoint,
     list_checkpoints,
+)
+from core.repositories.commands import (
+    abandon_commands,
+    command_times_since,
+    create_command,
+    create_lr_change,
+    ensure_command,
+    get_command,
+    get_lr_change,
+    list_commands,
+    list_lr_changes,
+    lr_change_times_since,
+    mark_command_applied,
+    mark_command_rejected,
+    mark_lr_change_applied,
+    mark_lr_change_rejected,
+    reject_pending_commands,
 )
 from core.repositories.dataset_uploads import (
     bytes_held_by,
@@ -38,22 +57,17 @@ from core.repositories.jobs import (
     get_job_by_idempotency_key,
     increment_attempts,
     insert_submitted_job,
+    list_children,
     list_jobs,
     list_status_events,
     new_job_row,
     queued_jobs_untouched_since,
     running_jobs,
     set_current_lr,
+    set_job_parameters,
+    start_branch,
     transition_job,
     update_job_progress,
-)
-from core.repositories.lr_changes import (
-    create_lr_change,
-    get_lr_change,
-    list_lr_changes,
-    lr_change_times_since,
-    mark_lr_change_applied,
-    mark_lr_change_rejected,
 )
 from core.repositories.metrics import (
     MetricColumns,
@@ -89,6 +103,21 @@ from core.repositories.users import (
 
 __all__ = [
     "MetricPointIn",
+    "abandon_commands",
+    "abandon_metric_points",
+    "delete_checkpoints_after",
+    "list_abandoned_points",
+    "list_children",
+    "set_job_parameters",
+    "start_branch",
+    "command_times_since",
+    "create_command",
+    "ensure_command",
+    "get_command",
+    "list_commands",
+    "mark_command_applied",
+    "mark_command_rejected",
+    "reject_pending_commands",
     "add_api_token",
     "add_checkpoint",
     "add_metric_points",

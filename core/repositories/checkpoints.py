@@ -13,10 +13,11 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from core.models import (
+    AbandonedMetricPoint,
     Checkpoint,
     Job,
+    JobCommand,
     JobStatusEvent,
-    LRChange,
     MetricPoint,
 )
 
@@ -68,10 +69,18 @@ def delete_checkpoints(session: Session, *, job_id: str, steps: list[int]) -> No
         )
 
 
+def delete_checkpoints_after(session: Session, *, job_id: str, step: int) -> list[int]:
+    """Forget the checkpoint rows after ``step`` (a rollback); returns their steps."""
+    steps = list(session.scalars(select(Checkpoint.step).where(
+        Checkpoint.job_id == job_id, Checkpoint.step > step)))
+    delete_checkpoints(session, job_id=job_id, steps=steps)
+    return sorted(steps)
+
+
 def delete_job(session: Session, *, job_id: str) -> None:
     """A job's rows and everything hanging off them (children first: SQLite enforces
     ON DELETE CASCADE only when told to, so the order does not rely on it)."""
-    for child in (MetricPoint, LRChange, Checkpoint, JobStatusEvent):
+    for child in (MetricPoint, AbandonedMetricPoint, JobCommand, Checkpoint, JobStatusEvent):
         session.execute(delete(child).where(child.job_id == job_id))
     session.execute(delete(Job).where(Job.id == job_id))
     session.flush()

@@ -39,17 +39,23 @@ def new_job_row(
     current_lr: float | None = None,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
+    parent_id: str | None = None,
+    fork_step: int | None = None,
+    epoch: int = 0,
+    step: int = 0,
 ) -> dict[str, Any]:
-    """Every column of a job as it is submitted: queued, nothing trained yet."""
+    """Every column of a job as it is submitted: queued, nothing trained yet (a fork
+    starts where its parent's checkpoint stood)."""
     now = utcnow()
     return {
         "id": new_id(), "owner_id": owner_id, "name": name, "spec": spec, "queue": queue,
-        "status": JobStatus.QUEUED.value, "status_reason": None, "epoch": 0, "step": 0,
+        "status": JobStatus.QUEUED.value, "status_reason": None, "epoch": epoch, "step": step,
         "current_lr": current_lr, "latest_metrics": {}, "attempts": 0,
         "idempotency_key": idempotency_key, "request_hash": request_hash,
         "created_at": now, "updated_at": now, "started_at": None, "finished_at": None,
         # The outbox: written with the row, so a stored job is always one to be sent.
         "dispatch_pending": True, "dispatched_at": None,
+        "parent_id": parent_id, "fork_step": fork_step, "branch": 0, "parameters": None,
     }
 
 
@@ -265,3 +271,31 @@ def increment_attempts(session: Session, *, job_id: str) -> int:
 def list_status_events(session: Session, *, job_id: str) -> list[JobStatusEvent]:
     query = select(JobStatusEvent).where(JobStatusEvent.job_id == job_id)
     return list(session.scalars(query.order_by(JobStatusEvent.id)))
+
+
+def set_job_parameters(session: Session, *, job_id: str,
+                       parameters: list[dict[str, Any]]) -> None:
+    """The model's parameter names as the worker built them (checked by freeze)."""
+    session.execute(
+        update(Job).where(Job.id == job_id).values(parameters=parameters)
+        .execution_options(synchronize_session=False)
+    )
+    session.flush()
+
+
+def list_children(session: Session, *, job_id: str) -> list[Job]:
+    """The jobs forked from this one, oldest first."""
+    query = select(Job).where(Job.parent_id == job_id)
+    return list(session.scalars(query.order_by(Job.created_at, Job.id)))
+
+
+def start_branch(session: Session, *, job_id: str, step: int, epoch: int) -> int:
+    """A rollback: count a new branch and put the job's progress back at the checkpoint
+    it rewinds to; returns the branch number of the steps being abandoned (1, 2, ...)."""
+    session.execute(
+        update(Job).where(Job.id == job_id)
+        .values(branch=Job.branch + 1, step=step, epoch=epoch, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    session.flush()
+    return int(session.scalar(select(Job.branch).where(Job.id == job_id)) or 0)

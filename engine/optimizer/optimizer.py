@@ -324,6 +324,22 @@ class Optimizer(StateDictMixin):
             raise ValueError(f"cannot scale a schedule whose current learning rate is {current}")
         self._lr_scale = lr / current
 
+    def replace_lr_scheduler(self, scheduler: Any) -> None:
+        """Rudder: run ``scheduler`` from now on (None: the constant ``lr``), forgetting
+        any live scale or override of the schedule it replaces.
+
+        >>> from engine import optimizer, lr_scheduler
+        >>> opt = optimizer.SGD(learning_rate=0.5)
+        >>> opt.replace_lr_scheduler(lr_scheduler.FactorScheduler(1, 0.5, base_lr=0.2))
+        >>> opt.learning_rate
+        0.2
+        """
+        if scheduler is not None and not callable(scheduler):
+            raise ValueError(f"lr_scheduler must be callable, got {type(scheduler).__name__}")
+        self.lr_scheduler = scheduler
+        self._lr_scale = 1.0
+        self._lr_override = None
+
     @property
     def live_lr_state(self) -> dict[str, Any]:
         return {"scale": self._lr_scale, "override": self._lr_override}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from core.models import Job, LRChange
+from core.models import Job, JobCommand
 from tests.api.specs import digits_spec
 from tests.conftest import ApiHarness
 
@@ -202,7 +202,8 @@ class TestLearningRateValidation:
         if field is not None:
             assert response.json()["error"]["details"][0]["field"] == field
         with api.sessions() as session:
-            assert session.scalars(select(LRChange).where(LRChange.job_id == job_id)).all() == []
+            stored = select(JobCommand).where(JobCommand.job_id == job_id)
+            assert session.scalars(stored).all() == []
 
 
 def test_unknown_route_is_a_json_404(api: ApiHarness) -> None:

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import copy
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -52,3 +54,13 @@ def example_spec(**overrides: Any) -> dict[str, Any]:
 @pytest.fixture
 def examples_dir() -> Path:
     return ROOT / "examples"
+
+
+def final_params(client: Client, job_id: str, tmp_path: Path) -> dict[str, np.ndarray]:
+    """The weights of the job's latest checkpoint, as downloaded."""
+    checkpoints = client.checkpoints(job_id)["data"]
+    latest = max(checkpoints, key=lambda c: c["step"])
+    path = client.download_checkpoint(job_id, latest["step"], "params.npz",
+                                      tmp_path / job_id / "params.npz")
+    with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 import signal
 from pathlib import Path
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from rudder.client import Client, RudderError
-from tests.e2e.conftest import example_spec
+from tests.e2e.conftest import example_spec, final_params
 from tests.e2e.events import EventTap, is_status, metric_at_least
 from tests.e2e.harness import Stack
 from tests.services import wait_until
@@ -23,14 +22,6 @@ pytestmark = pytest.mark.slow
 def _checkpoints(client: Client, job_id: str) -> list[dict]:
     body = client.checkpoints(job_id)
     return list(body["data"] if isinstance(body, dict) else body)
-
-
-def _final_params(client: Client, job_id: str, tmp_path: Path) -> dict[str, np.ndarray]:
-    latest = max(_checkpoints(client, job_id), key=lambda c: c["step"])
-    path = client.download_checkpoint(job_id, latest["step"], "params.npz",
-                                      tmp_path / job_id / "params.npz")
-    with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files}
 
 
 def test_live_lr_pause_resume_and_checkpoints(stack: Stack, client: Client,
@@ -136,8 +127,8 @@ def test_killed_worker_resumes_from_checkpoint_with_identical_weights(
     reference = client.submit(spec)
     wait_until(lambda: client.get_job(reference["id"])["status"] == "succeeded", 240,
                interval=0.5, what="the uninterrupted run")
-    resumed = _final_params(client, job["id"], tmp_path)
-    uninterrupted = _final_params(client, reference["id"], tmp_path)
+    resumed = final_params(client, job["id"], tmp_path)
+    uninterrupted = final_params(client, reference["id"], tmp_path)
     assert resumed.keys() == uninterrupted.keys()
     for name in resumed:
         assert np.array_equal(resumed[name], uninterrupted[name]), name

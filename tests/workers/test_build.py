@@ -64,36 +64,26 @@ def test_a_spec_the_schema_refuses_is_not_built() -> None:
         _runner(dict(MINIMAL, optimizer={"type": "adam", "momentum": 0.9}))
 
 
-class _RecordingIO(_QuietIO):
-    def __init__(self) -> None:
-        self.answers: list[Any] = []
-
-    def lr_applied(self, event: Any) -> None:
-        self.answers.append(event)
-
-    def lr_rejected(self, event: Any) -> None:
-        self.answers.append(event)
-
-
 def test_a_change_the_trainer_refuses_is_answered_with_a_rejected_lr_event() -> None:
     """Issue 15: a schedule still at lr 0 (warmup from 0) cannot be scaled; the worker
     says so as an lr event with status rejected and the engine's reason."""
-    from core.events import LREvent, SetLRCommand
+    from core.commands import SetLRCommand
+    from core.steering import outcome_event
 
     spec = dict(MINIMAL, lr_scheduler={"type": "cosine", "max_update": 100,
                                        "warmup_steps": 10, "warmup_begin_lr": 0.0})
-    io = _RecordingIO()
-    runner = JobRunner("lr-reject", spec, store=None, job_io=io)  # type: ignore[arg-type]
+    runner = JobRunner("lr-reject", spec, store=None, job_io=_QuietIO())  # type: ignore[arg-type]
     runner.build()
-    runner.apply_lr(SetLRCommand(command_id="c1", learning_rate=0.5, mode="scale"))
-    runner.apply_lr(SetLRCommand(command_id="c2", learning_rate=0.5, mode="override"))
-    rejected, applied = io.answers
-    assert isinstance(rejected, LREvent) and rejected.status == "rejected"
+    applied = runner.steering.apply([
+        SetLRCommand(command_id="c1", learning_rate=0.5, mode="scale"),
+        SetLRCommand(command_id="c2", learning_rate=0.5, mode="override")], step=0)
+    rejected, done = (outcome_event(o) for o in applied.outcomes)
+    assert rejected.type == "lr" and rejected.status == "rejected"
     assert (rejected.change_id, rejected.learning_rate, rejected.applied_step) == ("c1", 0.5,
                                                                                    None)
     assert "0" in (rejected.reason or "")
-    assert (applied.status, applied.change_id, applied.reason) == ("applied", "c2", None)
-    assert applied.applied_step == 1 and applied.learning_rate == 0.5
+    assert (done.status, done.change_id, done.reason) == ("applied", "c2", None)
+    assert done.applied_step == 1 and done.learning_rate == 0.5
 
 
 def _trainer_of(spec: Any) -> tuple[list[str], Any]:

@@ -14,7 +14,6 @@ import io
 import multiprocessing
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,19 @@ import pytest
 
 from core import repositories as repo
 from core.channel import Channel
+from core.commands import (
+    EvaluateCommand,
+    FreezeCommand,
+    SetHyperparametersCommand,
+    SetScheduleCommand,
+)
 from core.db import session_scope
 from core.events import Command, SetLRCommand
-from core.jobspec import parse_spec
+from core.jobspec import SchedulerSpec, parse_spec
 from core.models import LRChangeMode
 from core.storage import LocalStore, ObjectStore, store_from_settings
 from tests.services import wait_until
+from tests.workers.jobs import ScriptedIO
 from tests.workers.test_runner import SPEC
 from workers.checkpoints import checkpoint_prefix, latest_complete_checkpoint
 from workers.runner import JobRunner
@@ -195,39 +201,9 @@ def test_worker_killed_writing_a_later_checkpoint_resumes_from_the_previous_one(
     assert _final_files(store, crashed) == _final_files(store, reference)
 
 
-class _ScriptedIO:
-    """A JobIO for an uninterrupted in-process run that applies one LR change at the
-    boundary after step ``at_step - 1``, i.e. from step ``at_step`` on."""
-
-    def __init__(self, command: SetLRCommand, at_step: int) -> None:
-        self.wake = threading.Event()
-        self.wake.set()  # look at every step boundary
-        self.command, self.at_step = command, at_step
-        self.runner: JobRunner | None = None
-
-    def poll_commands(self) -> list[Command]:
-        assert self.runner is not None
-        self.wake.set()
-        due = self.runner.state.step == self.at_step - 1
-        return [self.command] if due else []
-
-    def still_owner(self) -> bool:
-        return True
-
-    def checkpoint_saved(self, *args: Any, **kwargs: Any) -> bool:
-        return True
-
-    def publish(self, *args: Any) -> None: ...
-    def record_metrics(self, *args: Any) -> None: ...
-    def record_progress(self, *args: Any) -> None: ...
-    def lr_applied(self, *args: Any) -> None: ...
-    def lr_rejected(self, *args: Any) -> None: ...
-    def flush(self) -> None: ...
-
-
 def _uninterrupted_with_change(store: ObjectStore, command: SetLRCommand,
                                at_step: int) -> tuple[bytes, bytes]:
-    scripted = _ScriptedIO(command, at_step)
+    scripted = ScriptedIO({at_step: [command]})
     job_id = f"reference-{at_step}"
     runner = JobRunner(job_id, CRASH_SPEC, store, scripted)
     scripted.runner = runner
@@ -283,3 +259,68 @@ def test_lr_change_applied_before_the_kill_is_replayed_at_its_step(
     without = _uninterrupted_with_change(store, command, at_step=10**9)
     crashed_params, without_params = _arrays(uninterrupted[0]), _arrays(without[0])
     assert any(not np.array_equal(crashed_params[k], without_params[k]) for k in crashed_params)
+
+
+def _steering_commands(user_id: str) -> list[Command]:
+    return [
+        SetHyperparametersCommand(wd=0.02, beta1=0.85, requested_by=user_id),
+        FreezeCommand(pattern="net_dense0_", requested_by=user_id),
+        SetScheduleCommand(lr_scheduler=SchedulerSpec(type="factor", step=5, factor=0.8),
+                           learning_rate=0.003, requested_by=user_id),
+        EvaluateCommand(requested_by=user_id),
+    ]
+
+
+def _commands(job_id: str) -> list[Any]:
+    with session_scope() as session:
+        return list(repo.list_commands(session, job_id=job_id))
+
+
+def test_commands_applied_before_the_kill_are_replayed_at_their_steps(
+        database: str, channel: Channel, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hyperparameters, a freeze, a replaced schedule and an evaluation confirmed after
+    the last complete checkpoint: the resumed run applies each again at its step (from
+    the database's record) and ends byte-identical to a run that never stopped."""
+    from tests.workers.conftest import _clear_caches
+
+    monkeypatch.setenv("RUDDER_WORKER_METRICS_MIN_INTERVAL_SECONDS", "0")
+    _clear_caches()
+    store = store_from_settings()
+    assert isinstance(store, LocalStore)
+    crashed, user_id = _submit(CRASH_SPEC)
+    sent = _steering_commands(user_id)
+
+    def steer() -> None:  # as with the lr change above: they apply after step 30
+        wait_until(lambda: any(e.type == "metric" and e.data["step"] == 30
+                               for e in channel.read_events(crashed, count=10_000)), 30,
+                   what="the loop at step 30")
+        with session_scope() as session:
+            for command in sent:
+                repo.create_command(session, job_id=crashed, command=command)
+        for command in sent:
+            channel.send_command(crashed, command)
+
+    def confirmed() -> None:
+        wait_until(lambda: [c.status for c in _commands(crashed)] == ["applied"] * 4, 30,
+                   what="the commands confirmed")
+
+    _kill_during_write(crashed, tmp_path / "signals", hold_step=20, stall_step=40,
+                       while_held=steer, before_kill=confirmed)
+    steps = {c.id: int(c.applied_step) for c in _commands(crashed)}
+    previous = latest_complete_checkpoint(store, crashed)
+    assert previous is not None and previous.meta.step == 30 < min(steps.values())
+
+    _resume(crashed, channel)
+    after = {c.id: (c.status, c.applied_step) for c in _commands(crashed)}
+    assert after == {k: ("applied", v) for k, v in steps.items()}  # recorded once
+
+    script: dict[int, list[Command]] = {}
+    for command in _steering_commands(user_id):
+        original = next(s for s in sent if s.type == command.type)
+        script.setdefault(steps[original.command_id], []).append(command)
+    scripted = ScriptedIO(script)
+    runner = JobRunner("reference-steered", CRASH_SPEC, store, scripted)  # type: ignore[arg-type]
+    scripted.runner = runner
+    assert runner.run().outcome == "succeeded"
+    assert _final_files(store, crashed) == _final_files(store, "reference-steered")

@@ -22,12 +22,11 @@ from sqlalchemy.pool import NullPool
 from core import repositories as repo
 from core.channel import Channel
 from core.db import make_sessionmaker, session_scope
-from core.events import LREvent
 from core.job_status import transition_and_announce
 from core.models import JobStatus, LRChangeMode
 from tests.services import wait_until
 from tests.workers.db_outage import outage_controller
-from tests.workers.jobs import stored_job
+from tests.workers.jobs import lr_outcome, stored_job
 from workers.db_retry import retry_db
 from workers.service_io import ControlListener, ServiceIO
 
@@ -89,13 +88,12 @@ def test_points_written_during_an_outage_are_spooled_then_stored_in_order_once(
 
         outage.start()
         _record_steps(io, range(6, 41))
-        io.lr_applied(LREvent(change_id=change.id, learning_rate=0.05, mode="scale",
-                              applied_step=41, applied_at=time.time()))
+        io.command_done(lr_outcome(change.id, 0.05, step=41))
         io.record_progress(41, 4, 0.05, {"train_loss": 1 / 40})
         _record_steps(io, range(41, 81))
         io.flush()  # returns: the points are safe in the spool file, not lost
         spooled = [json.loads(line) for line in spool_file.read_text().splitlines()]
-        assert {r["kind"] for r in spooled} == {"points", "lr"}
+        assert {r["kind"] for r in spooled} == {"points", "command"}
         spooled_steps = {p[0] for r in spooled if r["kind"] == "points" for p in r["points"]}
         assert spooled_steps == set(range(6, 81))
         assert io.spool.failures >= 1
@@ -275,8 +273,7 @@ def _confirm_change_then_wait(job_id: str, change_id: str, spool_dir: str, ready
 
     io = _service_io(get_channel(), job_id, Path(spool_dir))
     _record_steps(io, range(1, 6))
-    io.lr_applied(LREvent(change_id=change_id, learning_rate=0.002, mode="scale",
-                          applied_step=25, applied_at=time.time()))
+    io.command_done(lr_outcome(change_id, 0.002, step=25))
     io.flush()
     Path(ready).touch()
     time.sleep(120)

@@ -9,6 +9,7 @@ import numpy as np
 
 import engine
 from core.events import JobEvent
+from tests.workers.jobs import idle_steering
 from workers.hooks import LoopState, Pacing, ServiceHandler
 from workers.loop import run_epochs
 from workers.runner import JobRunner
@@ -73,9 +74,10 @@ def test_loop_matches_the_estimator_bit_for_bit() -> None:
     by_loop = _built()
     io = _LocalIO()
     state = LoopState()
-    handler = ServiceHandler(io, state, apply_lr=lambda c: None,  # type: ignore[arg-type]
-                             save_checkpoint=lambda r: True, current_lr=lambda: 0.01,
-                             checkpoint_every=0, pacing=Pacing(log_every=5))
+    handler = ServiceHandler(io, state, steering=idle_steering(),
+                             save_checkpoint=lambda r, wait=False: True,
+                             current_lr=lambda: 0.01, checkpoint_every=0,
+                             pacing=Pacing(log_every=5))
     run_epochs(net=by_loop.net, loss_fn=by_loop.loss, trainer=by_loop.trainer,
                train_data=by_loop.train_data, val_data=by_loop.val_data,
                train_metrics=by_loop.train_metrics, val_metrics=by_loop.val_metrics,

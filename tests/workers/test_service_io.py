@@ -7,14 +7,13 @@ from core.channel import Channel
 from core.db import session_scope
 from core.events import (
     CancelCommand,
-    LREvent,
     MetricEvent,
     PauseCommand,
     SetLRCommand,
 )
 from core.models import LRChangeMode
 from tests.services import wait_until
-from tests.workers.jobs import stored_job
+from tests.workers.jobs import idle_steering, lr_outcome, stored_job
 from workers.service_io import ControlListener, ServiceIO
 
 
@@ -59,8 +58,7 @@ def test_events_metrics_and_lr_confirmation_are_written(worker_env: dict[str, st
                            values={"train_loss": 1.5, "lr": 0.02}))
     io.record_metrics(10, 0, {"train_loss": 1.5, "lr": 0.02})
     io.record_progress(10, 0, 0.02, {"train_loss": 1.5})
-    io.lr_applied(LREvent(change_id=change_id, learning_rate=0.01, mode="scale",
-                          applied_step=11, applied_at=time.time()))
+    io.command_done(lr_outcome(change_id, 0.01, step=11))
     io.close()
     events = channel.read_events(job_id)
     assert [e.type for e in events] == ["metric", "lr"]
@@ -100,9 +98,10 @@ def test_a_command_stops_the_loop_at_the_very_next_step(worker_env: dict[str, st
     listener.start()
     io = ServiceIO(channel, job_id, still_owner=lambda: True, listener=listener)
     state = LoopState()
-    handler = ServiceHandler(io, state, apply_lr=lambda command: None,
-                             save_checkpoint=lambda reason: True, current_lr=lambda: 0.1,
-                             checkpoint_every=0, pacing=Pacing(log_every=1000))
+    handler = ServiceHandler(io, state, steering=idle_steering(),
+                             save_checkpoint=lambda reason, wait=False: True,
+                             current_lr=lambda: 0.1, checkpoint_every=0,
+                             pacing=Pacing(log_every=1000))
     try:
         handler.train_begin(None)
         assert not any(handler.batch_end(None) for _ in range(5))
@@ -127,8 +126,7 @@ def test_a_rejected_lr_change_is_an_lr_event_and_a_row_with_its_reason(
     io = ServiceIO(channel, job_id, still_owner=lambda: True,
                    listener=ControlListener(channel, job_id))
     reason = "cannot scale a schedule whose current learning rate is 0.0"
-    io.lr_rejected(LREvent(change_id=change_id, status="rejected", learning_rate=0.5,
-                           mode="scale", reason=reason))
+    io.command_done(lr_outcome(change_id, 0.5, reason=reason))
     io.close()
     [event] = channel.read_events(job_id)
     assert (event.type, event.data) == ("lr", {

@@ -69,9 +69,23 @@ def _stop_heartbeat(**_: Any) -> None:
     heartbeat.stop_heartbeat()
 
 
+def _engine_threads() -> str:
+    """Apply the worker's thread setting, if any, and say what the engine computes with.
+    Runs when this module is imported, before a prefork pool forks its children."""
+    configured = get_worker_settings().engine_threads
+    if configured is None:
+        return workers.engine_api.engine.threads.describe()
+    workers.engine_api.kernel_threads.set_count(configured)
+    return f"engine threads: {configured} (RUDDER_WORKER_ENGINE_THREADS={configured})"
+
+
+_ENGINE_THREADS = _engine_threads()
+
+
 @worker_ready.connect
 def _start_watchdog(**_: Any) -> None:
     log.info("%s", workers.engine_api.engine.blas_kernels.describe())
+    log.info("%s", _ENGINE_THREADS)
     if get_worker_settings().watchdog_enabled:
         start_watchdog()
 

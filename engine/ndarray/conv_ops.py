@@ -26,11 +26,14 @@ convolutions keep the numpy copies below.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from . import conv_kernels, conv_windows, cpu_kernels, winograd, winograd4
+from . import conv_kernels, conv_windows, cpu_kernels, gemm, winograd, winograd4
+from .kernel_threads import run_tasks
 from .ndarray import NDArray, apply_op, needs_grad
 from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
 
@@ -208,12 +211,23 @@ def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         gw = rows_to_weight(gw, w.shape, last)
         gx = None if gx is None else conv_windows.from_channels_last(gx, last)
         if bias is not None:
-            return gx, gw, gl.sum(axis=(0, 1, 2))
+            return gx, gw, _bias_gradient(gl)
         return gx, gw
 
     inputs = (data, weight) if bias is None else (data, weight, bias)
     return apply_op(conv_windows.from_channels_last(out, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _bias_gradient(gl: Any) -> Any:
+    """Σ over every pixel of the channels-last output gradient: compiled over a fixed split
+    of its rows where it is float32 numpy (see conv_kernels.bias_grad), else numpy's sum."""
+    if not cpu_kernels.available(gl):
+        return gl.sum(axis=(0, 1, 2))
+    rows = np.ascontiguousarray(gl).reshape(-1, gl.shape[-1])
+    gb = np.empty(rows.shape[1], dtype=rows.dtype)
+    conv_kernels.bias_grad(rows, gb)
+    return gb
 
 
 # Bytes of columns per block of images: the forward multiplies each block of im2col columns
@@ -261,17 +275,21 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         cols = np.empty((c * kk, rows), dtype=x.dtype)
         conv_kernels.im2col_kernel_major(x, *args, cols)
         wmat = w.reshape(f, c * kk)
-        out = cols.T @ wmat.T
+        out = gemm.matmul(cols.T, wmat.T)
     else:  # cols (rows, KK·C), weight (F, KK·C) in (kh, kw, c) order
         cols = np.empty((rows, kk * c), dtype=x.dtype)
         wmat = weight_to_rows(w, last)
         out = np.empty((rows, f), dtype=x.dtype)
         per_image = rows // n
         step = _images_per_block(n, per_image, kk * c * x.itemsize)
-        for n0 in range(0, n, step):  # each block of columns is multiplied while in cache
-            block = slice(n0 * per_image, (n0 + step) * per_image)
-            conv_kernels.im2col_rows(xl[n0:n0 + step], *args, cols[block])
-            np.matmul(cols[block], wmat.T, out=out[block])
+        if step >= n:  # one block: the kernel and the GEMM split over the threads each
+            conv_kernels.im2col_rows(xl, *args, cols)
+            gemm.matmul(cols, wmat.T, out)
+        else:  # each block of columns is multiplied while in cache: one task per block
+            run_tasks([partial(_columns_product, xl[n0:n0 + step], args, wmat,
+                               cols[n0 * per_image:(n0 + step) * per_image],
+                               out[n0 * per_image:(n0 + step) * per_image])
+                       for n0 in range(0, n, step)])
     if bias is not None:
         conv_kernels.add_bias(out, bias._data)
     out_l = out.reshape(n, *out_sizes, f)
@@ -281,15 +299,21 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     def backward(g: Any) -> tuple[Any, ...]:
         gmat = conv_windows.to_channels_last(g, last).reshape(rows, f)
         gx = None
-        if kernel_major:
-            gw = (cols @ gmat).T.reshape(w.shape)
-        elif cols.shape[-1] <= f:  # narrow columns: OpenBLAS runs this product faster
-            gw = rows_to_weight((cols.T @ gmat).T, w.shape, last)
-        else:
-            gw = rows_to_weight(gmat.T @ cols, w.shape, last)
+        # the weight gradient sums over every row: partial products over fixed blocks of
+        # rows, run beside the data gradient's blocks
+        transposed = kernel_major or cols.shape[-1] <= f  # narrow columns: OpenBLAS runs
+        # the transposed product faster
+        tasks, weight_grad = (gemm.matmul_k_tasks(cols if kernel_major else cols.T, gmat)
+                              if transposed else gemm.matmul_k_tasks(gmat.T, cols))
         if need_gx:
-            gx = _input_gradient(gmat, wmat, x.shape if kernel_major else xl.shape, args,
-                                 kernel_major)
+            gx_tasks, data_grad = _input_gradient(gmat, wmat, x.shape if kernel_major
+                                                  else xl.shape, args, kernel_major)
+            tasks += gx_tasks
+        run_tasks(tasks)
+        gw = weight_grad().T if transposed else weight_grad()
+        gw = gw.reshape(w.shape) if kernel_major else rows_to_weight(gw, w.shape, last)
+        if need_gx:
+            gx = data_grad()
             gx = gx if kernel_major else conv_windows.from_channels_last(gx, last)
         if bias is not None:
             gb = np.empty(f, dtype=x.dtype)
@@ -301,21 +325,42 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
                     backward)
 
 
+def _columns_product(xl: Any, args: tuple[int, ...], wmat: Any, cols: Any, out: Any) -> None:
+    """One block of images' forward: its im2col columns, then their product (one task)."""
+    conv_kernels.im2col_rows(xl, *args, cols)
+    np.matmul(cols, wmat.T, out=out)
+
+
 def _input_gradient(gmat: Any, wmat: Any, shape: tuple[int, ...], args: tuple[int, ...],
-                    kernel_major: bool) -> Any:
+                    kernel_major: bool) -> tuple[list[Callable[[], Any]], Callable[[], Any]]:
     """The data gradient of :func:`_compiled_convolution` (``shape``: its data as the column
-    kernel reads it), one GEMM and one compiled scatter per block of images."""
+    kernel reads it), one GEMM and one compiled scatter per block of images: the tasks, and
+    the call that returns the gradient once they ran. A single block's GEMM is split into
+    blocks of its own and its scatter runs afterwards, over all the threads."""
     n = shape[0]
     per_image = gmat.shape[0] // n
     step = _images_per_block(n, per_image, wmat.shape[1] * gmat.itemsize)
     gx = np.empty(shape, dtype=gmat.dtype)
-    for n0 in range(0, n, step):
+    if step >= n:
+        a, b = (wmat.T, gmat.T) if kernel_major else (gmat, wmat)
+        gcols = np.empty((a.shape[0], b.shape[1]), dtype=gmat.dtype)
+        scatter_all = conv_kernels.col2im_kernel_major if kernel_major else \
+            conv_kernels.col2im_rows
+
+        def finish() -> Any:
+            scatter_all(gcols, *args, gx)
+            return gx
+
+        return gemm.matmul_tasks(a, b, gcols), finish
+
+    def scatter(n0: int) -> None:
         block = gmat[n0 * per_image:(n0 + step) * per_image]
         if kernel_major:
             conv_kernels.col2im_kernel_major(wmat.T @ block.T, *args, gx[n0:n0 + step])
         else:
             conv_kernels.col2im_rows(block @ wmat, *args, gx[n0:n0 + step])
-    return gx
+
+    return [partial(scatter, n0) for n0 in range(0, n, step)], lambda: gx
 
 
 Convolution = convolution

@@ -34,8 +34,10 @@ def cap_threads(default: int = 1) -> int:
     for var in THREAD_VARS:
         os.environ[var] = str(threads)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from engine import blas_kernels, threads  # before numpy: picks the kernels and threads
+    # before numpy: picks OpenBLAS's kernels and the engine's thread count
+    from engine import blas_kernels
+    from engine import threads as engine_threads
 
     print(blas_kernels.describe(), flush=True)
-    print(threads.describe(), flush=True)
+    print(engine_threads.describe(), flush=True)
     return threads

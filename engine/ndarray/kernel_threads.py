@@ -108,12 +108,23 @@ def _parallel_usable() -> bool:
         if not state["checked"]:
             if os.environ.get("NUMBA_THREADING_LAYER", "") in ("", "default", "workqueue"):
                 numba.config.THREADING_LAYER = "threadsafe"  # tbb or omp, never workqueue
+            # OpenMP's threads sleep between kernels instead of spinning (unless the
+            # environment says otherwise): spinning threads took 5x the CPU time of a CNN
+            # step on a loaded 2-core machine, starved the threads they waited for, and
+            # would compete with a job's own data-loading processes. Set only while the
+            # OpenMP runtime loads (it reads it then), so child processes do not inherit it.
+            policy_unset = "OMP_WAIT_POLICY" not in os.environ
+            if policy_unset:
+                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
             try:
                 _probe(numpy.zeros(4))
                 state["usable"] = True
                 state["started"] = True
             except Exception as exc:  # noqa: BLE001 - no safe layer: serial builds
                 log.warning("engine kernels run on one thread: %s", exc)
+            finally:
+                if policy_unset:
+                    os.environ.pop("OMP_WAIT_POLICY", None)
             state["checked"] = True
     return bool(state["usable"])
 

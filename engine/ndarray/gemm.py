@@ -38,7 +38,7 @@ from .kernel_threads import run_tasks
 ROW_BLOCK = 512
 COL_BLOCK = 256
 K_BLOCK = 8192
-MIN_BLOCK_FLOPS = 1 << 22
+MIN_BLOCK_FLOPS = 1 << 23
 
 
 def bounds(size: int, block: int) -> list[tuple[int, int]]:

@@ -124,3 +124,39 @@ def test_one_parameter_updates_equal_numpy_rule(wd, monkeypatch):
         results.append([weight.asnumpy(), state[0].asnumpy(), state[1].asnumpy()])
     for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _run_sgd(config: dict, dtype, use_kernel: bool, monkeypatch, steps: int = 4):
+    rng = np.random.default_rng(11)
+    total = sum(SIZES)
+    w = (rng.standard_normal(total) * 3).astype(dtype)
+    optimizer = opt.create("sgd", **config)
+    mom = np.zeros(total, dtype) if optimizer.momentum else None
+    calls: list[int] = []
+    with monkeypatch.context() as patch:
+        if use_kernel:
+            patch.setattr(compiled, "sgd", partial(_counted, calls, compiled.sgd))
+        else:
+            patch.setattr(compiled, "applies", lambda *arrays: False)
+        for _ in range(steps):
+            g = (rng.standard_normal(total) * 10.0 ** rng.integers(-8, 5, total)).astype(dtype)
+            optimizer.fused_update([0, 1, 2], w, g, mom, Segments(SIZES, [0, 1, 2]))
+    assert bool(calls) == use_kernel
+    return w, mom
+
+
+SGD_CASES = [dict(zip(("wd", "clip_gradient", "rescale_grad", "momentum"), values, strict=True))
+             for values in itertools.product([0.0, 0.01], [None, 0.5], [1.0, 1 / 128],
+                                             [0.0, 0.9])]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("config", SGD_CASES,
+                         ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_compiled_sgd_equals_numpy_rule(config, dtype, monkeypatch):
+    config = {"learning_rate": 0.05, **config}
+    w_kernel, m_kernel = _run_sgd(config, dtype, True, monkeypatch)
+    w_numpy, m_numpy = _run_sgd(config, dtype, False, monkeypatch)
+    np.testing.assert_array_equal(w_kernel, w_numpy)
+    if m_kernel is not None:
+        np.testing.assert_array_equal(m_kernel, m_numpy)

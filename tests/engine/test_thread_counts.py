@@ -11,6 +11,12 @@ kernels) and imperative (the separate ops).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -80,3 +86,41 @@ def test_training_steps_are_bit_identical_on_1_2_and_3_threads(hybridize, optimi
     for threads in (2, 3):
         same = [a == b for a, b in zip(runs[1], runs[threads], strict=True)]
         assert all(same), f"{threads} threads differ from 1 in arrays {same.index(False)}+"
+
+
+def _fresh_process(imports: str, affinity: set[int] | None = None, **env: str) -> dict:
+    """The engine's thread count, OpenBLAS's and the log line in a new interpreter."""
+    code = (f"{imports}\nimport json, threadpoolctl, engine.threads\n"
+            "from engine.ndarray import kernel_threads\n"
+            "blas = [i['num_threads'] for i in threadpoolctl.threadpool_info()"
+            " if i['internal_api'] == 'openblas']\n"
+            "print(json.dumps({'count': kernel_threads.count(), 'blas': blas,"
+            " 'described': engine.threads.describe(), 'log': globals().get('LOG')}))")
+    environ = {k: v for k, v in os.environ.items() if k not in (
+        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RUDDER_ENGINE_THREADS", "NUMBA_NUM_THREADS")}
+    environ.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), **env)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=120,
+        check=True, preexec_fn=None if affinity is None else
+        (lambda: os.sched_setaffinity(0, affinity))).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_the_count_follows_the_cores_given_and_blas_stays_on_one_thread():
+    one_core = {min(os.sched_getaffinity(0))}
+    got = _fresh_process("import engine", affinity=one_core)
+    assert got["count"] == 1 and "affinity mask" in got["described"], got
+    got = _fresh_process("import numpy, engine", RUDDER_ENGINE_THREADS="3",
+                         OPENBLAS_NUM_THREADS="4")  # numpy first, with 4 BLAS threads
+    assert got["count"] == 3 and got["blas"] == [1], got
+
+
+def test_a_worker_setting_sets_the_count_and_the_start_log_says_so():
+    got = _fresh_process("import workers.tasks\nLOG = workers.tasks._ENGINE_THREADS",
+                         RUDDER_WORKER_ENGINE_THREADS="3")
+    assert got["count"] == 3, got
+    assert got["log"] == "engine threads: 3 (RUDDER_WORKER_ENGINE_THREADS=3)"
+    got = _fresh_process("import workers.tasks\nLOG = workers.tasks._ENGINE_THREADS",
+                         OMP_NUM_THREADS="2")
+    assert got["count"] == 2 and got["log"] == "engine threads: 2 (OMP_NUM_THREADS=2)", got

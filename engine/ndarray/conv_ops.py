@@ -13,7 +13,10 @@ compiles its transforms and there are enough tiles, else F(2x2, 3x3) (:mod:`.win
 2.25x fewer); every other geometry, and cupy, keeps im2col. Other float32 ungrouped
 2-D convolutions on numpy build and scatter their columns with compiled single-pass kernels
 (:mod:`.conv_kernels`, see :func:`_compiled_convolution`); cupy, float64, grouped and 1-D/3-D
-convolutions keep the numpy copies below.
+convolutions keep the numpy copies below. A convolution of 1-pixel maps (where only one
+kernel position reads data, the rest padding) is the Dense product of that position's
+weights (:func:`_single_tap_convolution`; a non-finite weight at a padding position then
+does not turn the output into NaN, as 0·inf would).
 
 >>> from engine import nd
 >>> x = nd.ones((1, 1, 4, 4)); w = nd.ones((2, 1, 3, 3))
@@ -143,6 +146,11 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
         x, w, kernel, stride, dilate, pad, num_filter, groups, layout)
     xl = conv_windows.to_channels_last(x, last)
     use_bias = bias is not None and not no_bias
+    tap = _single_tap(sizes, out_sizes, kernel, dilate, pad)
+    if tap is not None and xp is np and groups == 1 and x.dtype == w.dtype \
+            and x.dtype in (np.float32, np.float64) \
+            and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
+        return _single_tap_convolution(data, weight, bias if use_bias else None, xl, tap, last)
     if winograd.applies(xp, kernel, stride, dilate, groups, xl.shape, w.shape[0], pad) \
             and x.dtype == w.dtype and x.dtype in (np.float32, np.float64) \
             and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
@@ -186,6 +194,50 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
             return gx, gw, gmat.sum(axis=1).reshape(f)
         return gx, gw
 
+    return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
+                    backward)
+
+
+def _single_tap(sizes: tuple[int, ...], out_sizes: tuple[int, ...], kernel: tuple[int, ...],
+                dilate: tuple[int, ...], pad: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The one kernel position that reads data when the input and output are a single
+    pixel (every other position reads padding), else None."""
+    if any(s != 1 for s in (*sizes, *out_sizes)):
+        return None
+    if any(p % d or p // d >= k for p, d, k in zip(pad, dilate, kernel, strict=True)):
+        return None
+    return tuple(p // d for p, d in zip(pad, dilate, strict=True))
+
+
+def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, xl: Any,
+                            tap: tuple[int, ...], last: bool) -> NDArray:
+    """A convolution of 1-pixel maps (ResNet's last stage on 32x32 images: a 3x3, padding-1
+    convolution of 1x1 maps): a Dense layer with the weights of the one kernel position that
+    reads data. im2col would multiply every other position's weights by padding zeros: 9x
+    the work, for the same sums (less the zero products)."""
+    w = weight._data
+    n, c, f = xl.shape[0], xl.shape[-1], w.shape[0]
+    x2 = xl.reshape(n, c)
+    at = (slice(None), *tap, slice(None)) if last else (slice(None), slice(None), *tap)
+    wc = w[at]  # (F, C)
+    out = gemm.matmul(x2, wc.T)
+    if bias is not None:
+        out += bias._data
+    need_gx = needs_grad(data)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        g2 = conv_windows.to_channels_last(g, last).reshape(n, f)
+        gw = np.zeros_like(w)
+        gw[at] = gemm.matmul(g2.T, x2)
+        gx = None
+        if need_gx:
+            gx = conv_windows.from_channels_last(gemm.matmul(g2, wc).reshape(xl.shape), last)
+        if bias is not None:
+            return gx, gw, g2.sum(axis=0)
+        return gx, gw
+
+    inputs = (data, weight) if bias is None else (data, weight, bias)
+    out_l = out.reshape(n, *([1] * (xl.ndim - 2)), f)
     return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
 

@@ -405,12 +405,20 @@ def _input_gradient(gmat: Any, wmat: Any, shape: tuple[int, ...], args: tuple[in
 
         return gemm.matmul_tasks(a, b, gcols), finish
 
+    # every block's column gradient in one buffer made here, not in the tasks: a task's
+    # temporaries would come from whichever thread's malloc arena ran it, and arenas that
+    # see other peaks from step to step map fresh pages (page faults) every step
+    gcols = np.empty((wmat.shape[1], gmat.shape[0]) if kernel_major
+                     else (gmat.shape[0], wmat.shape[1]), dtype=gmat.dtype)
+
     def scatter(n0: int) -> None:
-        block = gmat[n0 * per_image:(n0 + step) * per_image]
+        rows = slice(n0 * per_image, (n0 + step) * per_image)
         if kernel_major:
-            conv_kernels.col2im_kernel_major(wmat.T @ block.T, *args, gx[n0:n0 + step])
+            np.matmul(wmat.T, gmat[rows].T, out=gcols[:, rows])
+            conv_kernels.col2im_kernel_major(gcols[:, rows], *args, gx[n0:n0 + step])
         else:
-            conv_kernels.col2im_rows(block @ wmat, *args, gx[n0:n0 + step])
+            np.matmul(gmat[rows], wmat, out=gcols[rows])
+            conv_kernels.col2im_rows(gcols[rows], *args, gx[n0:n0 + step])
 
     return [partial(scatter, n0) for n0 in range(0, n, step)], lambda: gx
 

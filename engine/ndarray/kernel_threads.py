@@ -26,13 +26,11 @@ A process forked after the OpenMP threads started (GNU OpenMP is not fork-safe) 
 serial builds from then on; one forked before keeps the parallel ones.
 
 >>> import numpy as np
->>> @kernel
-... def doubled(x, out):
-...     for b in prange(block_count(x.shape[0], 4)):
-...         for i in range(4 * b, min(4 * b + 4, x.shape[0])):
-...             out[i] = x[i] + x[i]
->>> out = np.empty(10); doubled(np.arange(10.0), out); out[9]
-18.0
+>>> from engine.ndarray import cpu_kernels   # a kernel: add_relu over blocks of elements
+>>> out = np.empty(10, np.float32)
+>>> cpu_kernels.add_relu(np.arange(10, dtype=np.float32), np.full(10, -5, np.float32), out)
+>>> out.tolist()[4:7], count() >= 1, block_count(10, 4)
+([0.0, 0.0, 1.0], True, 3)
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from workers.celery_app import QUEUES, TRAIN_TASK, celery_app
 from workers.datasets.validate import validate_dataset as validate_dataset_files
 from workers.hooks import shutdown_requested
 from workers.lifecycle import LeaseBusy, run_job
-from workers.settings import get_worker_settings
+from workers.settings import WorkerSettings, get_worker_settings
 from workers.watchdog import start_watchdog, stop_watchdog
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def _stop_heartbeat(**_: Any) -> None:
 def _engine_threads() -> str:
     """Apply the worker's thread setting, if any, and say what the engine computes with.
     Runs when this module is imported, before a prefork pool forks its children."""
-    configured = get_worker_settings().engine_threads
+    configured = WorkerSettings().engine_threads  # not the cached settings: tests set theirs
     if configured is None:
         return workers.engine_api.engine.threads.describe()
     workers.engine_api.kernel_threads.set_count(configured)

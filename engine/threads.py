@@ -40,6 +40,7 @@ __all__ = ["Decision", "apply", "available_cores", "cores_from_quota", "decision
 
 SETTING = "RUDDER_ENGINE_THREADS"
 _CGROUP = Path("/sys/fs/cgroup")
+_PROC_CGROUP = Path("/proc/self/cgroup")
 
 
 @dataclass(frozen=True)
@@ -60,20 +61,43 @@ def cores_from_quota(cpu_max: str) -> int | None:
     return max(1, math.floor(quota / period)) if quota > 0 and period > 0 else None
 
 
+def _ancestors(base: Path, path: str) -> list[Path]:
+    """``base/path`` and each directory above it up to ``base`` (a parent's quota binds too)."""
+    parts = [p for p in path.strip().split("/") if p]
+    return [base.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
+
+
 def _cgroup_quota() -> int | None:
-    """Whole CPUs of this process's cgroup quota (v2 or v1), None when it has none."""
+    """Whole CPUs of the tightest CPU quota on this process's cgroup or one above it (v2
+    ``cpu.max``, v1 ``cpu.cfs_quota_us``), None when there is none."""
     try:
-        v2 = _CGROUP / "cpu.max"
-        if v2.is_file():
-            return cores_from_quota(v2.read_text())
-        quota = _CGROUP / "cpu" / "cpu.cfs_quota_us"
-        period = _CGROUP / "cpu" / "cpu.cfs_period_us"
-        if quota.is_file() and period.is_file():
-            return cores_from_quota(f"{quota.read_text().strip()} {period.read_text().strip()}"
-                                    .replace("-1 ", "max "))
-    except (OSError, ValueError):
-        pass
-    return None
+        lines = _PROC_CGROUP.read_text().splitlines()
+    except OSError:
+        return None
+    quotas: list[int] = []
+    try:
+        for line in lines:
+            quotas += _quotas_of(line)
+    except (OSError, ValueError):  # unreadable or malformed: no quota we can trust
+        return None
+    return min(quotas) if quotas else None
+
+
+def _quotas_of(line: str) -> list[int]:
+    """The CPU quotas (whole CPUs) along one ``/proc/self/cgroup`` line's hierarchy."""
+    _, controllers, path = line.split(":", 2)
+    if not controllers:  # v2, mounted alone or beside v1 as "unified"
+        base = _CGROUP if (_CGROUP / "cgroup.controllers").exists() else _CGROUP / "unified"
+        files = [d / "cpu.max" for d in _ancestors(base, path)]
+        texts = [f.read_text() for f in files if f.is_file()]
+    elif "cpu" in controllers.split(","):
+        base = _CGROUP / controllers if (_CGROUP / controllers).is_dir() else _CGROUP / "cpu"
+        texts = [f"{(d / 'cpu.cfs_quota_us').read_text().strip()} "
+                 f"{(d / 'cpu.cfs_period_us').read_text().strip()}".replace("-1 ", "max ")
+                 for d in _ancestors(base, path) if (d / "cpu.cfs_quota_us").is_file()]
+    else:
+        return []
+    return [q for q in map(cores_from_quota, texts) if q is not None]
 
 
 def available_cores() -> tuple[int, str]:

@@ -142,3 +142,30 @@ def test_thread_count_setting_and_its_errors(monkeypatch):
     with pytest.raises(ValueError, match=">= 1"):
         kernel_threads.set_count(0)
     assert threads.describe().startswith("engine threads: ")
+
+
+def test_cgroup_quotas_v2_and_v1_the_tightest_along_the_hierarchy(tmp_path, monkeypatch):
+    """A container's CPU quota (or its parent's, where tighter) caps the thread count."""
+    proc = tmp_path / "cgroup"
+    monkeypatch.setattr(threads, "_PROC_CGROUP", proc)
+    monkeypatch.setattr(threads, "_CGROUP", tmp_path / "fs")
+    job = tmp_path / "fs" / "jobs" / "worker"
+    job.mkdir(parents=True)
+    (tmp_path / "fs" / "cgroup.controllers").write_text("cpu memory")
+    (tmp_path / "fs" / "jobs" / "cpu.max").write_text("300000 100000\n")
+    (job / "cpu.max").write_text("max 100000\n")
+    proc.write_text("0::/jobs/worker\n")
+    assert threads._cgroup_quota() == 3  # the parent's 3 CPUs bind the unlimited child
+    (job / "cpu.max").write_text("150000 100000\n")
+    assert threads._cgroup_quota() == 1
+    v1 = tmp_path / "fs" / "cpu,cpuacct" / "docker" / "abc"
+    v1.mkdir(parents=True)
+    (tmp_path / "fs" / "cgroup.controllers").unlink()
+    (v1 / "cpu.cfs_quota_us").write_text("400000\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    proc.write_text("4:memory:/docker/abc\n2:cpu,cpuacct:/docker/abc\n1:name=systemd:/\n")
+    assert threads._cgroup_quota() == 4
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    assert threads._cgroup_quota() is None
+    proc.write_text("garbage\n")
+    assert threads._cgroup_quota() is None

@@ -167,9 +167,10 @@ class Kernel:
         return self.serial(*args)
 
 
-# Fewest elements in a kernel's largest array for its parallel build: below it, starting
-# the threads (~5-20 µs) costs more than they save. The floats are the same either way.
-PARALLEL_MIN_ELEMENTS = 1 << 15
+# Fewest elements in a kernel's largest array for its parallel build: below it (~50 µs of
+# streaming work) waking the threads (5-20 µs on an idle machine, far more on a busy one)
+# costs about what they save. The floats are the same either way.
+PARALLEL_MIN_ELEMENTS = 1 << 17
 
 
 def _large(args: tuple[Any, ...]) -> bool:

@@ -43,6 +43,7 @@ def test_batch_norm_sums_come_out_the_same_in_float64(thread_counts):
     arg = rng.integers(0, 4, g.shape).astype(np.uint8)
     block = batch_norm_kernels.block_rows(x.shape[0], c, 2 * w)
     assert 1 < block < x.shape[0] // 2  # several blocks, so the split matters
+    assert x.size >= kernel_threads.PARALLEL_MIN_ELEMENTS  # and the parallel builds run
     mean, inv_std = x.mean(0).astype(np.float32), np.ones(c, np.float32)
     scale, beta = np.full(c, 0.5, np.float32), np.zeros(c, np.float32)
 
@@ -76,10 +77,11 @@ def test_batch_norm_sums_come_out_the_same_in_float64(thread_counts):
 
 
 def test_bias_gradient_sums_blocks_in_order(thread_counts):
-    g = rng.standard_normal((5 * conv_kernels.BIAS_BLOCK_ROWS + 17, 8)).astype(np.float32)
+    g = rng.standard_normal((5 * conv_kernels.BIAS_BLOCK_ROWS + 17, 16)).astype(np.float32)
+    assert g.size >= kernel_threads.PARALLEL_MIN_ELEMENTS  # the parallel build runs
 
     def column_sums():
-        out = np.empty(8)  # float64 out: the float64 sums themselves, unrounded
+        out = np.empty(16)  # float64 out: the float64 sums themselves, unrounded
         conv_kernels.bias_grad(g, out)
         return out
 

@@ -201,7 +201,9 @@ result['version'] = torch.__version__
 VERSIONS: dict[str, str] = {}
 
 
-def run_anchor(name: str, net_name: str, data, steps: int) -> list[float] | None:
+def run_anchor(name: str, net_name: str, data, steps: int,
+               threads: int | None = None) -> list[float] | None:
+    threads = THREADS if threads is None else threads
     if anchor_python(name) is None:
         return None
     if name == "mxnet":
@@ -209,9 +211,9 @@ def run_anchor(name: str, net_name: str, data, steps: int) -> list[float] | None
         code = (MXNET_SNIPPET.replace("BUILDER_SOURCE", inspect.getsource(builder))
                 .replace("BUILDER", builder.__name__))
     else:
-        code = TORCH_SNIPPET.replace("NET", net_name).replace("THREADS", str(THREADS))
+        code = TORCH_SNIPPET.replace("NET", net_name).replace("THREADS", str(threads))
     code = code.replace("STEPS", str(steps)).replace("LR", repr(LR))
-    run = run_in_anchor(name, code, data, timeout=600, threads=THREADS)
+    run = run_in_anchor(name, code, data, timeout=600, threads=threads)
     VERSIONS[name] = str(run.json["version"])
     return [float(t) for t in run.json["seconds"]]
 
@@ -269,26 +271,29 @@ def profile(net_name: str, data, steps: int) -> None:
 
     A hybridized block runs a compiled program of kernels (engine/gluon/hybrid/kernels.py
     and norm_kernels.py: fused ones, and a generic one that calls the ``engine.nd``
-    operator); every kernel class's ``forward``/``backward`` is wrapped with a timer,
+    operator); every kernel class's ``forward``/``backward`` is wrapped with timers,
     labelled by the op and its first input's shape. "other" is the rest of the step:
-    loss, autograd bookkeeping, Adam. Times are this thread's CPU time, so that other
-    processes on a shared machine weigh less than in wall-clock time (the step runs on
-    one thread with --threads 1).
+    loss, autograd bookkeeping, the optimizer. Each op gets its wall time and its CPU time
+    (the whole process's: every engine thread's), so that other processes on a shared
+    machine weigh less than in wall-clock time; with ``--threads N`` their ratio is how
+    many threads the op kept busy ("par"), which says where more cores would not help.
     """
     from collections import defaultdict
 
     from engine.gluon.hybrid import kernels, norm_kernels
 
-    spent: dict[str, float] = defaultdict(float)
+    spent: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     labels: dict[int, str] = {}
 
     def timed(method, direction: str):
         def run_timed(kernel, run):
             if direction == "fwd":
                 labels[id(kernel)] = _kernel_label(kernel, run)
-            t0 = time.thread_time()
+            t0, c0 = time.perf_counter(), time.process_time()
             method(kernel, run)
-            spent[f"{labels.get(id(kernel), '?')} {direction}"] += time.thread_time() - t0
+            cell = spent[f"{labels.get(id(kernel), '?')} {direction}"]
+            cell[0] += time.perf_counter() - t0
+            cell[1] += time.process_time() - c0
         return run_timed
 
     classes = [cls for module in (kernels, norm_kernels) for cls in vars(module).values()
@@ -303,19 +308,22 @@ def profile(net_name: str, data, steps: int) -> None:
         step()
         step()
         spent.clear()
-        t0, wall = time.thread_time(), time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for _ in range(steps):
             step()
-        total = (time.thread_time() - t0) / steps
-        wall = (time.perf_counter() - wall) / steps
+        cpu = (time.process_time() - c0) / steps
+        wall = (time.perf_counter() - t0) / steps
     finally:
         for cls, (fwd, bwd) in originals.items():
             cls.forward, cls.backward = fwd, bwd
-    print(f"{net_name}: {total * 1e3:.1f} ms/step of CPU time ({wall * 1e3:.1f} ms wall; mean "
-          f"of {steps}, hybridized), by op and input shape:")
-    for label, secs in sorted(spent.items(), key=lambda item: -item[1]):
-        print(f"  {label:<48} {secs / steps * 1e3:8.2f} ms")
-    print(f"  {'other':<48} {(total - sum(spent.values()) / steps) * 1e3:8.2f} ms")
+    print(f"{net_name}: {wall * 1e3:.1f} ms/step wall, {cpu * 1e3:.1f} ms of CPU time "
+          f"(mean of {steps}, hybridized, {THREADS} engine thread(s)), by op and input shape:")
+    print(f"  {'op':<48} {'wall ms':>8} {'cpu ms':>8} {'par':>5}")
+    for label, (w, c) in sorted(spent.items(), key=lambda item: -item[1][0]):
+        print(f"  {label:<48} {w / steps * 1e3:8.2f} {c / steps * 1e3:8.2f} {c / w:5.2f}")
+    rest_w = wall - sum(w for w, _ in spent.values()) / steps
+    rest_c = cpu - sum(c for _, c in spent.values()) / steps
+    print(f"  {'other':<48} {rest_w * 1e3:8.2f} {rest_c * 1e3:8.2f}")
 
 
 def main() -> None:

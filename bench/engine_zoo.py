@@ -105,12 +105,13 @@ result['version'] = mx.__version__
 """
 
 
-def mxnet_times(model: str, data: dict[str, np.ndarray],
-                steps: int) -> tuple[list[tuple[float, float]], str]:
+def mxnet_times(model: str, data: dict[str, np.ndarray], steps: int,
+                threads: int | None = None) -> tuple[list[tuple[float, float]], str]:
     code = (MXNET_SNIPPET.replace("MODEL", repr(model)).replace("OPTIMIZER", repr(OPTIMIZER))
             .replace("STEPS", str(steps)))
     run = run_in_anchor("mxnet", "import mxnet as mx\nfrom mxnet import autograd, gluon, nd\n"
-                        + code, data, timeout=600, threads=THREADS)
+                        + code, data, timeout=600,
+                        threads=THREADS if threads is None else threads)
     return [(float(w), float(c)) for w, c in run.json["seconds"]], str(run.json["version"])
 
 

@@ -10,8 +10,10 @@ ENV DEBIAN_FRONTEND=noninteractive \
     RUDDER_ENVIRONMENT=production \
     PATH=/opt/venv/bin:$PATH
 
+# libgomp1: the OpenMP runtime numba's parallel loops run on (the engine's kernels use all
+# the cores given; without it they run on one thread, engine/ndarray/kernel_threads.py)
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 python3-venv python3-pip \
+    && apt-get install -y --no-install-recommends python3 python3-venv python3-pip libgomp1 \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/venv
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# first, before anything imports numpy: importing it picks OpenBLAS's kernels (see the module)
-from . import blas_kernels
+# first, before anything imports numpy: importing these picks OpenBLAS's kernels and the
+# thread count of BLAS, numba and the engine's own pool (see the modules)
+from . import blas_kernels, threads
 
 # isort: split
 from . import autograd, base, nd, random

@@ -19,5 +19,7 @@ import engine.lr_scheduler
 import engine.metric
 import engine.optimizer
 import engine.random
+import engine.threads
+from engine.ndarray import kernel_threads
 
-__all__ = ["engine"]
+__all__ = ["engine", "kernel_threads"]

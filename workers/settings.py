@@ -46,6 +46,10 @@ class WorkerSettings(BaseSettings):
     # JSON-lines file per job) and are retried with backoff; the next run of the job on
     # this host sends what a dead process left behind.
     spool_dir: Path = Field(default_factory=default_spool_dir)
+    # Threads the engine computes with (its kernels, products and optimizer); unset: the
+    # cores this worker is given (affinity, cgroup CPU quota) or OMP_NUM_THREADS, as
+    # engine.threads decides. Results are the same for any count.
+    engine_threads: int | None = Field(default=None, ge=1)
     # How long a run's last writes (final status, last points, a checkpoint's row) are
     # retried through a database outage before the worker gives up on them.
     db_retry_seconds: float = Field(default=120.0, gt=0)

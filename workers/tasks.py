@@ -23,7 +23,7 @@ from workers.celery_app import QUEUES, TRAIN_TASK, celery_app
 from workers.datasets.validate import validate_dataset as validate_dataset_files
 from workers.hooks import shutdown_requested
 from workers.lifecycle import LeaseBusy, run_job
-from workers.settings import get_worker_settings
+from workers.settings import WorkerSettings, get_worker_settings
 from workers.watchdog import start_watchdog, stop_watchdog
 
 log = logging.getLogger(__name__)
@@ -69,9 +69,23 @@ def _stop_heartbeat(**_: Any) -> None:
     heartbeat.stop_heartbeat()
 
 
+def _engine_threads() -> str:
+    """Apply the worker's thread setting, if any, and say what the engine computes with.
+    Runs when this module is imported, before a prefork pool forks its children."""
+    configured = WorkerSettings().engine_threads  # not the cached settings: tests set theirs
+    if configured is None:
+        return workers.engine_api.engine.threads.describe()
+    workers.engine_api.kernel_threads.set_count(configured)
+    return f"engine threads: {configured} (RUDDER_WORKER_ENGINE_THREADS={configured})"
+
+
+_ENGINE_THREADS = _engine_threads()
+
+
 @worker_ready.connect
 def _start_watchdog(**_: Any) -> None:
     log.info("%s", workers.engine_api.engine.blas_kernels.describe())
+    log.info("%s", _ENGINE_THREADS)
     if get_worker_settings().watchdog_enabled:
         start_watchdog()
 

@@ -26,7 +26,11 @@ written as zeros on the way:
 - ``winograd_*``: the four data-sized transforms of :mod:`.winograd`, fused per tile.
 
 The scatter and gather loops are plain nested loops in a fixed order, so a result does not
-depend on anything but the inputs (hybridized and imperative runs stay bit-identical).
+depend on anything but the inputs (hybridized and imperative runs stay bit-identical). Each
+kernel splits its work over the engine's threads (:mod:`.kernel_threads`) by rows of output
+(gathers, transforms) or whole images (scatters, whose windows overlap only within an image);
+the bias gradient keeps one float64 partial per fixed block of rows, added up in block order.
+So every result is the same for any thread count.
 
 >>> import numpy as np
 >>> x = np.arange(4, dtype=np.float32).reshape(1, 2, 2, 1)
@@ -43,6 +47,7 @@ from typing import Any
 import numpy
 
 from .cpu_kernels import ENABLED, _jit, numba
+from .kernel_threads import kernel, prange
 
 # Indices are cast to unsigned before indexing: numba wraps negative indices, and that check
 # in an inner loop keeps LLVM from vectorizing it (the kernel-major gather ran 7x slower).
@@ -62,38 +67,39 @@ def _valid_range(size: int, out: int, stride: int, offset: int) -> tuple[int, in
     return lo, max(lo, hi)
 
 
-@_jit
+@kernel
 def im2col_rows(x: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ph: int,
                 pw: int, oh: int, ow: int, cols: Any) -> None:
     """Windows of channels-last ``x`` (N, H, W, C) into ``cols`` (N·OH·OW, KH·KW·C)."""
     n_, h_, w_, c_ = x.shape
     cu = _u(c_)
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                dst = cols[_u((n * oh + i) * ow + j)]
-                for a in range(kh):
-                    y = i * sh + a * dh - ph
-                    for b in range(kw):
-                        base = _u((a * kw + b) * c_)
-                        xx = j * sw + b * dw - pw
-                        if 0 <= y < h_ and 0 <= xx < w_:
-                            src = x[_u(n), _u(y), _u(xx)]
-                            for c in range(cu):
-                                dst[base + c] = src[c]
-                        else:
-                            for c in range(cu):
-                                dst[base + c] = 0.0
+    for p in prange(n_ * oh):
+        n, i = p // oh, p % oh
+        for j in range(ow):
+            dst = cols[_u((n * oh + i) * ow + j)]
+            for a in range(kh):
+                y = i * sh + a * dh - ph
+                for b in range(kw):
+                    base = _u((a * kw + b) * c_)
+                    xx = j * sw + b * dw - pw
+                    if 0 <= y < h_ and 0 <= xx < w_:
+                        src = x[_u(n), _u(y), _u(xx)]
+                        for c in range(cu):
+                            dst[base + c] = src[c]
+                    else:
+                        for c in range(cu):
+                            dst[base + c] = 0.0
 
 
-@_jit
+@kernel
 def col2im_rows(gcols: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ph: int,
                 pw: int, oh: int, ow: int, gx: Any) -> None:
-    """Transpose of :func:`im2col_rows`: ``gx`` (N, H, W, C) = sum of the window gradients."""
+    """Transpose of :func:`im2col_rows`: ``gx`` (N, H, W, C) = sum of the window gradients,
+    one block per image."""
     n_, h_, w_, c_ = gx.shape
     cu = _u(c_)
-    gx[...] = 0.0
-    for n in range(n_):
+    for n in prange(n_):
+        gx[n] = 0.0
         for i in range(oh):
             for j in range(ow):
                 r = _u((n * oh + i) * ow + j)
@@ -109,80 +115,92 @@ def col2im_rows(gcols: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int
                                 gx[_u(n), _u(y), _u(xx), c] += gcols[r, base + c]
 
 
-@_jit
+@kernel
 def im2col_kernel_major(x: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
                         ph: int, pw: int, oh: int, ow: int, cols: Any) -> None:
-    """Windows of channels-first ``x`` (N, C, H, W) into ``cols`` (C·KH·KW, N·OH·OW)."""
+    """Windows of channels-first ``x`` (N, C, H, W) into ``cols`` (C·KH·KW, N·OH·OW), one
+    block per (row of ``cols``, image)."""
     n_, c_, h_, w_ = x.shape
-    for c in range(c_):
+    for p in prange(c_ * kh * kw * n_):
+        k, n = p // n_, p % n_
+        c, a, b = k // (kh * kw), (k // kw) % kh, k % kw
+        off = b * dw - pw
+        lo, hi = _valid_range(w_, ow, sw, off)
+        row = cols[_u(k)]
+        for i in range(oh):
+            base = _u((n * oh + i) * ow)
+            y = i * sh + a * dh - ph
+            if y < 0 or y >= h_:
+                for j in range(_u(ow)):
+                    row[base + j] = 0.0
+                continue
+            src = x[_u(n), _u(c), _u(y)]
+            for j in range(_u(lo)):
+                row[base + j] = 0.0
+            for j in range(_u(lo), _u(hi)):
+                row[base + j] = src[j * _u(sw) + _u(off + lo * sw) - _u(lo * sw)]
+            for j in range(_u(hi), _u(ow)):
+                row[base + j] = 0.0
+
+
+@kernel
+def col2im_kernel_major(gcols: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
+                        ph: int, pw: int, oh: int, ow: int, gx: Any) -> None:
+    """Transpose of :func:`im2col_kernel_major` into ``gx`` (N, C, H, W), one block per
+    (image, channel) plane."""
+    n_, c_, h_, w_ = gx.shape
+    for p in prange(n_ * c_):
+        n, c = p // c_, p % c_
+        gx[n, c] = 0.0
         for a in range(kh):
             for b in range(kw):
                 off = b * dw - pw
                 lo, hi = _valid_range(w_, ow, sw, off)
-                row = cols[_u((c * kh + a) * kw + b)]
-                for n in range(n_):
-                    for i in range(oh):
-                        base = _u((n * oh + i) * ow)
-                        y = i * sh + a * dh - ph
-                        if y < 0 or y >= h_:
-                            for j in range(_u(ow)):
-                                row[base + j] = 0.0
-                            continue
-                        src = x[_u(n), _u(c), _u(y)]
-                        for j in range(_u(lo)):
-                            row[base + j] = 0.0
-                        for j in range(_u(lo), _u(hi)):
-                            row[base + j] = src[j * _u(sw) + _u(off + lo * sw) - _u(lo * sw)]
-                        for j in range(_u(hi), _u(ow)):
-                            row[base + j] = 0.0
+                row = gcols[_u((c * kh + a) * kw + b)]
+                for i in range(oh):
+                    y = i * sh + a * dh - ph
+                    if y < 0 or y >= h_:
+                        continue
+                    base = _u((n * oh + i) * ow)
+                    dst = gx[_u(n), _u(c), _u(y)]
+                    for j in range(_u(lo), _u(hi)):
+                        dst[j * _u(sw) + _u(off + lo * sw) - _u(lo * sw)] += row[base + j]
 
 
-@_jit
-def col2im_kernel_major(gcols: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
-                        ph: int, pw: int, oh: int, ow: int, gx: Any) -> None:
-    """Transpose of :func:`im2col_kernel_major` into ``gx`` (N, C, H, W)."""
-    n_, c_, h_, w_ = gx.shape
-    gx[...] = 0.0
-    for n in range(n_):
-        for c in range(c_):
-            for a in range(kh):
-                for b in range(kw):
-                    off = b * dw - pw
-                    lo, hi = _valid_range(w_, ow, sw, off)
-                    row = gcols[_u((c * kh + a) * kw + b)]
-                    for i in range(oh):
-                        y = i * sh + a * dh - ph
-                        if y < 0 or y >= h_:
-                            continue
-                        base = _u((n * oh + i) * ow)
-                        dst = gx[_u(n), _u(c), _u(y)]
-                        for j in range(_u(lo), _u(hi)):
-                            dst[j * _u(sw) + _u(off + lo * sw) - _u(lo * sw)] += row[base + j]
+# rows per block of add_bias and bias_grad (bias_grad keeps one partial sum per block)
+BIAS_BLOCK_ROWS = 2048
 
 
-@_jit
+@kernel
 def add_bias(out: Any, bias: Any) -> None:
     """``out += bias`` over the rows of ``out`` (rows, F) (numpy's broadcast add loops over
     F-long rows one at a time: 5x slower for F = 32)."""
     rows, f = out.shape
     fu = _u(f)
-    for r in range(_u(rows)):
-        for j in range(fu):
-            out[r, j] += bias[j]
+    for blk in prange((rows + BIAS_BLOCK_ROWS - 1) // BIAS_BLOCK_ROWS):
+        for r in range(blk * BIAS_BLOCK_ROWS, min(rows, (blk + 1) * BIAS_BLOCK_ROWS)):
+            for j in range(fu):
+                out[r, j] += bias[j]
 
 
-@_jit
+@kernel
 def bias_grad(g: Any, out: Any) -> None:
-    """Column sums of ``g`` (rows, F) into ``out`` (F,), accumulated in float64 in row order
-    (numpy's ``sum(axis=0)`` of a narrow matrix runs 5-10x slower)."""
+    """Column sums of ``g`` (rows, F) into ``out`` (F,), accumulated in float64: in row order
+    within each block of BIAS_BLOCK_ROWS rows, then the blocks' sums in block order (numpy's
+    ``sum(axis=0)`` of a narrow matrix runs 5-10x slower)."""
     rows, f = g.shape
     fu = _u(f)
-    acc = numpy.zeros(f, dtype=numpy.float64)
-    for r in range(_u(rows)):
-        for j in range(fu):
-            acc[j] += g[r, j]
+    blocks = (rows + BIAS_BLOCK_ROWS - 1) // BIAS_BLOCK_ROWS
+    acc = numpy.zeros((blocks, f), dtype=numpy.float64)
+    for blk in prange(blocks):
+        for r in range(blk * BIAS_BLOCK_ROWS, min(rows, (blk + 1) * BIAS_BLOCK_ROWS)):
+            for j in range(fu):
+                acc[blk, j] += g[r, j]
     for j in range(fu):
-        out[j] = acc[j]
+        total = 0.0
+        for blk in range(blocks):
+            total += acc[blk, j]
+        out[j] = total
 
 
 @_jit
@@ -204,7 +222,7 @@ def gather_tile(x: Any, n: int, y0: int, x0: int, tile: Any) -> None:
                     tile[a, b, c] = 0.0
 
 
-@_jit
+@kernel
 def winograd_input_transform(x: Any, ph: int, pw: int, v: Any) -> None:
     """Winograd F(2x2, 3x3)'s ``V = Bᵀ d B`` for every 4x4 tile ``d`` (stride 2) of
     channels-last ``x`` (N, H, W, C) padded by (ph, pw) zeros, into v (4, 4, N, TH, TW, C);
@@ -213,102 +231,103 @@ def winograd_input_transform(x: Any, ph: int, pw: int, v: Any) -> None:
     n_, c_ = x.shape[0], x.shape[3]
     th, tw = v.shape[3], v.shape[4]
     cu = _u(c_)
-    d = numpy.zeros((4, 4, c_), dtype=x.dtype)
-    t = numpy.empty((4, 4, c_), dtype=x.dtype)
-    for n in range(n_):
-        for ty in range(th):
-            for tx in range(tw):
-                gather_tile(x, n, 2 * ty - ph, 2 * tx - pw, d)
-                for b in range(4):
-                    for c in range(cu):
-                        t[0, b, c] = d[0, b, c] - d[2, b, c]
-                        t[1, b, c] = d[1, b, c] + d[2, b, c]
-                        t[2, b, c] = d[2, b, c] - d[1, b, c]
-                        t[3, b, c] = d[1, b, c] - d[3, b, c]
-                un, uy, ux = _u(n), _u(ty), _u(tx)
-                for a in range(4):
-                    for c in range(cu):
-                        v[a, 0, un, uy, ux, c] = t[a, 0, c] - t[a, 2, c]
-                        v[a, 1, un, uy, ux, c] = t[a, 1, c] + t[a, 2, c]
-                        v[a, 2, un, uy, ux, c] = t[a, 2, c] - t[a, 1, c]
-                        v[a, 3, un, uy, ux, c] = t[a, 1, c] - t[a, 3, c]
+    for p in prange(n_ * th):  # one block per row of tiles
+        n, ty = p // th, p % th
+        d = numpy.zeros((4, 4, c_), dtype=x.dtype)
+        t = numpy.empty((4, 4, c_), dtype=x.dtype)
+        for tx in range(tw):
+            gather_tile(x, n, 2 * ty - ph, 2 * tx - pw, d)
+            for b in range(4):
+                for c in range(cu):
+                    t[0, b, c] = d[0, b, c] - d[2, b, c]
+                    t[1, b, c] = d[1, b, c] + d[2, b, c]
+                    t[2, b, c] = d[2, b, c] - d[1, b, c]
+                    t[3, b, c] = d[1, b, c] - d[3, b, c]
+            un, uy, ux = _u(n), _u(ty), _u(tx)
+            for a in range(4):
+                for c in range(cu):
+                    v[a, 0, un, uy, ux, c] = t[a, 0, c] - t[a, 2, c]
+                    v[a, 1, un, uy, ux, c] = t[a, 1, c] + t[a, 2, c]
+                    v[a, 2, un, uy, ux, c] = t[a, 2, c] - t[a, 1, c]
+                    v[a, 3, un, uy, ux, c] = t[a, 1, c] - t[a, 3, c]
 
 
-@_jit
+@kernel
 def winograd_output_transform(m: Any, bias: Any, use_bias: bool, out: Any) -> None:
     """``Y = Aᵀ M A`` for every tile of m (4, 4, N, TH, TW, F) into out (N, 2TH, 2TW, F),
     plus ``bias``: the adds of :func:`engine.ndarray.winograd._output_transform` in the same
     order, then the bias, in one pass."""
     th, tw, f_ = m.shape[3], m.shape[4], m.shape[5]
     fu = _u(f_)
-    s = numpy.empty((2, 4, f_), dtype=m.dtype)
-    for n in range(m.shape[2]):
+    for p in prange(m.shape[2] * th):  # one block per row of tiles
+        n, ty = p // th, p % th
         un = _u(n)
-        for ty in range(th):
-            for tx in range(tw):
-                uy, ux = _u(ty), _u(tx)
-                for b in range(4):
-                    for j in range(fu):
-                        s[0, b, j] = m[0, b, un, uy, ux, j] + m[1, b, un, uy, ux, j]
-                        s[0, b, j] += m[2, b, un, uy, ux, j]
-                        s[1, b, j] = m[1, b, un, uy, ux, j] - m[2, b, un, uy, ux, j]
-                        s[1, b, j] -= m[3, b, un, uy, ux, j]
-                for a in range(2):
-                    y = _u(2 * ty + a)
-                    for j in range(fu):
-                        o0 = s[a, 0, j] + s[a, 1, j]
-                        o0 += s[a, 2, j]
-                        o1 = s[a, 1, j] - s[a, 2, j]
-                        o1 -= s[a, 3, j]
-                        if use_bias:
-                            o0 += bias[j]
-                            o1 += bias[j]
-                        out[un, y, _u(2 * tx), j] = o0
-                        out[un, y, _u(2 * tx + 1), j] = o1
+        s = numpy.empty((2, 4, f_), dtype=m.dtype)
+        for tx in range(tw):
+            uy, ux = _u(ty), _u(tx)
+            for b in range(4):
+                for j in range(fu):
+                    s[0, b, j] = m[0, b, un, uy, ux, j] + m[1, b, un, uy, ux, j]
+                    s[0, b, j] += m[2, b, un, uy, ux, j]
+                    s[1, b, j] = m[1, b, un, uy, ux, j] - m[2, b, un, uy, ux, j]
+                    s[1, b, j] -= m[3, b, un, uy, ux, j]
+            for a in range(2):
+                y = _u(2 * ty + a)
+                for j in range(fu):
+                    o0 = s[a, 0, j] + s[a, 1, j]
+                    o0 += s[a, 2, j]
+                    o1 = s[a, 1, j] - s[a, 2, j]
+                    o1 -= s[a, 3, j]
+                    if use_bias:
+                        o0 += bias[j]
+                        o1 += bias[j]
+                    out[un, y, _u(2 * tx), j] = o0
+                    out[un, y, _u(2 * tx + 1), j] = o1
 
 
-@_jit
+@kernel
 def winograd_grad_transform(gl: Any, gy: Any) -> None:
     """``Gy = A dY Aᵀ`` for every 2x2 block of gl (N, 2TH, 2TW, F) into gy (4, 4, N, TH, TW,
     F): the ops of :func:`engine.ndarray.winograd._grad_transform` (the same floats)."""
     th, tw, f_ = gy.shape[3], gy.shape[4], gy.shape[5]
     fu = _u(f_)
-    t = numpy.empty((4, 2, f_), dtype=gy.dtype)
-    for n in range(gy.shape[2]):
+    for p in prange(gy.shape[2] * th):  # one block per row of tiles
+        n, ty = p // th, p % th
         un = _u(n)
-        for ty in range(th):
-            for tx in range(tw):
-                uy, ux = _u(ty), _u(tx)
-                for b in range(2):
-                    y0, y1, xx = _u(2 * ty), _u(2 * ty + 1), _u(2 * tx + b)
-                    for j in range(fu):
-                        d0 = gl[un, y0, xx, j]
-                        d1 = gl[un, y1, xx, j]
-                        t[0, b, j] = d0
-                        t[1, b, j] = d0 + d1
-                        t[2, b, j] = d0 - d1
-                        t[3, b, j] = -d1
-                for a in range(4):
-                    for j in range(fu):
-                        gy[a, 0, un, uy, ux, j] = t[a, 0, j]
-                        gy[a, 1, un, uy, ux, j] = t[a, 0, j] + t[a, 1, j]
-                        gy[a, 2, un, uy, ux, j] = t[a, 0, j] - t[a, 1, j]
-                        gy[a, 3, un, uy, ux, j] = -t[a, 1, j]
+        t = numpy.empty((4, 2, f_), dtype=gy.dtype)
+        for tx in range(tw):
+            uy, ux = _u(ty), _u(tx)
+            for b in range(2):
+                y0, y1, xx = _u(2 * ty), _u(2 * ty + 1), _u(2 * tx + b)
+                for j in range(fu):
+                    d0 = gl[un, y0, xx, j]
+                    d1 = gl[un, y1, xx, j]
+                    t[0, b, j] = d0
+                    t[1, b, j] = d0 + d1
+                    t[2, b, j] = d0 - d1
+                    t[3, b, j] = -d1
+            for a in range(4):
+                for j in range(fu):
+                    gy[a, 0, un, uy, ux, j] = t[a, 0, j]
+                    gy[a, 1, un, uy, ux, j] = t[a, 0, j] + t[a, 1, j]
+                    gy[a, 2, un, uy, ux, j] = t[a, 0, j] - t[a, 1, j]
+                    gy[a, 3, un, uy, ux, j] = -t[a, 1, j]
 
 
-@_jit
+@kernel
 def winograd_input_grad(dv: Any, ph: int, pw: int, gx: Any) -> None:
     """``gx = Σ B dV Bᵀ`` over the overlapping 4x4 tiles of dv (4, 4, N, TH, TW, C) into the
     unpadded data gradient gx (N, H, W, C): tile by tile, each tile's 4x4 block added where
     it lies inside the data (no padded buffer, no fold passes). The sums run in tile order,
-    not in the numpy fold's order: the floats differ from it in the last bits."""
+    not in the numpy fold's order: the floats differ from it in the last bits. One block
+    per image (tiles overlap only within one)."""
     n_, h_, w_, c_ = gx.shape
     th, tw = dv.shape[3], dv.shape[4]
     cu = _u(c_)
-    gx[...] = 0.0
-    r = numpy.empty((4, 4, c_), dtype=gx.dtype)
-    e = numpy.empty((4, c_), dtype=gx.dtype)
-    for n in range(n_):
+    for n in prange(n_):
+        gx[n] = 0.0
+        r = numpy.empty((4, 4, c_), dtype=gx.dtype)
+        e = numpy.empty((4, c_), dtype=gx.dtype)
         un = _u(n)
         for ty in range(th):
             for tx in range(tw):

@@ -13,7 +13,10 @@ compiles its transforms and there are enough tiles, else F(2x2, 3x3) (:mod:`.win
 2.25x fewer); every other geometry, and cupy, keeps im2col. Other float32 ungrouped
 2-D convolutions on numpy build and scatter their columns with compiled single-pass kernels
 (:mod:`.conv_kernels`, see :func:`_compiled_convolution`); cupy, float64, grouped and 1-D/3-D
-convolutions keep the numpy copies below.
+convolutions keep the numpy copies below. A convolution of 1-pixel maps (where only one
+kernel position reads data, the rest padding) is the Dense product of that position's
+weights (:func:`_single_tap_convolution`; a non-finite weight at a padding position then
+does not turn the output into NaN, as 0·inf would).
 
 >>> from engine import nd
 >>> x = nd.ones((1, 1, 4, 4)); w = nd.ones((2, 1, 3, 3))
@@ -26,11 +29,14 @@ convolutions keep the numpy copies below.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from . import conv_kernels, conv_windows, cpu_kernels, winograd, winograd4
+from . import conv_kernels, conv_windows, cpu_kernels, gemm, winograd, winograd4
+from .kernel_threads import run_tasks
 from .ndarray import NDArray, apply_op, needs_grad
 from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
 
@@ -140,6 +146,11 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
         x, w, kernel, stride, dilate, pad, num_filter, groups, layout)
     xl = conv_windows.to_channels_last(x, last)
     use_bias = bias is not None and not no_bias
+    tap = _single_tap(sizes, out_sizes, kernel, dilate, pad)
+    if tap is not None and xp is np and groups == 1 and x.dtype == w.dtype \
+            and x.dtype in (np.float32, np.float64) \
+            and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
+        return _single_tap_convolution(data, weight, bias if use_bias else None, xl, tap, last)
     if winograd.applies(xp, kernel, stride, dilate, groups, xl.shape, w.shape[0], pad) \
             and x.dtype == w.dtype and x.dtype in (np.float32, np.float64) \
             and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
@@ -187,6 +198,50 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
                     backward)
 
 
+def _single_tap(sizes: tuple[int, ...], out_sizes: tuple[int, ...], kernel: tuple[int, ...],
+                dilate: tuple[int, ...], pad: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The one kernel position that reads data when the input and output are a single
+    pixel (every other position reads padding), else None."""
+    if any(s != 1 for s in (*sizes, *out_sizes)):
+        return None
+    if any(p % d or p // d >= k for p, d, k in zip(pad, dilate, kernel, strict=True)):
+        return None
+    return tuple(p // d for p, d in zip(pad, dilate, strict=True))
+
+
+def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, xl: Any,
+                            tap: tuple[int, ...], last: bool) -> NDArray:
+    """A convolution of 1-pixel maps (ResNet's last stage on 32x32 images: a 3x3, padding-1
+    convolution of 1x1 maps): a Dense layer with the weights of the one kernel position that
+    reads data. im2col would multiply every other position's weights by padding zeros: 9x
+    the work, for the same sums (less the zero products)."""
+    w = weight._data
+    n, c, f = xl.shape[0], xl.shape[-1], w.shape[0]
+    x2 = xl.reshape(n, c)
+    at = (slice(None), *tap, slice(None)) if last else (slice(None), slice(None), *tap)
+    wc = w[at]  # (F, C)
+    out = gemm.matmul(x2, wc.T)
+    if bias is not None:
+        out += bias._data
+    need_gx = needs_grad(data)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        g2 = conv_windows.to_channels_last(g, last).reshape(n, f)
+        gw = np.zeros_like(w)
+        gw[at] = gemm.matmul(g2.T, x2)
+        gx = None
+        if need_gx:
+            gx = conv_windows.from_channels_last(gemm.matmul(g2, wc).reshape(xl.shape), last)
+        if bias is not None:
+            return gx, gw, g2.sum(axis=0)
+        return gx, gw
+
+    inputs = (data, weight) if bias is None else (data, weight, bias)
+    out_l = out.reshape(n, *([1] * (xl.ndim - 2)), f)
+    return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
+                    backward)
+
+
 def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, xl: Any,
                           pad: tuple[int, ...], last: bool) -> NDArray:
     """A 3x3 stride-1 convolution by Winograd F(4x4, 3x3) (:mod:`.winograd4`) or F(2x2, 3x3)
@@ -208,12 +263,23 @@ def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         gw = rows_to_weight(gw, w.shape, last)
         gx = None if gx is None else conv_windows.from_channels_last(gx, last)
         if bias is not None:
-            return gx, gw, gl.sum(axis=(0, 1, 2))
+            return gx, gw, _bias_gradient(gl)
         return gx, gw
 
     inputs = (data, weight) if bias is None else (data, weight, bias)
     return apply_op(conv_windows.from_channels_last(out, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _bias_gradient(gl: Any) -> Any:
+    """Σ over every pixel of the channels-last output gradient: compiled over a fixed split
+    of its rows where it is float32 numpy (see conv_kernels.bias_grad), else numpy's sum."""
+    if not cpu_kernels.available(gl):
+        return gl.sum(axis=(0, 1, 2))
+    rows = np.ascontiguousarray(gl).reshape(-1, gl.shape[-1])
+    gb = np.empty(rows.shape[1], dtype=rows.dtype)
+    conv_kernels.bias_grad(rows, gb)
+    return gb
 
 
 # Bytes of columns per block of images: the forward multiplies each block of im2col columns
@@ -261,17 +327,21 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         cols = np.empty((c * kk, rows), dtype=x.dtype)
         conv_kernels.im2col_kernel_major(x, *args, cols)
         wmat = w.reshape(f, c * kk)
-        out = cols.T @ wmat.T
+        out = gemm.matmul(cols.T, wmat.T)
     else:  # cols (rows, KK·C), weight (F, KK·C) in (kh, kw, c) order
         cols = np.empty((rows, kk * c), dtype=x.dtype)
         wmat = weight_to_rows(w, last)
         out = np.empty((rows, f), dtype=x.dtype)
         per_image = rows // n
         step = _images_per_block(n, per_image, kk * c * x.itemsize)
-        for n0 in range(0, n, step):  # each block of columns is multiplied while in cache
-            block = slice(n0 * per_image, (n0 + step) * per_image)
-            conv_kernels.im2col_rows(xl[n0:n0 + step], *args, cols[block])
-            np.matmul(cols[block], wmat.T, out=out[block])
+        if step >= n:  # one block: the kernel and the GEMM split over the threads each
+            conv_kernels.im2col_rows(xl, *args, cols)
+            gemm.matmul(cols, wmat.T, out)
+        else:  # each block of columns is multiplied while in cache: one task per block
+            run_tasks([partial(_columns_product, xl[n0:n0 + step], args, wmat,
+                               cols[n0 * per_image:(n0 + step) * per_image],
+                               out[n0 * per_image:(n0 + step) * per_image])
+                       for n0 in range(0, n, step)])
     if bias is not None:
         conv_kernels.add_bias(out, bias._data)
     out_l = out.reshape(n, *out_sizes, f)
@@ -281,15 +351,21 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     def backward(g: Any) -> tuple[Any, ...]:
         gmat = conv_windows.to_channels_last(g, last).reshape(rows, f)
         gx = None
-        if kernel_major:
-            gw = (cols @ gmat).T.reshape(w.shape)
-        elif cols.shape[-1] <= f:  # narrow columns: OpenBLAS runs this product faster
-            gw = rows_to_weight((cols.T @ gmat).T, w.shape, last)
-        else:
-            gw = rows_to_weight(gmat.T @ cols, w.shape, last)
+        # the weight gradient sums over every row: partial products over fixed blocks of
+        # rows, run beside the data gradient's blocks
+        transposed = kernel_major or cols.shape[-1] <= f  # narrow columns: OpenBLAS runs
+        # the transposed product faster
+        tasks, weight_grad = (gemm.matmul_k_tasks(cols if kernel_major else cols.T, gmat)
+                              if transposed else gemm.matmul_k_tasks(gmat.T, cols))
         if need_gx:
-            gx = _input_gradient(gmat, wmat, x.shape if kernel_major else xl.shape, args,
-                                 kernel_major)
+            gx_tasks, data_grad = _input_gradient(gmat, wmat, x.shape if kernel_major
+                                                  else xl.shape, args, kernel_major)
+            tasks += gx_tasks
+        run_tasks(tasks)
+        gw = weight_grad().T if transposed else weight_grad()
+        gw = gw.reshape(w.shape) if kernel_major else rows_to_weight(gw, w.shape, last)
+        if need_gx:
+            gx = data_grad()
             gx = gx if kernel_major else conv_windows.from_channels_last(gx, last)
         if bias is not None:
             gb = np.empty(f, dtype=x.dtype)
@@ -301,21 +377,50 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
                     backward)
 
 
+def _columns_product(xl: Any, args: tuple[int, ...], wmat: Any, cols: Any, out: Any) -> None:
+    """One block of images' forward: its im2col columns, then their product (one task)."""
+    conv_kernels.im2col_rows(xl, *args, cols)
+    np.matmul(cols, wmat.T, out=out)
+
+
 def _input_gradient(gmat: Any, wmat: Any, shape: tuple[int, ...], args: tuple[int, ...],
-                    kernel_major: bool) -> Any:
+                    kernel_major: bool) -> tuple[list[Callable[[], Any]], Callable[[], Any]]:
     """The data gradient of :func:`_compiled_convolution` (``shape``: its data as the column
-    kernel reads it), one GEMM and one compiled scatter per block of images."""
+    kernel reads it), one GEMM and one compiled scatter per block of images: the tasks, and
+    the call that returns the gradient once they ran. A single block's GEMM is split into
+    blocks of its own and its scatter runs afterwards, over all the threads."""
     n = shape[0]
     per_image = gmat.shape[0] // n
     step = _images_per_block(n, per_image, wmat.shape[1] * gmat.itemsize)
     gx = np.empty(shape, dtype=gmat.dtype)
-    for n0 in range(0, n, step):
-        block = gmat[n0 * per_image:(n0 + step) * per_image]
+    if step >= n:
+        a, b = (wmat.T, gmat.T) if kernel_major else (gmat, wmat)
+        gcols = np.empty((a.shape[0], b.shape[1]), dtype=gmat.dtype)
+        scatter_all = conv_kernels.col2im_kernel_major if kernel_major else \
+            conv_kernels.col2im_rows
+
+        def finish() -> Any:
+            scatter_all(gcols, *args, gx)
+            return gx
+
+        return gemm.matmul_tasks(a, b, gcols), finish
+
+    # every block's column gradient in one buffer made here, not in the tasks: a task's
+    # temporaries would come from whichever thread's malloc arena ran it, and arenas that
+    # see other peaks from step to step map fresh pages (page faults) every step
+    gcols = np.empty((wmat.shape[1], gmat.shape[0]) if kernel_major
+                     else (gmat.shape[0], wmat.shape[1]), dtype=gmat.dtype)
+
+    def scatter(n0: int) -> None:
+        rows = slice(n0 * per_image, (n0 + step) * per_image)
         if kernel_major:
-            conv_kernels.col2im_kernel_major(wmat.T @ block.T, *args, gx[n0:n0 + step])
+            np.matmul(wmat.T, gmat[rows].T, out=gcols[:, rows])
+            conv_kernels.col2im_kernel_major(gcols[:, rows], *args, gx[n0:n0 + step])
         else:
-            conv_kernels.col2im_rows(block @ wmat, *args, gx[n0:n0 + step])
-    return gx
+            np.matmul(gmat[rows], wmat, out=gcols[rows])
+            conv_kernels.col2im_rows(gcols[rows], *args, gx[n0:n0 + step])
+
+    return [partial(scatter, n0) for n0 in range(0, n, step)], lambda: gx
 
 
 Convolution = convolution

@@ -14,6 +14,7 @@ import numpy
 from .. import autograd
 from .. import random as _random
 from ..backend import array_module
+from . import gemm
 from .ndarray import NDArray, apply_op, as_raw, needs_grad
 from .ops import _sigmoid, unary
 
@@ -39,7 +40,7 @@ def fully_connected(
         )
     if num_hidden is not None and w.shape[0] != num_hidden:
         raise ValueError(f"FullyConnected: weight has {w.shape[0]} rows, num_hidden={num_hidden}")
-    out = x @ w.T
+    out = gemm.matmul(x, w.T)  # on the engine's threads, the same floats for any count
     use_bias = bias is not None and not no_bias
     if use_bias:
         out += bias._data  # type: ignore[union-attr]
@@ -49,7 +50,7 @@ def fully_connected(
         g2 = g.reshape(-1, g.shape[-1])
         x2 = x.reshape(-1, x.shape[-1])
         # The input batch rarely needs a gradient; skipping it saves the largest matmul.
-        gx = (g2 @ w).reshape(in_shape) if needs_grad(data) else None
+        gx = gemm.matmul(g2, w).reshape(in_shape) if needs_grad(data) else None
         gw = _matmul_into(g2.T, x2, autograd.direct_grad_buffer(weight))
         if use_bias:
             gb_buf = autograd.direct_grad_buffer(bias)
@@ -65,8 +66,8 @@ def fully_connected(
 def _matmul_into(a: Any, b: Any, out: Any) -> Any:
     """``a @ b``, written straight into ``out`` when autograd offers a gradient buffer."""
     if out is None:
-        return a @ b
-    array_module(out).matmul(a, b, out=out)
+        return gemm.matmul(a, b)
+    gemm.matmul(a, b, out)
     return autograd.WRITTEN
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy
 
 from .. import autograd
-from . import cpu_kernels
+from . import batch_norm_kernels, cpu_kernels
 from .ndarray import NDArray, apply_op, as_raw
 
 
@@ -58,6 +58,13 @@ class _ChannelView:
 
     def vec(self, v: Any) -> Any:
         return v.reshape(self.cshape)
+
+    def row_unit(self) -> int:
+        """Rows of the (rows, C) matrix a BatchNorm block must hold whole: two image rows of
+        4-D data with an even height (so a fused 2x2 max-pool's passes, which work on pairs
+        of image rows, split it where the unfused ones do), else 1."""
+        spatial = [s for i, s in enumerate(self.shape) if i != self.axis][1:]
+        return 2 * spatial[1] if len(spatial) == 2 and spatial[0] % 2 == 0 else 1
 
     def restore(self, a: Any) -> Any:
         if not self.flat:
@@ -152,11 +159,14 @@ class TrainingNorm:
     ``x`` but saves writing and reading a normalized copy.
     """
 
-    def __init__(self, x: Any, gamma: Any, beta: Any, fix_gamma: bool, eps: float) -> None:
+    def __init__(self, x: Any, gamma: Any, beta: Any, fix_gamma: bool, eps: float,
+                 row_unit: int = 1) -> None:
         c = x.shape[1]
         self.x, self.fix_gamma, self.count = x, fix_gamma, x.shape[0]
+        # the fixed split of every pass (see engine.ndarray.batch_norm_kernels)
+        self.block = batch_norm_kernels.block_rows(x.shape[0], c, row_unit)
         mean, var = numpy.empty(c), numpy.empty(c)
-        cpu_kernels.channel_stats(x, mean, var)
+        batch_norm_kernels.channel_stats(x, self.block, mean, var)
         inv_std = 1.0 / numpy.sqrt(var + eps)
         g64 = numpy.ones(c) if fix_gamma else gamma.astype(numpy.float64)
         self.mean64, self.var64, self.gamma64 = mean, var, g64
@@ -169,7 +179,8 @@ class TrainingNorm:
                 momentum: float) -> None:
         """Write the normalized (and ReLU'd) data into ``out`` and update the running
         statistics in place: ``running = running·momentum + batch·(1 - momentum)``."""
-        cpu_kernels.normalize(self.x, self.mean, self.scale, self.beta, relu, out)
+        batch_norm_kernels.normalize(self.x, self.mean, self.scale, self.beta, relu,
+                                     self.block, out)
         self._update(moving_mean, moving_var, momentum)
 
     def backward(self, g: Any, relu: bool, gx: Any) -> tuple[Any, Any]:
@@ -179,21 +190,22 @@ class TrainingNorm:
         # contiguous: the kernels compiled for strided arrays run many times slower
         g = numpy.ascontiguousarray(g, dtype=numpy.float32)
         sum_g, sum_gx = numpy.empty(c), numpy.empty(c)
-        cpu_kernels.normalize_grad_sums(g, self.x, self.mean, self.inv_std, self.scale,
-                                        self.beta, relu, sum_g, sum_gx)
+        batch_norm_kernels.normalize_grad_sums(g, self.x, self.mean, self.inv_std, self.scale,
+                                               self.beta, relu, self.block, sum_g, sum_gx)
         # d/dx of gamma·(x - mean)/std with mean and var depending on x
         per_xhat = (sum_gx / self.count).astype(numpy.float32)
         per_one = (sum_g / self.count).astype(numpy.float32)
-        cpu_kernels.normalize_grad(g, self.x, self.mean, self.inv_std, self.scale, self.beta,
-                                   relu, per_xhat, per_one, self.scale, gx)
+        batch_norm_kernels.normalize_grad(g, self.x, self.mean, self.inv_std, self.scale,
+                                          self.beta, relu, per_xhat, per_one, self.scale,
+                                          self.block, gx)
         return self._param_grads(sum_g, sum_gx)
 
     def forward_max_pool(self, out: Any, arg: Any, relu: bool, moving_mean: Any,
                          moving_var: Any, momentum: float) -> None:
         """``forward`` followed by a 2x2/stride-2 max-pool, in one pass: ``out`` and
         ``arg`` (uint8 window positions) are (N, H/2, W/2, C) for ``x`` of N·H·W rows."""
-        cpu_kernels.normalize_max_pool(self._grid(out), self.mean, self.scale, self.beta, relu,
-                                       out, arg)
+        batch_norm_kernels.normalize_max_pool(self._grid(out), self.mean, self.scale,
+                                              self.beta, relu, out, arg)
         self._update(moving_mean, moving_var, momentum)
 
     def backward_max_pool(self, g: Any, arg: Any, relu: bool, gx: Any) -> tuple[Any, Any]:
@@ -203,12 +215,18 @@ class TrainingNorm:
         g = numpy.ascontiguousarray(g, dtype=numpy.float32)
         x4, gx4 = self._grid(g), gx.reshape(self._grid(g).shape)
         sum_g, sum_gx = numpy.empty(c), numpy.empty(c)
-        cpu_kernels.normalize_max_pool_grad_sums(g, arg, x4, self.mean, self.inv_std,
-                                                 self.scale, self.beta, relu, sum_g, sum_gx)
+        # blocks of pooled rows holding the unfused blocks' image rows (2·W per pooled row)
+        pooled_block = self.block // (2 * x4.shape[2])
+        if pooled_block * 2 * x4.shape[2] != self.block:
+            raise ValueError("BatchNorm fused with max-pool needs row_unit = 2·width")
+        batch_norm_kernels.normalize_max_pool_grad_sums(
+            g, arg, x4, self.mean, self.inv_std, self.scale, self.beta, relu, pooled_block,
+            sum_g, sum_gx)
         per_xhat = (sum_gx / self.count).astype(numpy.float32)
         per_one = (sum_g / self.count).astype(numpy.float32)
-        cpu_kernels.normalize_max_pool_grad(g, arg, x4, self.mean, self.inv_std, self.scale,
-                                            self.beta, relu, per_xhat, per_one, self.scale, gx4)
+        batch_norm_kernels.normalize_max_pool_grad(g, arg, x4, self.mean, self.inv_std,
+                                                   self.scale, self.beta, relu, per_xhat,
+                                                   per_one, self.scale, gx4)
         return self._param_grads(sum_g, sum_gx)
 
     def _grid(self, pooled: Any) -> Any:
@@ -230,7 +248,7 @@ def _compiled_batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_me
                          moving_var: NDArray, view: _ChannelView, eps: float, momentum: float,
                          fix_gamma: bool, output_mean_var: bool) -> Any:
     """Training-mode BatchNorm of channels-last float32 data via :class:`TrainingNorm`."""
-    norm = TrainingNorm(view.work, gamma._data, beta._data, fix_gamma, eps)
+    norm = TrainingNorm(view.work, gamma._data, beta._data, fix_gamma, eps, view.row_unit())
     out = numpy.empty_like(view.work)
     norm.forward(out, False, moving_mean._data, moving_var._data, momentum)
 

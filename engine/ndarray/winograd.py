@@ -35,11 +35,13 @@ Everything works on channels-last data (N, H, W, C) and the weight as rows (F, 9
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from . import conv_kernels, cpu_kernels
+from . import conv_kernels, cpu_kernels, gemm
+from .kernel_threads import run_tasks
 
 # G maps a 3-tap filter to the 4 transform points (exact in binary floating point)
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -192,8 +194,8 @@ class Plan:
 def weight_transform(wrows: Any, c: int) -> Any:
     """Filters as rows (F, 9·C) → U (16, F, C): ``G w Gᵀ`` per filter and channel."""
     f = wrows.shape[0]
-    taps = wrows.reshape(f, 9, c).transpose(1, 0, 2).reshape(9, f * c)
-    return (_GG.astype(wrows.dtype) @ taps).reshape(16, f, c)
+    taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(1, 0, 2)).reshape(9, f * c)
+    return gemm.matmul(_GG.astype(wrows.dtype), taps).reshape(16, f, c)
 
 
 def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
@@ -211,8 +213,8 @@ def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any
     v = v.reshape(16, plan.tiles, plan.c)
     u = weight_transform(wrows, plan.c).astype(xl.dtype, copy=False)
     m = np.empty((16, plan.tiles, plan.f), dtype=xl.dtype)
-    for k in range(16):  # 16 2-D GEMMs: faster than one batched np.matmul here
-        np.matmul(v[k], u[k].T, out=m[k])
+    # 16 2-D GEMMs (faster than one batched np.matmul here), shared out among the threads
+    run_tasks([partial(np.matmul, v[k], u[k].T, out=m[k]) for k in range(16)])
     out = np.empty((plan.n, 2 * plan.th, 2 * plan.tw, plan.f), dtype=xl.dtype)
     m = m.reshape(4, 4, plan.n, plan.th, plan.tw, plan.f)
     if compiled:
@@ -240,15 +242,17 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
         _grad_transform(_blocks(gl), gy)
     gy = gy.reshape(16, plan.tiles, plan.f)
     du = np.empty((16, plan.f, plan.c), dtype=v.dtype)
+    dv = np.empty((16, plan.tiles, plan.c), dtype=v.dtype) if need_gx else None
+    tasks = []  # the weight- and data-gradient GEMMs are independent: all share the threads
     for k in range(16):
-        np.matmul(gy[k].T, v[k], out=du[k])
-    gw = _GG.T.astype(v.dtype) @ du.reshape(16, -1)  # (9, F·C)
+        tasks.append(partial(np.matmul, gy[k].T, v[k], out=du[k]))
+        if dv is not None:
+            tasks.append(partial(np.matmul, gy[k], u[k], out=dv[k]))
+    run_tasks(tasks)
+    gw = gemm.matmul(_GG.T.astype(v.dtype), du.reshape(16, -1))  # (9, F·C)
     gw = gw.reshape(9, plan.f, plan.c).transpose(1, 0, 2).reshape(plan.f, 9 * plan.c)
-    if not need_gx:
+    if dv is None:
         return gw, None
-    dv = np.empty((16, plan.tiles, plan.c), dtype=v.dtype)
-    for k in range(16):
-        np.matmul(gy[k], u[k], out=dv[k])
     dv = dv.reshape(4, 4, plan.n, plan.th, plan.tw, plan.c)
     if compiled:
         gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=v.dtype)

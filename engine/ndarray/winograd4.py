@@ -27,13 +27,15 @@ im2col and the numpy-only path F(2x2).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from . import winograd
+from . import gemm, winograd
 from .conv_kernels import gather_tile
 from .cpu_kernels import ENABLED, _jit, numba
+from .kernel_threads import kernel, prange, run_tasks
 
 _u = numba.uint64 if ENABLED else int
 
@@ -149,126 +151,128 @@ def _a4(y0: Any, y1: Any, y2: Any, y3: Any) -> Any:
 
 # In the four kernels below the channel loop is the innermost one, with the 1-D transform
 # inlined as straight-line code in it, so that LLVM vectorizes it across channels (a channel
-# loop around the 6x6 loops ran 5-12x slower, unvectorized).
-@_jit
+# loop around the 6x6 loops ran 5-12x slower, unvectorized). The engine's threads share
+# them by rows of tiles (the data gradient, whose tiles overlap, by images): each block
+# writes only its own outputs, so the floats do not depend on the thread count.
+@kernel
 def _input_transform(x: Any, ph: int, pw: int, th: int, tw: int, v: Any) -> None:
     """``V = Bᵀ d B`` for every 6x6 tile d (stride 4) of channels-last x (N, H, W, C)
     padded by (ph, pw) zeros, into v (36, N·TH·TW, C)."""
     n_, c_ = x.shape[0], x.shape[3]
     cu = _u(c_)
-    d = np.zeros((6, 6, c_), dtype=x.dtype)
-    t = np.empty((6, 6, c_), dtype=x.dtype)
-    for n in range(n_):
-        for ty in range(th):
-            for tx in range(tw):
-                gather_tile(x, n, 4 * ty - ph, 4 * tx - pw, d)
-                for b in range(6):  # t = Bᵀ d, column by column
-                    for c in range(cu):
-                        r = _bt6(d[0, b, c], d[1, b, c], d[2, b, c], d[3, b, c], d[4, b, c],
-                                 d[5, b, c])
-                        t[0, b, c] = r[0]
-                        t[1, b, c] = r[1]
-                        t[2, b, c] = r[2]
-                        t[3, b, c] = r[3]
-                        t[4, b, c] = r[4]
-                        t[5, b, c] = r[5]
-                tile = _u((n * th + ty) * tw + tx)
-                for a in range(6):  # V = t B, row by row
-                    k = _u(6 * a)
-                    for c in range(cu):
-                        r = _bt6(t[a, 0, c], t[a, 1, c], t[a, 2, c], t[a, 3, c], t[a, 4, c],
-                                 t[a, 5, c])
-                        v[k, tile, c] = r[0]
-                        v[k + 1, tile, c] = r[1]
-                        v[k + 2, tile, c] = r[2]
-                        v[k + 3, tile, c] = r[3]
-                        v[k + 4, tile, c] = r[4]
-                        v[k + 5, tile, c] = r[5]
+    for p in prange(n_ * th):
+        n, ty = p // th, p % th
+        d = np.zeros((6, 6, c_), dtype=x.dtype)
+        t = np.empty((6, 6, c_), dtype=x.dtype)
+        for tx in range(tw):
+            gather_tile(x, n, 4 * ty - ph, 4 * tx - pw, d)
+            for b in range(6):  # t = Bᵀ d, column by column
+                for c in range(cu):
+                    r = _bt6(d[0, b, c], d[1, b, c], d[2, b, c], d[3, b, c], d[4, b, c],
+                             d[5, b, c])
+                    t[0, b, c] = r[0]
+                    t[1, b, c] = r[1]
+                    t[2, b, c] = r[2]
+                    t[3, b, c] = r[3]
+                    t[4, b, c] = r[4]
+                    t[5, b, c] = r[5]
+            tile = _u((n * th + ty) * tw + tx)
+            for a in range(6):  # V = t B, row by row
+                k = _u(6 * a)
+                for c in range(cu):
+                    r = _bt6(t[a, 0, c], t[a, 1, c], t[a, 2, c], t[a, 3, c], t[a, 4, c],
+                             t[a, 5, c])
+                    v[k, tile, c] = r[0]
+                    v[k + 1, tile, c] = r[1]
+                    v[k + 2, tile, c] = r[2]
+                    v[k + 3, tile, c] = r[3]
+                    v[k + 4, tile, c] = r[4]
+                    v[k + 5, tile, c] = r[5]
 
 
-@_jit
+@kernel
 def _output_transform(m: Any, th: int, tw: int, bias: Any, use_bias: bool, out: Any) -> None:
     """``Y = Aᵀ M A`` for every tile of m (36, N·TH·TW, F) into out (N, OH, OW, F), plus
     ``bias``; a last tile's rows and columns past the output are dropped."""
     n_, oh, ow, f_ = out.shape
     fu = _u(f_)
-    s = np.empty((4, 6, f_), dtype=m.dtype)
-    o = np.empty((4, 4, f_), dtype=m.dtype)
-    for n in range(n_):
-        for ty in range(th):
-            for tx in range(tw):
-                tile = _u((n * th + ty) * tw + tx)
-                for b in range(6):  # s = Aᵀ M, column by column
-                    kb = _u(b)
-                    for j in range(fu):
-                        r = _at6(m[kb, tile, j], m[kb + 6, tile, j], m[kb + 12, tile, j],
-                                 m[kb + 18, tile, j], m[kb + 24, tile, j], m[kb + 30, tile, j])
-                        s[0, b, j] = r[0]
-                        s[1, b, j] = r[1]
-                        s[2, b, j] = r[2]
-                        s[3, b, j] = r[3]
-                for a in range(4):  # Y = s A, row by row
-                    for j in range(fu):
-                        r = _at6(s[a, 0, j], s[a, 1, j], s[a, 2, j], s[a, 3, j], s[a, 4, j],
-                                 s[a, 5, j])
-                        o[a, 0, j] = r[0]
-                        o[a, 1, j] = r[1]
-                        o[a, 2, j] = r[2]
-                        o[a, 3, j] = r[3]
-                for a in range(min(4, oh - 4 * ty)):
-                    for e in range(min(4, ow - 4 * tx)):
-                        dst = out[_u(n), _u(4 * ty + a), _u(4 * tx + e)]
-                        if use_bias:
-                            for j in range(fu):
-                                dst[j] = o[a, e, j] + bias[j]
-                        else:
-                            for j in range(fu):
-                                dst[j] = o[a, e, j]
+    for p in prange(n_ * th):
+        n, ty = p // th, p % th
+        s = np.empty((4, 6, f_), dtype=m.dtype)
+        o = np.empty((4, 4, f_), dtype=m.dtype)
+        for tx in range(tw):
+            tile = _u((n * th + ty) * tw + tx)
+            for b in range(6):  # s = Aᵀ M, column by column
+                kb = _u(b)
+                for j in range(fu):
+                    r = _at6(m[kb, tile, j], m[kb + 6, tile, j], m[kb + 12, tile, j],
+                             m[kb + 18, tile, j], m[kb + 24, tile, j], m[kb + 30, tile, j])
+                    s[0, b, j] = r[0]
+                    s[1, b, j] = r[1]
+                    s[2, b, j] = r[2]
+                    s[3, b, j] = r[3]
+            for a in range(4):  # Y = s A, row by row
+                for j in range(fu):
+                    r = _at6(s[a, 0, j], s[a, 1, j], s[a, 2, j], s[a, 3, j], s[a, 4, j],
+                             s[a, 5, j])
+                    o[a, 0, j] = r[0]
+                    o[a, 1, j] = r[1]
+                    o[a, 2, j] = r[2]
+                    o[a, 3, j] = r[3]
+            for a in range(min(4, oh - 4 * ty)):
+                for e in range(min(4, ow - 4 * tx)):
+                    dst = out[_u(n), _u(4 * ty + a), _u(4 * tx + e)]
+                    if use_bias:
+                        for j in range(fu):
+                            dst[j] = o[a, e, j] + bias[j]
+                    else:
+                        for j in range(fu):
+                            dst[j] = o[a, e, j]
 
 
-@_jit
+@kernel
 def _grad_transform(gl: Any, th: int, tw: int, gy: Any) -> None:
     """``dM = A dY Aᵀ`` for every 4x4 block of gl (N, OH, OW, F) (zeros past the output)
     into gy (36, N·TH·TW, F)."""
     n_, f_ = gl.shape[0], gl.shape[3]
     fu = _u(f_)
-    d = np.zeros((4, 4, f_), dtype=gy.dtype)
-    t = np.empty((6, 4, f_), dtype=gy.dtype)
-    for n in range(n_):
-        for ty in range(th):
-            for tx in range(tw):
-                gather_tile(gl, n, 4 * ty, 4 * tx, d)
-                for b in range(4):  # t = A dY, column by column
-                    for j in range(fu):
-                        r = _a4(d[0, b, j], d[1, b, j], d[2, b, j], d[3, b, j])
-                        t[0, b, j] = r[0]
-                        t[1, b, j] = r[1]
-                        t[2, b, j] = r[2]
-                        t[3, b, j] = r[3]
-                        t[4, b, j] = r[4]
-                        t[5, b, j] = r[5]
-                tile = _u((n * th + ty) * tw + tx)
-                for i in range(6):  # dM = t Aᵀ, row by row
-                    k = _u(6 * i)
-                    for j in range(fu):
-                        r = _a4(t[i, 0, j], t[i, 1, j], t[i, 2, j], t[i, 3, j])
-                        gy[k, tile, j] = r[0]
-                        gy[k + 1, tile, j] = r[1]
-                        gy[k + 2, tile, j] = r[2]
-                        gy[k + 3, tile, j] = r[3]
-                        gy[k + 4, tile, j] = r[4]
-                        gy[k + 5, tile, j] = r[5]
+    for p in prange(n_ * th):
+        n, ty = p // th, p % th
+        d = np.zeros((4, 4, f_), dtype=gy.dtype)
+        t = np.empty((6, 4, f_), dtype=gy.dtype)
+        for tx in range(tw):
+            gather_tile(gl, n, 4 * ty, 4 * tx, d)
+            for b in range(4):  # t = A dY, column by column
+                for j in range(fu):
+                    r = _a4(d[0, b, j], d[1, b, j], d[2, b, j], d[3, b, j])
+                    t[0, b, j] = r[0]
+                    t[1, b, j] = r[1]
+                    t[2, b, j] = r[2]
+                    t[3, b, j] = r[3]
+                    t[4, b, j] = r[4]
+                    t[5, b, j] = r[5]
+            tile = _u((n * th + ty) * tw + tx)
+            for i in range(6):  # dM = t Aᵀ, row by row
+                k = _u(6 * i)
+                for j in range(fu):
+                    r = _a4(t[i, 0, j], t[i, 1, j], t[i, 2, j], t[i, 3, j])
+                    gy[k, tile, j] = r[0]
+                    gy[k + 1, tile, j] = r[1]
+                    gy[k + 2, tile, j] = r[2]
+                    gy[k + 3, tile, j] = r[3]
+                    gy[k + 4, tile, j] = r[4]
+                    gy[k + 5, tile, j] = r[5]
 
 
-@_jit
+@kernel
 def _input_grad(dv: Any, ph: int, pw: int, th: int, tw: int, gx: Any) -> None:
     """``gx = Σ B dV Bᵀ`` over the overlapping 6x6 tiles of dv (36, N·TH·TW, C) into the
     data gradient gx (N, H, W, C), tile by tile, dropping what falls on the padding."""
     n_, h_, w_, c_ = gx.shape
     cu = _u(c_)
-    gx[...] = 0.0
-    t = np.empty((6, 6, c_), dtype=gx.dtype)
-    for n in range(n_):
+    for n in prange(n_):  # tiles overlap only within an image: one block per image
+        gx[n] = 0.0
+        t = np.empty((6, 6, c_), dtype=gx.dtype)
         for ty in range(th):
             for tx in range(tw):
                 tile = _u((n * th + ty) * tw + tx)
@@ -315,8 +319,8 @@ def weight_transform(wrows: Any, c: int) -> Any:
     weights' dtype: float64 made ResNet's 512-channel filters 8x slower, for no error the
     tests can see against the data transforms')."""
     f = wrows.shape[0]
-    taps = wrows.reshape(f, 9, c).transpose(1, 0, 2).reshape(9, f * c)
-    return (_GG.astype(wrows.dtype) @ taps).reshape(36, f, c)
+    taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(1, 0, 2)).reshape(9, f * c)
+    return gemm.matmul(_GG.astype(wrows.dtype), taps).reshape(36, f, c)
 
 
 def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
@@ -327,8 +331,8 @@ def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any
     _input_transform(np.ascontiguousarray(xl), plan.pad[0], plan.pad[1], plan.th, plan.tw, v)
     u = weight_transform(wrows, plan.c)
     m = np.empty((36, plan.tiles, plan.f), dtype=dtype)
-    for k in range(36):  # 2-D GEMMs: faster than one batched np.matmul
-        np.matmul(v[k], u[k].T, out=m[k])
+    # 36 2-D GEMMs (faster than one batched np.matmul), shared out among the threads
+    run_tasks([partial(np.matmul, v[k], u[k].T, out=m[k]) for k in range(36)])
     out = np.empty((plan.n, plan.oh, plan.ow, plan.f), dtype=dtype)
     _output_transform(m, plan.th, plan.tw,  # out[0, 0, 0]: an unread (F,) stand-in
                       out[0, 0, 0] if bias is None else bias.astype(dtype, copy=False),
@@ -343,15 +347,18 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     gy = np.empty((36, plan.tiles, plan.f), dtype=dtype)
     _grad_transform(np.ascontiguousarray(gl, dtype=dtype), plan.th, plan.tw, gy)
     du = np.empty((36, plan.f, plan.c), dtype=dtype)
+    dv = np.empty((36, plan.tiles, plan.c), dtype=dtype) if need_gx else None
+    # the weight- and data-gradient GEMMs are independent: all 72 share the threads
+    tasks = []
     for k in range(36):
-        np.matmul(gy[k].T, v[k], out=du[k])
-    gw = _GG.T.astype(dtype) @ du.reshape(36, -1)  # (9, F·C) = Gᵀ dU G per filter
+        tasks.append(partial(np.matmul, gy[k].T, v[k], out=du[k]))
+        if dv is not None:
+            tasks.append(partial(np.matmul, gy[k], u[k], out=dv[k]))
+    run_tasks(tasks)
+    gw = gemm.matmul(_GG.T.astype(dtype), du.reshape(36, -1))  # (9, F·C) = Gᵀ dU G
     gw = gw.reshape(9, plan.f, plan.c).transpose(1, 0, 2).reshape(plan.f, 9 * plan.c)
-    if not need_gx:
+    if dv is None:
         return gw, None
-    dv = np.empty((36, plan.tiles, plan.c), dtype=dtype)
-    for k in range(36):
-        np.matmul(gy[k], u[k], out=dv[k])
     gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)
     _input_grad(dv, plan.pad[0], plan.pad[1], plan.th, plan.tw, gx)
     return gw, gx

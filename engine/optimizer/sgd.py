@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from ..ndarray import NDArray, zeros
+from . import compiled
 from .optimizer import Optimizer, _nonzero, register
 
 
@@ -61,7 +62,26 @@ class SGD(Optimizer):
         return None if self.momentum == 0.0 else _zeros_like(weight)
 
     def _rule(self, w, g, state, lr, wd, t, seg):
-        _sgd_apply(w, self._scaled(g), state, lr, wd, self.momentum, seg)
+        if not self._compiled_rule(w, g, state, lr, wd, seg):
+            _sgd_apply(w, self._scaled(g), state, lr, wd, self.momentum, seg)
+
+    def _compiled_rule(self, w: Any, g: Any, mom: Any, lr: Any, wd: Any, seg: Any) -> bool:
+        """The rule above as one compiled pass (:mod:`.compiled`, the same floats), when its
+        coefficients are plain scalars and the arrays plain contiguous CPU buffers."""
+        clip = self.clip_gradient
+        arrays = (w, g) if mom is None else (w, g, mom)
+        if not (type(lr) in (float, int) and all(type(h) in (float, int) for h in (
+                self.momentum, self.rescale_grad, clip or 0.0)) and compiled.applies(*arrays)):
+            return False
+        wd = seg.expand(wd, w)
+        if type(wd) not in (float, int):
+            return False
+        f = w.dtype.type
+        flat = [a.reshape(-1) for a in arrays]  # views: the arrays are contiguous
+        compiled.sgd(flat[0], flat[1], flat[-1], mom is not None, f(self.rescale_grad),
+                     f(clip or 0.0), bool(clip and clip > 0), f(self.momentum), f(lr * wd),
+                     f(1.0 - lr * wd), _nonzero(wd), f(lr))
+        return True
 
 
 @register

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import autograd
-from ...ndarray import cpu_kernels
+from ...ndarray import cpu_kernels, gemm
 from ...ndarray.ndarray import NDArray
 from ...ndarray.ops import _sigmoid
 from .trace import SlotRef, Step
@@ -95,7 +95,7 @@ class FullyConnectedKernel:
         # the dtype `x @ w.T` would have (float32 input, float64 weights -> float64)
         dtype = x.dtype if x.dtype == w.dtype else run.xp.result_type(x, w)
         out = run.output_buffer(self.out, self.key, shape, dtype)
-        run.xp.matmul(x, w.T, out=out)
+        gemm.matmul(x, w.T, out)  # as the imperative op: the engine's threads, fixed blocks
         bias = None if self.no_bias else run.values[self.b]
         if self.act in (None, "relu") and out.ndim == 2 and cpu_kernels.available(out) and (
                 bias is None or cpu_kernels.available(bias)):
@@ -130,15 +130,15 @@ class FullyConnectedKernel:
                 x.reshape(x.shape[0], -1)
         if run.needs[self.x]:
             gx = run.buffers.get(self.gx_key, (g2.shape[0], w.shape[1]), g2.dtype)
-            run.xp.matmul(g2, w, out=gx)
+            gemm.matmul(g2, w, gx)
             run.add_grad(self.x, gx.reshape(in_shape))
         if run.needs[self.w]:
             direct = run.direct_buffer(self.w)
             if direct is not None:
-                run.xp.matmul(g2.T, x2, out=direct)
+                gemm.matmul(g2.T, x2, direct)
                 run.add_grad(self.w, autograd.WRITTEN)
             else:
-                run.add_grad(self.w, g2.T @ x2)
+                run.add_grad(self.w, gemm.matmul(g2.T, x2))
         if bias_grad is not None:
             run.add_grad(self.b, bias_grad)  # type: ignore[arg-type]
         elif not self.no_bias and run.needs[self.b]:

@@ -128,7 +128,8 @@ class BatchNormKernel:
                 self.act.forward(run)
         else:
             gamma, beta = run.values[self.gamma], run.values[self.beta]
-            norm = TrainingNorm(view.work, gamma, beta, self.fix_gamma, self.eps)
+            norm = TrainingNorm(view.work, gamma, beta, self.fix_gamma, self.eps,
+                                view.row_unit())
             running = (run.values[self.mean], run.values[self.var], self.momentum)
             if self._poolable(x):
                 n, c, h, w = x.shape

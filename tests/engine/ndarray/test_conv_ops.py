@@ -289,10 +289,50 @@ def test_training_steps_do_not_page_fault_for_their_temporaries():
             y = net(x)
         y.backward()
 
-    step()
-    step()
+    for _ in range(4):  # warm: also each engine thread's first products (OpenBLAS maps
+        step()          # a buffer per thread on its first call, which faults once)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(3):
         step()
     # without the tuning glibc unmaps these temporaries: ~17,000 faults over the 3 steps
     assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 500
+
+
+@pytest.mark.parametrize(("layout", "kernel", "pad", "stride", "dilate", "bias"), [
+    ("NCHW", 3, 1, 1, 1, True), ("NHWC", 3, 1, 2, 1, False), ("NCHW", 5, 2, 1, 1, False),
+    ("NCHW", 3, 2, 1, 2, True), ("NCHW", 1, 0, 1, 1, True)])
+def test_one_pixel_maps_take_the_single_kernel_position(monkeypatch, layout, kernel, pad,
+                                                        stride, dilate, bias):
+    """ResNet's last stage on 32x32 images convolves 1x1 maps: the Dense product of the one
+    kernel position that reads data gives im2col's outputs and gradients."""
+    from engine.ndarray import conv_ops
+
+    c, f = 12, 7
+    last = layout == "NHWC"
+    x = rng.randn(4, 1, 1, c) if last else rng.randn(4, c, 1, 1)
+    w = rng.randn(f, kernel, kernel, c) if last else rng.randn(f, c, kernel, kernel)
+    b = rng.randn(f)
+
+    def run():
+        arrays = [nd.array(a.astype(np.float32)) for a in (x, w, b)]
+        for a in arrays:
+            a.attach_grad()
+        with autograd.record():
+            y = nd.Convolution(arrays[0], arrays[1], arrays[2] if bias else None,
+                               kernel=(kernel, kernel), pad=(pad, pad), stride=(stride, stride),
+                               dilate=(dilate, dilate), num_filter=f, no_bias=not bias,
+                               layout=layout)
+            weighted = (y * nd.array(np.arange(1, f + 1, dtype=np.float32).reshape(
+                (1, 1, 1, f) if last else (1, f, 1, 1)))).sum()
+        weighted.backward()
+        return [y.asnumpy()] + [a.grad.asnumpy() for a in arrays[:2 + bias]]
+
+    taken = []
+    original = conv_ops._single_tap_convolution
+    monkeypatch.setattr(conv_ops, "_single_tap_convolution",
+                        lambda *a: taken.append(1) or original(*a))
+    fast = run()
+    assert taken, "the single-position path was not taken"
+    monkeypatch.setattr(conv_ops, "_single_tap", lambda *a: None)
+    for got, want in zip(fast, run(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

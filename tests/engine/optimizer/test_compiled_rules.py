@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,17 +31,22 @@ def _counted(calls: list[int], kernel, *args):
     return kernel(*args)
 
 
-def _run(config: dict, dtype, use_kernel: bool, monkeypatch, steps: int = 4):
+def _run(name: str, config: dict, dtype, use_kernel: bool, monkeypatch, steps: int = 4):
+    """``steps`` fused updates of optimizer ``name`` (its compiled kernel is
+    ``compiled.<name>``), through the kernel or with it switched off."""
     rng = np.random.default_rng(7)
     total = sum(SIZES)
     w = (rng.standard_normal(total) * 3).astype(dtype)
-    state = (np.zeros(total, dtype), np.zeros(total, dtype))
-    optimizer = opt.create("adam", **config)
+    optimizer = opt.create(name, **config)
     optimizer.set_lr_mult({0: 1.0})
+    if name == "adam":
+        state: Any = (np.zeros(total, dtype), np.zeros(total, dtype))
+    else:  # sgd: the momentum, or no state without one
+        state = np.zeros(total, dtype) if optimizer.momentum else None
     calls: list[int] = []
     with monkeypatch.context() as patch:
         if use_kernel:
-            patch.setattr(compiled, "adam", partial(_counted, calls, compiled.adam))
+            patch.setattr(compiled, name, partial(_counted, calls, getattr(compiled, name)))
         else:
             patch.setattr(compiled, "applies", lambda *arrays: False)
         for _ in range(steps):
@@ -59,8 +65,8 @@ CASES = [dict(zip(("wd", "clip_gradient", "rescale_grad", "beta1"), values, stri
 @pytest.mark.parametrize("config", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_compiled_adam_equals_numpy_rule(config, dtype, monkeypatch):
     config = {"learning_rate": 0.01, "epsilon": 1e-7, **config}
-    w_kernel, s_kernel = _run(config, dtype, True, monkeypatch)
-    w_numpy, s_numpy = _run(config, dtype, False, monkeypatch)
+    w_kernel, s_kernel = _run("adam", config, dtype, True, monkeypatch)
+    w_numpy, s_numpy = _run("adam", config, dtype, False, monkeypatch)
     np.testing.assert_array_equal(w_kernel, w_numpy)
     for a, b in zip(s_kernel, s_numpy, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -124,3 +130,20 @@ def test_one_parameter_updates_equal_numpy_rule(wd, monkeypatch):
         results.append([weight.asnumpy(), state[0].asnumpy(), state[1].asnumpy()])
     for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+SGD_CASES = [dict(zip(("wd", "clip_gradient", "rescale_grad", "momentum"), values, strict=True))
+             for values in itertools.product([0.0, 0.01], [None, 0.5], [1.0, 1 / 128],
+                                             [0.0, 0.9])]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("config", SGD_CASES,
+                         ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_compiled_sgd_equals_numpy_rule(config, dtype, monkeypatch):
+    config = {"learning_rate": 0.05, **config}
+    w_kernel, m_kernel = _run("sgd", config, dtype, True, monkeypatch)
+    w_numpy, m_numpy = _run("sgd", config, dtype, False, monkeypatch)
+    np.testing.assert_array_equal(w_kernel, w_numpy)
+    if m_kernel is not None:
+        np.testing.assert_array_equal(m_kernel, m_numpy)

@@ -1,0 +1,105 @@
+"""Matrix products on the engine's threads, split by a partition that the shapes fix.
+
+OpenBLAS's own threads do not give the same floats for every thread count: measured here
+(OpenBLAS 0.3.31, numpy 2.4), a (128, 784) @ (784, 256) sgemm, and others with a long inner
+dimension, changed in the last bits between 1, 2, 3 and 4 BLAS threads; splitting one
+product into row or column blocks changes the floats of some shapes too (its small-matrix
+kernels sum in another order). So the engine keeps OpenBLAS at one thread
+(engine.threads) and splits the products on the training path itself, into blocks that
+depend on the shapes only, as tasks on its own threads (:func:`.kernel_threads.run_tasks`):
+the same sub-products, the same floats, for any thread count.
+
+- :func:`matmul`: ``out = a @ b`` in blocks of ``out``'s rows (``ROW_BLOCK``) and columns
+  (``COL_BLOCK``); a product too small for two blocks runs as one call, as before.
+- :func:`matmul_k`: ``a @ b`` for a long inner dimension and a small result (a weight
+  gradient summed over every pixel of a batch): one partial product per block of
+  ``K_BLOCK`` of the inner dimension, added up in block order.
+
+>>> import numpy as np
+>>> a, b = np.ones((3, 4), np.float32), np.ones((4, 2), np.float32)
+>>> matmul(a, b).tolist()
+[[4.0, 4.0], [4.0, 4.0], [4.0, 4.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ..backend import array_module
+from .kernel_threads import run_tasks
+
+# Block sizes: large enough that the operand each block packs again (OpenBLAS packs the
+# other operand per call) costs little beside its arithmetic, and that a block's work
+# (at least MIN_BLOCK_FLOPS) dwarfs the ~5 µs of handing it to a thread.
+ROW_BLOCK = 512
+COL_BLOCK = 256
+K_BLOCK = 8192
+MIN_BLOCK_FLOPS = 1 << 23
+
+
+def bounds(size: int, block: int) -> list[tuple[int, int]]:
+    """``size`` split into ``size // block`` near-equal blocks (one when it is under two),
+    as (start, stop) pairs."""
+    count = max(1, size // block)
+    edges = [size * i // count for i in range(count + 1)]
+    return list(zip(edges[:-1], edges[1:], strict=True))
+
+
+def _at_least(flops_per_unit: int, floor: int) -> int:
+    return max(floor, -(-MIN_BLOCK_FLOPS // max(flops_per_unit, 1)))
+
+
+def _grid(a: Any, b: Any, out: Any) -> list[Callable[[], Any]]:
+    (m, k), n = a.shape, out.shape[1]
+    rows = bounds(m, _at_least(2 * k * n, ROW_BLOCK))
+    cols = bounds(n, _at_least(2 * k * (rows[0][1] - rows[0][0]), COL_BLOCK))
+    return [partial(np.matmul, a[r0:r1], b[:, c0:c1], out=out[r0:r1, c0:c1])
+            for r0, r1 in rows for c0, c1 in cols]
+
+
+def matmul(a: Any, b: Any, out: Any | None = None) -> Any:
+    """``a @ b`` into ``out`` (allocated when None): for 2-D numpy arrays on the engine's
+    threads in blocks of rows and columns fixed by the shapes; anything else (cupy, N-d)
+    as the array module's own ``matmul``."""
+    if not (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == b.ndim == 2):
+        return a @ b if out is None else array_module(a).matmul(a, b, out=out)
+    if out is None:
+        out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
+    run_tasks(_grid(a, b, out))
+    return out
+
+
+def matmul_tasks(a: Any, b: Any, out: Any) -> list[Callable[[], Any]]:
+    """:func:`matmul` into ``out`` as its tasks (to run beside other work)."""
+    return _grid(a, b, out)
+
+
+def matmul_k(a: Any, b: Any) -> Any:
+    """``a @ b`` with the inner dimension split into blocks of ``K_BLOCK``: each block's
+    partial product is a task, then the partials are added in block order."""
+    tasks, finish = matmul_k_tasks(a, b)
+    run_tasks(tasks)
+    return finish()
+
+
+def matmul_k_tasks(a: Any, b: Any) -> tuple[list[Callable[[], Any]], Callable[[], Any]]:
+    """:func:`matmul_k` as its tasks (to run beside other work in one :func:`run_tasks`)
+    and the call that adds the partials up once they ran."""
+    ks = bounds(a.shape[1], K_BLOCK)
+    dtype = np.result_type(a, b)
+    parts = [np.empty((a.shape[0], b.shape[1]), dtype) for _ in ks]
+    tasks: list[Callable[[], Any]] = []
+    for (k0, k1), part in zip(ks, parts, strict=True):
+        tasks += _grid(a[:, k0:k1], b[k0:k1], part)
+
+    def finish() -> Any:
+        total = parts[0]
+        for part in parts[1:]:
+            total += part
+        return total
+
+    return tasks, finish

@@ -1,0 +1,328 @@
+"""The engine's CPU threads at run time: compiled kernels over a fixed partition, a pool for
+independent tasks, and BLAS kept from oversubscribing either.
+
+Three things compute on the engine's ``count()`` threads (engine.threads decides the
+count; :func:`set_count` changes it):
+
+- **Compiled kernels** (:func:`kernel`): each is written once with ``numba.prange`` over
+  *blocks* whose bounds depend only on the shapes (rows of tiles, images, fixed-size row
+  blocks), never on the thread count, and compiled twice: serially and with numba's
+  parallel loops. Each block writes only its own outputs, and a reduction keeps one partial
+  per block that the kernel adds up in block order afterwards, so the floats are the same
+  for 1 thread or 64. The parallel build runs on numba's OpenMP layer (or TBB): both are
+  safe when several threads call in, unlike numba's default ``workqueue`` layer, which is
+  never used (without a safe layer every kernel runs its serial build).
+- **Tasks** (:func:`run_tasks`): independent pieces of a layer, mostly GEMMs (the 36
+  transform-domain products of a Winograd layer, its weight- and data-gradient products
+  side by side, an im2col layer's blocks of images; engine.ndarray.gemm), run on a
+  persistent pool of ``count() - 1`` Python threads plus the caller; numpy releases the GIL
+  in a GEMM and numba kernels are ``nogil``. OpenBLAS stays at one thread (engine.threads),
+  so each task's GEMM runs on the thread that took it, with no lock (OpenBLAS serializes
+  concurrent multi-threaded GEMMs on one lock) and no second set of threads competing for
+  the cores; a pool thread waits blocked, not spinning.
+- **Inside a task** every kernel runs its serial build (no nested teams).
+
+A process forked after the OpenMP threads started (GNU OpenMP is not fork-safe) runs the
+serial builds from then on; one forked before keeps the parallel ones.
+
+>>> import numpy as np
+>>> from engine.ndarray import cpu_kernels   # a kernel: add_relu over blocks of elements
+>>> out = np.empty(10, np.float32)
+>>> cpu_kernels.add_relu(np.arange(10, dtype=np.float32), np.full(10, -5, np.float32), out)
+>>> out.tolist()[4:7], count() >= 1, block_count(10, 4)
+([0.0, 0.0, 1.0], True, 3)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy
+
+from .. import threads as config
+
+try:  # numba is a runtime dependency; without it every op keeps its numpy path
+    import numba
+
+    ENABLED = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    numba = None
+    ENABLED = False
+
+__all__ = ["ENABLED", "JIT_OPTIONS", "block_count", "count", "kernel", "numba",
+           "parallel_kernels", "prange", "run_tasks", "set_count"]
+
+# every compiled kernel: cached on disk, releasing the GIL, numpy's float semantics
+JIT_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy",
+                               "boundscheck": False}
+
+log = logging.getLogger(__name__)
+
+prange = numba.prange if ENABLED else range
+
+_count = config.decision().threads
+_local = threading.local()  # .in_task: inside a task; .numba_threads: numba's count here
+_parallel_state = {"checked": False, "usable": False, "started": False}
+_state_lock = threading.Lock()
+
+
+def count() -> int:
+    """The threads the engine computes with."""
+    return _count
+
+
+def set_count(threads: int) -> None:
+    """Compute with ``threads`` threads from now on (kernels and tasks; results stay the
+    same for any count). A worker calls this with the cores it was given."""
+    global _count
+    if int(threads) < 1:
+        raise ValueError(f"thread count must be >= 1, got {threads}")
+    with _state_lock:
+        _count = int(threads)
+
+
+def parallel_kernels() -> bool:
+    """Whether the kernels' parallel builds can run here (a thread-safe numba layer loads)."""
+    return ENABLED and _parallel_usable()
+
+
+def block_count(size: int, block: int) -> int:
+    """Blocks of ``block`` items covering ``size`` (the last one may be short)."""
+    return (size + block - 1) // block
+
+
+# --------------------------------------------------------------------- compiled kernels
+def _parallel_usable() -> bool:
+    """Whether a thread-safe numba threading layer loads here (checked once)."""
+    state = _parallel_state
+    if state["checked"]:
+        return bool(state["usable"])
+    with _state_lock:
+        if not state["checked"]:
+            if os.environ.get("NUMBA_THREADING_LAYER", "") in ("", "default", "workqueue"):
+                numba.config.THREADING_LAYER = "threadsafe"  # tbb or omp, never workqueue
+            # OpenMP's threads sleep between kernels instead of spinning (unless the
+            # environment says otherwise): spinning threads took 5x the CPU time of a CNN
+            # step on a loaded 2-core machine, starved the threads they waited for, and
+            # would compete with a job's own data-loading processes. Set only while the
+            # OpenMP runtime loads (it reads it then), so child processes do not inherit it.
+            policy_unset = "OMP_WAIT_POLICY" not in os.environ
+            if policy_unset:
+                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            try:
+                _probe(numpy.zeros(4))
+                state["usable"] = True
+                state["started"] = True
+            except Exception as exc:  # noqa: BLE001 - no safe layer: serial builds
+                log.warning("engine kernels run on one thread: %s", exc)
+            finally:
+                if policy_unset:
+                    os.environ.pop("OMP_WAIT_POLICY", None)
+            state["checked"] = True
+    return bool(state["usable"])
+
+
+def _numba_threads() -> None:
+    """Make numba's (per calling thread) count this thread's share of ``count()``."""
+    wanted = min(_count, numba.config.NUMBA_NUM_THREADS)
+    if getattr(_local, "numba_threads", None) != wanted:
+        numba.set_num_threads(wanted)
+        _local.numba_threads = wanted
+
+
+class Kernel:
+    """A compiled kernel with a serial and a parallel build of the same source."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.__wrapped__ = fn
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+        self.serial = numba.njit(**JIT_OPTIONS)(fn) if ENABLED else fn
+        self._parallel: Any = None
+
+    @property
+    def parallel(self) -> Any:
+        if self._parallel is None:
+            # a renamed copy: numba caches builds by qualified name, and the two must not
+            # overwrite each other's cache entries
+            clone = types.FunctionType(self.__wrapped__.__code__, self.__wrapped__.__globals__,
+                                       self.__name__ + "_parallel",
+                                       self.__wrapped__.__defaults__,
+                                       self.__wrapped__.__closure__)
+            clone.__qualname__ = self.__wrapped__.__qualname__ + "_parallel"
+            clone.__module__ = self.__wrapped__.__module__
+            self._parallel = numba.njit(parallel=True, **JIT_OPTIONS)(clone)
+        return self._parallel
+
+    def __call__(self, *args: Any) -> Any:
+        if _count > 1 and ENABLED and not getattr(_local, "in_task", False) \
+                and _large(args) and _parallel_usable():
+            _numba_threads()
+            return self.parallel(*args)
+        return self.serial(*args)
+
+
+# Fewest elements in a kernel's largest array for its parallel build: below it (~50 µs of
+# streaming work) waking the threads (5-20 µs on an idle machine, far more on a busy one)
+# costs about what they save. The floats are the same either way.
+PARALLEL_MIN_ELEMENTS = 1 << 17
+
+
+def _large(args: tuple[Any, ...]) -> bool:
+    return any(getattr(a, "size", 0) >= PARALLEL_MIN_ELEMENTS for a in args)
+
+
+def kernel(fn: Callable[..., Any]) -> Kernel:
+    """Compile ``fn`` (written with :data:`prange` over a fixed partition) twice: see above."""
+    return Kernel(fn)
+
+
+def _probe_source(values: Any) -> None:
+    for i in prange(len(values)):
+        values[i] = float(i)
+
+
+_probe = numba.njit(parallel=True, cache=False)(_probe_source) if ENABLED else _probe_source
+
+
+# -------------------------------------------------------------------------------- BLAS
+def _hold_blas_at_one_thread() -> None:
+    """OpenBLAS on one thread (see engine.threads), where it may have loaded with more."""
+    if not config.decision().blas_preset:
+        return
+    try:
+        from threadpoolctl import ThreadpoolController
+
+        for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+            lib.set_num_threads(1)
+    except Exception as exc:  # noqa: BLE001 - cannot hold it: results may vary with BLAS
+        log.warning("could not hold BLAS at one thread: %s", exc)
+
+
+_hold_blas_at_one_thread()
+
+
+# ------------------------------------------------------------------------------- tasks
+class _Job:
+    """One call's tasks, taken in order by whichever thread is free."""
+
+    def __init__(self, tasks: Sequence[Callable[[], None]]) -> None:
+        self.tasks = tasks
+        self.next = 0
+        self.left = len(tasks)
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        while True:
+            with self.lock:
+                i = self.next
+                if i >= len(self.tasks):
+                    return
+                self.next = i + 1
+            try:
+                self.tasks[i]()
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                with self.lock:
+                    self.error = self.error or exc
+            with self.lock:
+                self.left -= 1
+                if self.left == 0:
+                    self.done.set()
+
+
+class _Pool:
+    """Persistent threads that wait (blocked) for a job and help run its tasks."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._job: _Job | None = None
+        self._serial = 0
+        self._threads: list[threading.Thread] = []
+        self._stop: threading.Event = threading.Event()
+        self.busy = threading.Lock()  # one job at a time; others run their tasks inline
+
+    def resize(self, workers: int) -> None:
+        if workers == len(self._threads):
+            return
+        with self._wake:
+            self._stop.set()
+            self._wake.notify_all()
+            self._stop = threading.Event()
+            self._threads = [threading.Thread(target=self._loop, args=(self._stop,),
+                                              name=f"rudder-engine-{i + 1}", daemon=True)
+                             for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def _loop(self, stop: threading.Event) -> None:
+        _local.in_task = True
+        seen = self._serial
+        while True:
+            with self._wake:
+                while self._serial == seen and not stop.is_set():
+                    self._wake.wait()
+                if stop.is_set():
+                    return
+                seen, job = self._serial, self._job
+            if job is not None:
+                job.work()
+
+    def run(self, tasks: Sequence[Callable[[], None]]) -> None:
+        job = _Job(tasks)
+        with self._wake:
+            self._job = job
+            self._serial += 1
+            self._wake.notify_all()
+        _local.in_task = True
+        try:
+            job.work()
+            job.done.wait()
+        finally:
+            _local.in_task = False
+            with self._wake:
+                self._job = None
+        if job.error is not None:
+            raise job.error
+
+    def after_fork(self) -> None:
+        self._threads, self._job = [], None
+        self._wake = threading.Condition()
+        self.busy = threading.Lock()
+
+
+_pool = _Pool()
+
+
+def run_tasks(tasks: Sequence[Callable[[], None]]) -> None:
+    """Run independent ``tasks`` (each writes only its own outputs) on the engine's threads
+    and return when all are done; the first exception is raised here. Which thread runs a
+    task never changes what it computes, so results do not depend on the thread count."""
+    if _count <= 1 or len(tasks) <= 1 or getattr(_local, "in_task", False) \
+            or not _pool.busy.acquire(blocking=False):
+        for task in tasks:  # one thread, nested, or another job running: inline, in order
+            task()
+        return
+    try:
+        _pool.resize(_count - 1)  # started on first use, resized after set_count
+        _pool.run(tasks)
+    finally:
+        _pool.busy.release()
+
+
+def _after_fork_in_child() -> None:
+    global _local
+    _local = threading.local()
+    _pool.after_fork()
+    if _parallel_state["started"]:  # GNU OpenMP hangs in a child of a process that used it
+        _parallel_state.update(checked=True, usable=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

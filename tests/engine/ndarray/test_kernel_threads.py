@@ -1,0 +1,173 @@
+"""The engine's threads: reductions split the same way for any thread count, the task pool,
+and where the thread count comes from (engine.threads, engine.ndarray.kernel_threads)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from engine import threads
+from engine.ndarray import batch_norm_kernels, conv_kernels, gemm, kernel_threads
+
+rng = np.random.default_rng(7)
+
+
+@pytest.fixture
+def thread_counts():
+    """Runs a callable at 1, 2 and 3 threads and gives back its three results."""
+    before = kernel_threads.count()
+
+    def run(fn):
+        out = []
+        for count in (1, 2, 3):
+            kernel_threads.set_count(count)
+            out.append(fn())
+        return out
+
+    yield run
+    kernel_threads.set_count(before)
+
+
+def _equal_bytes(results):
+    return all(np.asarray(r).tobytes() == np.asarray(results[0]).tobytes() for r in results)
+
+
+def test_batch_norm_sums_come_out_the_same_in_float64(thread_counts):
+    """The float64 sums (before any rounding to float32 could hide a difference) are equal
+    to the bit, and the max-pool-fused backward's sums equal the unfused ones."""
+    n, h, w, c = 16, 32, 24, 24
+    x = rng.standard_normal((n * h * w, c)).astype(np.float32) + 3
+    g = rng.standard_normal((n, h // 2, w // 2, c)).astype(np.float32)
+    arg = rng.integers(0, 4, g.shape).astype(np.uint8)
+    block = batch_norm_kernels.block_rows(x.shape[0], c, 2 * w)
+    assert 1 < block < x.shape[0] // 2  # several blocks, so the split matters
+    assert x.size >= kernel_threads.PARALLEL_MIN_ELEMENTS  # and the parallel builds run
+    mean, inv_std = x.mean(0).astype(np.float32), np.ones(c, np.float32)
+    scale, beta = np.full(c, 0.5, np.float32), np.zeros(c, np.float32)
+
+    def stats():
+        m, v = np.empty(c), np.empty(c)
+        batch_norm_kernels.channel_stats(x, block, m, v)
+        return np.concatenate([m, v])
+
+    def fused_sums():
+        s1, s2 = np.empty(c), np.empty(c)
+        batch_norm_kernels.normalize_max_pool_grad_sums(
+            g, arg, x.reshape(n, h, w, c), mean, inv_std, scale, beta, True, block // (2 * w),
+            s1, s2)
+        return np.concatenate([s1, s2])
+
+    def unfused_sums():  # the pooled gradient scattered to its windows, then the plain sums
+        full = np.zeros((n, h, w, c), np.float32)
+        for k in range(4):
+            di, dj = divmod(k, 2)
+            full[:, di::2, dj::2] = np.where(arg == k, g, 0)
+        s1, s2 = np.empty(c), np.empty(c)
+        batch_norm_kernels.normalize_grad_sums(full.reshape(-1, c), x, mean, inv_std, scale,
+                                               beta, True, block, s1, s2)
+        return np.concatenate([s1, s2])
+
+    assert _equal_bytes(thread_counts(stats))
+    fused = thread_counts(fused_sums)
+    assert _equal_bytes(fused)
+    assert fused[0].tobytes() == unfused_sums().tobytes()
+    np.testing.assert_allclose(stats()[:c], x.astype(np.float64).mean(0), rtol=1e-12)
+
+
+def test_bias_gradient_sums_blocks_in_order(thread_counts):
+    g = rng.standard_normal((5 * conv_kernels.BIAS_BLOCK_ROWS + 17, 16)).astype(np.float32)
+    assert g.size >= kernel_threads.PARALLEL_MIN_ELEMENTS  # the parallel build runs
+
+    def column_sums():
+        out = np.empty(16)  # float64 out: the float64 sums themselves, unrounded
+        conv_kernels.bias_grad(g, out)
+        return out
+
+    results = thread_counts(column_sums)
+    assert _equal_bytes(results)
+    np.testing.assert_allclose(results[0], g.astype(np.float64).sum(0), rtol=1e-12)
+
+
+def test_split_products_are_the_same_for_any_thread_count(thread_counts):
+    a = rng.standard_normal((1500, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 700)).astype(np.float32)
+    long_a = rng.standard_normal((20, 3 * gemm.K_BLOCK)).astype(np.float32)
+    long_b = rng.standard_normal((3 * gemm.K_BLOCK, 30)).astype(np.float32)
+    assert len(gemm._grid(a, b, np.empty((1500, 700), np.float32))) > 2
+    assert _equal_bytes(thread_counts(lambda: gemm.matmul(a, b)))
+    assert _equal_bytes(thread_counts(lambda: gemm.matmul_k(long_a, long_b)))
+    np.testing.assert_allclose(gemm.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gemm.matmul_k(long_a, long_b), long_a @ long_b, rtol=1e-3,
+                               atol=1e-3)
+
+
+def test_tasks_run_on_several_threads_and_raise_the_first_error(thread_counts):
+    kernel_threads.set_count(3)
+    seen: set[int] = set()
+    barrier = threading.Barrier(2, timeout=10)
+
+    def meet() -> None:  # two tasks that can only finish together: two threads ran them
+        seen.add(threading.get_ident())
+        barrier.wait()
+
+    kernel_threads.run_tasks([meet, meet])
+    assert len(seen) == 2
+
+    def fail() -> None:
+        raise ValueError("task failed")
+
+    with pytest.raises(ValueError, match="task failed"):
+        kernel_threads.run_tasks([lambda: None, fail, lambda: None])
+    order: list[int] = []  # a task's own tasks run inline, in order
+    kernel_threads.run_tasks([lambda: kernel_threads.run_tasks(
+        [lambda: order.append(1), lambda: order.append(2)]), lambda: None])
+    assert order == [1, 2]
+
+
+def test_thread_count_setting_and_its_errors(monkeypatch):
+    monkeypatch.setenv("RUDDER_ENGINE_THREADS", "3")
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert threads._from_environment(threads.os.environ).threads == 3
+    monkeypatch.delenv("RUDDER_ENGINE_THREADS")
+    assert threads._from_environment(threads.os.environ).reason == "OMP_NUM_THREADS=5"
+    monkeypatch.setenv("OMP_NUM_THREADS", "two")
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS='two'"):
+        threads._from_environment(threads.os.environ)
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    cores, how = threads.available_cores()
+    assert threads._from_environment(threads.os.environ).threads == cores >= 1 and how
+    assert threads.cores_from_quota("250000 100000") == 2
+    assert threads.cores_from_quota("50000 100000") == 1
+    assert threads.cores_from_quota("max 100000") is None
+    with pytest.raises(ValueError, match=">= 1"):
+        kernel_threads.set_count(0)
+    assert threads.describe().startswith("engine threads: ")
+
+
+def test_cgroup_quotas_v2_and_v1_the_tightest_along_the_hierarchy(tmp_path, monkeypatch):
+    """A container's CPU quota (or its parent's, where tighter) caps the thread count."""
+    proc = tmp_path / "cgroup"
+    monkeypatch.setattr(threads, "_PROC_CGROUP", proc)
+    monkeypatch.setattr(threads, "_CGROUP", tmp_path / "fs")
+    job = tmp_path / "fs" / "jobs" / "worker"
+    job.mkdir(parents=True)
+    (tmp_path / "fs" / "cgroup.controllers").write_text("cpu memory")
+    (tmp_path / "fs" / "jobs" / "cpu.max").write_text("300000 100000\n")
+    (job / "cpu.max").write_text("max 100000\n")
+    proc.write_text("0::/jobs/worker\n")
+    assert threads._cgroup_quota() == 3  # the parent's 3 CPUs bind the unlimited child
+    (job / "cpu.max").write_text("150000 100000\n")
+    assert threads._cgroup_quota() == 1
+    v1 = tmp_path / "fs" / "cpu,cpuacct" / "docker" / "abc"
+    v1.mkdir(parents=True)
+    (tmp_path / "fs" / "cgroup.controllers").unlink()
+    (v1 / "cpu.cfs_quota_us").write_text("400000\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    proc.write_text("4:memory:/docker/abc\n2:cpu,cpuacct:/docker/abc\n1:name=systemd:/\n")
+    assert threads._cgroup_quota() == 4
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    assert threads._cgroup_quota() is None
+    proc.write_text("garbage\n")
+    assert threads._cgroup_quota() is None

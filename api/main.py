@@ -30,6 +30,7 @@ from api.routes import (
     models,
     timeline,
     tokens,
+    usage,
     workers,
 )
 from api.state import ServiceState
@@ -84,7 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(telemetry.RequestMetrics)
     for module in (health, jobs, learning_rate, metrics, events, checkpoints, timeline,
-                   workers, tokens):
+                   workers, tokens, usage):
         app.include_router(module.router)
     app.include_router(dataset_uploads.router)
     app.include_router(datasets.router)

@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rudder import __version__, dataset_commands
+from rudder import __version__, dataset_commands, usage_commands
 from rudder import commands as c
 from rudder.client import RudderError
 from rudder.model_commands import add_model_commands
@@ -165,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_job_commands(sub)
     dataset_commands.add_commands(sub, _command)
     add_model_commands(sub, _command)
+    usage_commands.add_commands(sub, _command)
     return parser
 
 

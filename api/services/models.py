@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError, in_use, not_found
+from api.services import quota
 from api.services.model_inspection import (
     ModelUploadError,
     check_params,
@@ -74,6 +75,10 @@ def store_model(
     except ModelUploadError as exc:
         raise _refused(exc) from exc
 
+    # Quota (issue 25 item 8): a model's files count like data sets do.
+    stored_bytes = len(upload.symbol) + len(upload.params or b"")
+    quota.check(session, state=state, owner=owner, adding=stored_bytes, what="model upload")
+    session.rollback()
     model_id = new_id()
     prefix = model_prefix(model_id)
     meta = {"input_name": summary.input_name, "input_shape": summary.input_shape}
@@ -81,6 +86,12 @@ def store_model(
     if upload.params is not None:
         state.store.put(prefix + MODEL_PARAMS_FILE, upload.params)
     state.store.put(prefix + MODEL_META_FILE, json.dumps(meta).encode())
+    try:
+        quota.reserve(session, state=state, owner=owner, adding=stored_bytes,
+                      what="model upload")
+    except ApiError:
+        state.store.delete_prefix(prefix)
+        raise
     model = repositories.create_model(
         session,
         owner_id=owner.id,

@@ -42,6 +42,7 @@ def test_upload_npz_then_train_on_it(api: ApiHarness) -> None:
         "id": None, "name": "blobs", "format": "npz", "size": None, "sha256": None,
         "num_rows": 50, "feature_shape": [8], "dtype": "float32", "num_classes": 3,
         "created_at": None, "status": "ready", "reason": None, "files": None,
+        "validation": None, "validation_started_at": None,
     }
     assert (stats["records"], stats["classes"], stats["channels"]) == (50, 3, 8)
     assert stats["class_counts"] == {"0": 17, "1": 17, "2": 16}
@@ -204,5 +205,6 @@ def test_the_object_is_deleted_when_its_row_cannot_be_written(api: ApiHarness) -
     state = SimpleNamespace(settings=api.settings, store=store)
     with api.sessions() as session, pytest.raises(Exception, match="(?i)foreign key"):
         store_upload(session, state=state, owner=ghost,  # type: ignore[arg-type]
-                     filename="t.csv", name="t", raw=b"x,label\n1,0\n")
+                     filename="t.csv", name="t", source=io.BytesIO(b"x,label\n1,0\n"),
+                     size=12)
     assert store.list("datasets/") == []

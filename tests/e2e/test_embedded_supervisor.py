@@ -102,7 +102,7 @@ def test_rudder_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -
             wait_until(lambda: client.get_job(running["id"])["status"] == "running", 30,
                        what="the job to run")
 
-            worker = up.child("celery")
+            worker = up.child("workers.celery_app")
             assert f":{worker.pid}:" in holder
             worker.kill()
             killed = time.monotonic()

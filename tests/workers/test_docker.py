@@ -46,14 +46,18 @@ def test_commands_name_real_modules() -> None:
     factory = _module_attr(api_cmd[api_cmd.index("uvicorn") + 1])
     assert "--factory" in api_cmd and callable(factory)
     queues: set[str] = set()
-    for name in ("worker", "gpu-worker"):  # between them they serve every queue
+    # Between them they serve every queue; the validator only validates (issue 26.3).
+    for name, task in (("worker", "rudder.train"), ("gpu-worker", "rudder.train"),
+                       ("validator", "rudder.validate_dataset")):
         worker_cmd = services[name]["command"]
         app = importlib.import_module(worker_cmd[worker_cmd.index("-A") + 1]).app
         for module in app.conf.imports:  # what `celery worker` imports at start-up
             importlib.import_module(module)
-        assert "rudder.train" in app.tasks
+        assert task in app.tasks
         queues |= set(worker_cmd[worker_cmd.index("-Q") + 1].split(","))
     assert queues == {q.name for q in app.conf.task_queues}
+    assert services["validator"]["command"][services["validator"]["command"].index("-Q") + 1] \
+        == "datasets"
     assert (ROOT / "alembic.ini").exists()
 
 

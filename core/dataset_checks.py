@@ -12,7 +12,7 @@ import numpy as np
 LABEL_COLUMN = "label"
 # Validation reads and writes arrays in blocks of about this many bytes, so its memory
 # does not grow with the data set (a few blocks are alive at once).
-BLOCK_BYTES = 1024 * 1024
+BLOCK_BYTES = 256 * 1024
 
 
 class DatasetError(ValueError):

@@ -208,3 +208,18 @@ def test_the_object_is_deleted_when_its_row_cannot_be_written(api: ApiHarness) -
                      filename="t.csv", name="t", source=io.BytesIO(b"x,label\n1,0\n"),
                      size=12)
     assert store.list("datasets/") == []
+
+
+@pytest.mark.parametrize("field", ["1" * 131_073, '"' + "1" * 131_073 + '"'])
+def test_a_csv_field_past_the_limit_is_a_422_naming_the_line_and_the_limit(
+    api: ApiHarness, field: str
+) -> None:
+    """Issue 25 item 6: the csv module's ``_csv.Error`` was an uncaught 500."""
+    _, headers = api.make_user()
+    raw = f"x,label\n1,0\n{field},1\n".encode()
+    response = api.client.post("/v1/datasets", files={"file": ("long.csv", raw)},
+                               headers=headers)
+    assert response.status_code == 422, response.text
+    message = response.json()["error"]["message"]
+    assert "line 3" in message and "131072" in message, message
+    assert _count(api) == 0

@@ -93,6 +93,7 @@ from core.repositories.users import (
     get_user_by_name,
     list_api_tokens,
     mark_api_token_revoked,
+    valid_token_hashes,
 )
 
 __all__ = [
@@ -166,5 +167,6 @@ __all__ = [
     "transition_job",
     "update_dataset",
     "update_job_progress",
+    "valid_token_hashes",
     "validations_sent_before",
 ]

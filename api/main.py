@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from api import telemetry
+from api.encoding import Utf8Json
 from api.errors import install_error_handlers
 from api.limits import BodySizeLimit
 from api.openapi import install_openapi
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     install_openapi(app)
+    app.add_middleware(Utf8Json)  # inside BodySizeLimit: a 413 is decided first
     app.add_middleware(
         BodySizeLimit,
         max_body_bytes=settings.limits.max_spec_bytes,

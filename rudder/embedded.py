@@ -213,6 +213,8 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
         api = supervisor.start("api", [
             python, "-m", "uvicorn", "api.main:create_app", "--factory",
             "--host", host, "--port", str(port), "--log-level", "warning",
+            # requests the HTTP parser refuses get the API's error body (api.http_protocol)
+            "--http", "api.http_protocol:ApiHttpProtocol",
         ], env, home / "api.log")
         # Started before the worker, so it is stopped after it (newest first): the
         # worker, which checkpoints its job, is the first told to stop.

@@ -50,6 +50,7 @@ class Stack:
         self.api = self._spawn("api", [
             sys.executable, "-m", "uvicorn", "api.main:create_app", "--factory",
             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+            "--http", "api.http_protocol:ApiHttpProtocol",
         ])
         wait_until(lambda: httpx.get(self.api_url + "/healthz", timeout=1).status_code == 200,
                    60, interval=0.2, what="the API")

@@ -45,6 +45,8 @@ def test_commands_name_real_modules() -> None:
     api_cmd = services["api"]["command"]
     factory = _module_attr(api_cmd[api_cmd.index("uvicorn") + 1])
     assert "--factory" in api_cmd and callable(factory)
+    # The parser's refusals answered in the API's error shape (issue 25 item 11).
+    assert _module_attr(api_cmd[api_cmd.index("--http") + 1]).__name__ == "ApiHttpProtocol"
     queues: set[str] = set()
     # Between them they serve every queue; the validator only validates (issue 26.3).
     for name, task in (("worker", "rudder.train"), ("gpu-worker", "rudder.train"),
@@ -71,3 +73,4 @@ def test_dockerfiles_copy_paths_that_exist_and_run_the_compose_commands() -> Non
     assert "nvidia/cuda" in worker and '".[gpu]"' in worker
     api = (DOCKER / "api.Dockerfile").read_text()
     assert '"api.main:create_app", "--factory"' in api
+    assert '"--http", "api.http_protocol:ApiHttpProtocol"' in api

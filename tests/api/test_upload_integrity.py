@@ -35,15 +35,21 @@ def _store(api: ApiHarness) -> ObjectStore:
     return open_store(api.settings.storage_url, endpoint_url=api.settings.s3_endpoint_url)
 
 
-def _open_upload(api: ApiHarness, headers: dict[str, str], data: bytes,
-                 part_size: int) -> dict[str, Any]:
-    created = uploads.create(api.client, headers, {"a.npz": data}, part_size=part_size)
+PART_SIZE = 5 * MIB  # S3's smallest part but the last
+
+
+def _open_upload(api: ApiHarness) -> tuple[dict[str, str], bytes, dict[str, Any]]:
+    """A new user's open upload of a two-part file with every part sent: (headers, the
+    file, the upload)."""
+    _, headers = api.make_user()
+    data = os.urandom(PART_SIZE + 1000)
+    created = uploads.create(api.client, headers, {"a.npz": data}, part_size=PART_SIZE)
     assert created.status_code == 201, created.text
     upload: dict[str, Any] = created.json()
     for number, part in uploads.parts_of(upload, {"a.npz": data}).items():
         assert uploads.put_part(api.client, headers, upload["id"], number,
                                 part).status_code == 200
-    return upload
+    return headers, data, upload
 
 
 def _put_slowly(api: ApiHarness, headers: dict[str, str], upload_id: str, number: int,
@@ -65,10 +71,7 @@ def _put_slowly(api: ApiHarness, headers: dict[str, str], upload_id: str, number
 def test_a_part_arriving_after_complete_changes_nothing(upload_api: ApiHarness) -> None:
     """Before: answered 409, but its bytes went into the completed data set's file."""
     api = upload_api
-    _, headers = api.make_user()
-    part_size = 5 * MIB
-    data = os.urandom(part_size + 1000)
-    upload = _open_upload(api, headers, data, part_size)
+    headers, data, upload = _open_upload(api)
     completed: dict[str, Any] = {}
 
     def complete() -> None:
@@ -78,7 +81,7 @@ def test_a_part_arriving_after_complete_changes_nothing(upload_api: ApiHarness) 
         assert done.status_code == 202, done.text
         completed.update(done.json())
 
-    late = _put_slowly(api, headers, upload["id"], 1, b"\xff" * part_size, complete)
+    late = _put_slowly(api, headers, upload["id"], 1, b"\xff" * PART_SIZE, complete)
     assert late.status_code == 409, late.text
     stored = _store(api).get(f"datasets/{completed['id']}/a.npz")
     assert stored == data
@@ -92,11 +95,8 @@ def test_a_part_arriving_after_complete_changes_nothing(upload_api: ApiHarness) 
 def test_interleaved_sends_of_one_part_leave_one_of_them_whole(upload_api: ApiHarness) -> None:
     """Before: both got 200 and the file matched neither (local store)."""
     api = upload_api
-    _, headers = api.make_user()
-    part_size = 5 * MIB
-    data = os.urandom(part_size + 1000)
-    upload = _open_upload(api, headers, data, part_size)
-    first, second = b"\x01" * part_size, b"\x02" * part_size
+    headers, data, upload = _open_upload(api)
+    first, second = b"\x01" * PART_SIZE, b"\x02" * PART_SIZE
 
     def other_send() -> None:
         with httpx.Client(base_url=api.url, timeout=60) as client:
@@ -109,9 +109,9 @@ def test_interleaved_sends_of_one_part_leave_one_of_them_whole(upload_api: ApiHa
     done = api.client.post(f"/v1/datasets/uploads/{upload['id']}/complete", headers=headers)
     assert done.status_code == 202, done.text
     stored = _store(api).get(f"datasets/{done.json()['id']}/a.npz")
-    assert stored[:part_size] in (first, second)
-    assert hashlib.sha256(stored[:part_size]).hexdigest() == recorded
-    assert stored[part_size:] == data[part_size:]
+    assert stored[:PART_SIZE] in (first, second)
+    assert hashlib.sha256(stored[:PART_SIZE]).hexdigest() == recorded
+    assert stored[PART_SIZE:] == data[PART_SIZE:]
 
 
 def _staged(api: ApiHarness) -> list[tuple[str, int]]:
@@ -148,10 +148,7 @@ def test_completion_checks_every_stored_part_and_names_a_bad_one(
     """A part whose stored bytes no longer match its sha256 is refused at completion
     (409 part_corrupt naming it); the upload stays open and the part is sent again."""
     api = upload_api
-    _, headers = api.make_user()
-    part_size = 5 * MIB
-    data = os.urandom(part_size + 1000)
-    upload = _open_upload(api, headers, data, part_size)
+    headers, data, upload = _open_upload(api)
     assert _tamper_with_staged_parts(api) >= 1
     refused = api.client.post(f"/v1/datasets/uploads/{upload['id']}/complete", headers=headers)
     assert refused.status_code == 409, refused.text

@@ -254,7 +254,8 @@ def test_version_and_help_for_every_argument_with_an_example() -> None:
                 yield from commands(child, f"{path} {name}")
 
     found = list(commands(build_parser(), "rudder"))
-    assert len(found) == 24  # 19 + model upload|ls|show|rm and export (issue 12)
+    # 19 + model upload|ls|show|rm and export (issue 12) + usage (issue 25.8)
+    assert len(found) == 25
     for path, parser in found:
         assert parser.epilog and "example:\n  rudder" in parser.epilog, path
         for action in parser._actions:

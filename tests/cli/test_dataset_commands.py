@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,22 @@ def test_upload_says_truthfully_whether_validation_is_queued_or_running(
     shown = json.loads(cli("datasets", "show", dataset_id[:8]).stdout)
     assert (shown["status"], shown["validation"]) == ("validating", "running")
     assert validation_state(shown).startswith("a validator is checking it (for ")
+
+
+def test_rudder_usage_shows_bytes_by_kind_against_the_quota(
+    cli: Cli, cache: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"x,label\n" + b"1,0\n" * 3000)
+    assert cli("datasets", "upload", str(path), "--parts", "--part-size", "5000",
+               "-q").returncode == 0
+    shown = cli("usage")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    table = [re.split(r"\s{2,}", line.strip()) for line in lines[:6]]
+    assert table[0] == ["KIND", "BYTES", "SIZE", "QUOTA"]
+    assert table[1] == ["data sets", str(path.stat().st_size), "11.7 KiB", "counted"]
+    assert table[4] == ["checkpoints", "0", "0 B", "not counted"]
+    assert lines[-1] == "used 11.7 KiB of 50.0 GiB (0.0%); 50.0 GiB left"
+    as_json = json.loads(cli("usage", "--json").stdout)
+    assert as_json["bytes"]["datasets"] == path.stat().st_size == as_json["used_bytes"]

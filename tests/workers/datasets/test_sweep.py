@@ -51,7 +51,10 @@ def test_an_abandoned_upload_is_aborted(worker_env: dict[str, str]) -> None:
             dataset_id=new_id(), created_at=utcnow() - timedelta(days=8),
         )
         upload_id = upload.id
+    with session_scope() as session:  # its declared size is reserved against the quota
+        assert repositories.bytes_held_by(session, owner_id=owner) == 3
     assert expire_abandoned_uploads(store, max_age_seconds=7 * 24 * 3600) == [upload_id]
     with session_scope() as session:
         assert repositories.get_upload(session, upload_id=upload_id, owner_id=owner) is None
+        assert repositories.bytes_held_by(session, owner_id=owner) == 0  # and released
     assert [p for p in store.root.rglob("*") if p.is_file()] == []

@@ -14,6 +14,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.limits import PART_PATH
+
 BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 # (prefix, encoding) by what a body starts with: byte order marks first, then the
 # patterns of NULs that ASCII JSON text makes in UTF-16/32 (RFC 4627 section 3).
@@ -59,7 +61,9 @@ class Utf8Json:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
+        # An upload's part is raw bytes, whatever they start with.
+        if (scope["type"] != "http" or scope["method"] not in BODY_METHODS
+                or PART_PATH.match(scope["path"])):
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])

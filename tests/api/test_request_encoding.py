@@ -86,3 +86,16 @@ def test_a_control_character_in_a_header_gets_the_api_error_shape(
     assert error["message"].startswith("header Idempotency-Key: contains the control character")
     assert error["details"][0]["field"] == "Idempotency-Key"
     assert api.client.get("/v1/jobs", headers=headers).json()["data"] == []
+
+
+def test_a_raw_upload_part_is_never_taken_for_utf16(api: ApiHarness) -> None:
+    """Parts are raw bytes with no Content-Type: bytes that look like a UTF-16 byte order
+    mark or UTF-16 text are data, not an encoding."""
+    from tests.api import uploads
+
+    _, headers = api.make_user()
+    data = b"\xff\xfe\x00\x01" * 250 + b"\x00a\x00b" * 125
+    upload = uploads.create(api.client, headers, {"a.npz": data}).json()
+    for number, part in uploads.parts_of(upload, {"a.npz": data}).items():
+        answer = uploads.put_part(api.client, headers, upload["id"], number, part)
+        assert answer.status_code == 200, answer.text

@@ -12,6 +12,8 @@ Nothing writes to a completed object again.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import tempfile
 from abc import ABC, abstractmethod
@@ -37,6 +39,18 @@ class PartCorrupt(Exception):
         super().__init__(f"part {number} {why}")
         self.number = number
         self.why = why
+
+
+class StoredFileCorrupt(Exception):
+    """An object assembled from checked parts is not what they make (the store's own
+    checksum of it disagrees); it was deleted, the parts stay staged."""
+
+
+def composite_sha256(part_sha256s: list[str]) -> str:
+    """S3's checksum of a multipart object built with SHA-256 parts: the base64 SHA-256
+    of the parts' digests, concatenated in order (S3 appends "-<parts>")."""
+    joined = b"".join(bytes.fromhex(sha) for sha in part_sha256s)
+    return base64.b64encode(hashlib.sha256(joined).digest()).decode()
 
 
 class PartWriter(ABC):

@@ -10,7 +10,14 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
-from core.multipart import PartCorrupt, PartWriter, SpooledPartWriter, StoredPart
+from core.multipart import (
+    PartCorrupt,
+    PartWriter,
+    SpooledPartWriter,
+    StoredFileCorrupt,
+    StoredPart,
+    composite_sha256,
+)
 from core.storage import (
     CHUNK_SIZE,
     MULTIPART_DIR,
@@ -210,8 +217,20 @@ class S3Store(ObjectStore):
             self.client.abort_multipart_upload(Bucket=self.bucket, Key=target,
                                                UploadId=upload_id)
             raise
+        self._check_whole(target, parts)
         self.abort_multipart(key, token)  # the staged parts are copied: drop them
         return None
+
+    def _check_whole(self, target: str, parts: Sequence[StoredPart]) -> None:
+        """The assembled object against the recorded parts, by S3's composite checksum
+        (where the store keeps one); the whole file's own sha256 is the validator's."""
+        head = self.client.head_object(Bucket=self.bucket, Key=target, ChecksumMode="ENABLED")
+        stored = str(head.get("ChecksumSHA256") or "").split("-")[0]
+        expected = composite_sha256([part.sha256 for part in parts])
+        if stored and stored != expected:
+            self.client.delete_object(Bucket=self.bucket, Key=target)
+            raise StoredFileCorrupt(f"{target}: S3's checksum {stored} is not the {expected} "
+                                    "its recorded parts make")
 
     def abort_multipart(self, key: str, token: str) -> None:
         if not token.isalnum():

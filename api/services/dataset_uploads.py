@@ -37,7 +37,7 @@ from core.models import (
     new_id,
     utcnow,
 )
-from core.multipart import PartCorrupt, PartWriter, StoredPart
+from core.multipart import PartCorrupt, PartWriter, StoredFileCorrupt, StoredPart
 from core.queue import enqueue_dataset_validation
 from core.storage import ObjectNotFound
 
@@ -264,6 +264,8 @@ def complete_upload(
                 409, "part_corrupt", f"part {exc.number} {exc.why}; send it again, then complete",
                 details={"missing": [exc.number]},
             ) from exc
+        if isinstance(exc, StoredFileCorrupt):
+            raise ApiError(409, "upload_corrupt", f"{exc}; complete the upload again") from exc
         raise
     if state.settings.redis_url:
         try:

@@ -129,12 +129,21 @@ async def get_current_user(request: Request, state: StateDep) -> User:
     secret = settings.secret_key.get_secret_value()
     token_hash = tokens.hash_token(token, secret=secret)
     request.state.token_hash = token_hash  # GET /v1/tokens marks the one in use
+    user = await user_of_token_hash(state, token_hash)
+    if user is None:
+        raise _unauthorized("invalid, revoked or expired token")
+    return user
+
+
+async def user_of_token_hash(state: ServiceState, token_hash: str) -> User | None:
+    """The owner of a valid token, from the cache or else the database (then cached);
+    None for an unknown, revoked or expired one."""
     cached = state.token_cache.get(token_hash)
     if cached is not None:
         return cached
     found = await run_in_threadpool(_lookup_token, state, token_hash)
     if found is None:
-        raise _unauthorized("invalid, revoked or expired token")
+        return None
     user, expires_at = found
     state.token_cache.put(token_hash, user, expires_at=expires_at)
     return user

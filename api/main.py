@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from api import telemetry
+from api.encoding import Utf8Json
 from api.errors import install_error_handlers
 from api.limits import BodySizeLimit
 from api.openapi import install_openapi
@@ -32,6 +33,7 @@ from api.routes import (
     models,
     timeline,
     tokens,
+    usage,
     workers,
 )
 from api.state import ServiceState
@@ -78,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     install_openapi(app)
+    app.add_middleware(Utf8Json)  # inside BodySizeLimit: a 413 is decided first
     app.add_middleware(
         BodySizeLimit,
         max_body_bytes=settings.limits.max_spec_bytes,
@@ -86,7 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(telemetry.RequestMetrics)
     for module in (health, jobs, learning_rate, commands, lineage, metrics, events,
-                   checkpoints, timeline, workers, tokens):
+                   checkpoints, timeline, workers, tokens, usage):
         app.include_router(module.router)
     app.include_router(dataset_uploads.router)
     app.include_router(datasets.router)

@@ -19,12 +19,15 @@ from pydantic import BaseModel, Field
 
 BEARER = "BearerAuth"
 _DESCRIPTIONS = {
-    400: "Malformed request (invalid JSON, a cursor or stream id this API did not issue)",
+    400: "Malformed request (invalid JSON, JSON with a UTF-8 byte order mark, a cursor or "
+         "stream id this API did not issue, a header value with a control character)",
     401: "Missing, invalid, revoked or expired bearer token",
     403: "The token may not do this",
     404: "No such resource among the caller's (another user's looks the same)",
     409: "The resource's state forbids this (e.g. a job that is not finished)",
     413: "The request body exceeds the configured limit",
+    415: "A JSON body that is not UTF-8 (UTF-16, UTF-32, another charset): JSON must be "
+         "UTF-8 (RFC 8259); details.encoding names what was sent",
     422: "Invalid input; details name each offending field",
     429: "Rate limited; retry after the Retry-After header",
     503: "A dependency (database, Redis, object storage) is unavailable; retry later",
@@ -70,6 +73,8 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> list[in
         statuses.add(422)
     if operation.get("requestBody"):
         statuses.add(413)
+    if "application/json" in operation.get("requestBody", {}).get("content", {}):
+        statuses.add(415)
     if (method, path) in _CONFLICTS:
         statuses.add(409)
     if (method, path) in _RATE_LIMITED:

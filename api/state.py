@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import redis
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from api import telemetry
 from api.services.inspector import Inspector, inspector_for
+from api.streams import OpenStreams
+from core import repositories
 from core.channel import AsyncChannel, Channel
 from core.config import InspectorSettings, Settings
 from core.db import make_engine, make_sessionmaker
@@ -91,7 +94,9 @@ class ServiceState:
     token_cache: TokenCache = field(default_factory=lambda: TokenCache())
     # The engine's questions go to the process-wide inspector (api/services/inspector.py).
     inspector: Inspector = field(default_factory=lambda: inspector_for(InspectorSettings()))
+    streams: OpenStreams = field(default_factory=OpenStreams)
     _revocations: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _stream_checks: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(cls, settings: Settings) -> ServiceState:
@@ -136,10 +141,37 @@ class ServiceState:
     def start(self) -> None:
         """Start what runs beside the requests (call from the event loop)."""
         self.inspector.warm()
-        if self.async_channel is not None and self.token_cache.ttl > 0:
-            self._revocations = asyncio.get_running_loop().create_task(
+        loop = asyncio.get_running_loop()
+        self.streams.bind(loop)
+        if self.async_channel is not None:
+            self._revocations = loop.create_task(
                 self.follow_token_revocations(self.async_channel)
             )
+        if self.settings.auth_enabled:
+            self._stream_checks = loop.create_task(
+                self.check_stream_tokens(max(1.0, self.settings.auth_cache_seconds))
+            )
+
+    async def check_stream_tokens(self, every: float) -> None:
+        """End the streams whose token is no longer valid (revoked while Redis could not
+        announce it, or expired), looking every ``every`` seconds."""
+        while True:
+            await asyncio.sleep(every)
+            opened_with = self.streams.tokens()
+            if not opened_with:
+                continue
+            try:
+                valid = await run_in_threadpool(self._valid_tokens, opened_with)
+            except Exception as exc:  # noqa: BLE001 - the database is down: look again later
+                log.warning("could not check the tokens of open streams (%s)", exc)
+                continue
+            for token_hash in opened_with:
+                if token_hash not in valid:
+                    self.streams.end(token_hash)
+
+    def _valid_tokens(self, token_hashes: list[str]) -> set[str]:
+        with self.sessions() as session:
+            return repositories.valid_token_hashes(session, token_hashes=token_hashes)
 
     async def follow_token_revocations(
         self, channel: AsyncChannel, *, retry_seconds: float = 1.0
@@ -158,6 +190,7 @@ class ServiceState:
                         failing = False
                     else:
                         self.token_cache.evict(token_hash)
+                        self.streams.end(token_hash)
             except redis.RedisError as exc:
                 if not failing:
                     log.warning("token revocations not followed (Redis: %s); cached tokens "
@@ -166,10 +199,11 @@ class ServiceState:
             await asyncio.sleep(retry_seconds)
 
     async def close(self) -> None:
-        if self._revocations is not None:
-            self._revocations.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._revocations
+        for task in (self._revocations, self._stream_checks):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.dispatcher is not None:
             self.dispatcher.close()
         if self.async_channel is not None:

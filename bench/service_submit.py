@@ -123,7 +123,8 @@ def uvicorn_server(target: str, env: dict[str, str]) -> Iterator[tuple[str, int]
     command line, so the access log and loop settings are what production gets."""
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", target, "--factory", "--host", "127.0.0.1",
-               "--port", str(port), "--log-level", "warning"]
+               "--port", str(port), "--log-level", "warning",
+               "--http", "api.http_protocol:ApiHttpProtocol"]
     process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **env})
     url = f"http://127.0.0.1:{port}"
     try:

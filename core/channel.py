@@ -460,10 +460,12 @@ class Channel:
 
     # ------------------------------------------------------------ stream tickets
 
-    def create_stream_ticket(self, *, job_id: str, user_id: str, ttl_s: int) -> str:
-        """A short-lived, single-use ticket for clients that cannot send headers."""
+    def create_stream_ticket(self, *, job_id: str, user_id: str, ttl_s: int,
+                             token_hash: str | None = None) -> str:
+        """A short-lived, single-use ticket for clients that cannot send headers. It names
+        the token that asked for it, so it dies with that token (api/routes/events.py)."""
         ticket = secrets.token_urlsafe(24)
-        payload = json.dumps({"job_id": job_id, "user_id": user_id})
+        payload = json.dumps({"job_id": job_id, "user_id": user_id, "token_hash": token_hash})
         self.client.set(ticket_key(ticket), payload, ex=ttl_s)
         return ticket
 
@@ -540,10 +542,10 @@ class AsyncChannel:
         reply = await self.client.xread({events_key(job_id): after}, count=count, block=block_ms)
         return _decode_events(reply)
 
-    async def redeem_stream_ticket(self, ticket: str) -> dict[str, str] | None:
+    async def redeem_stream_ticket(self, ticket: str) -> dict[str, str | None] | None:
         """Consume a ticket (GETDEL: a second use finds nothing)."""
         raw = await self.client.getdel(ticket_key(ticket))
-        return cast(dict[str, str], json.loads(raw)) if raw else None
+        return cast(dict[str, str | None], json.loads(raw)) if raw else None
 
     async def token_revocations(self) -> AsyncIterator[str | None]:
         """Revoked token hashes as they are announced; None each time the subscription is

@@ -47,7 +47,13 @@ class RequestLimits(BaseModel):
     # request is bounded like any other; the whole upload is bounded by the quota.
     max_upload_part_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
     default_upload_part_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+    # Everything a user uploads counts against this: data sets (single-request and
+    # chunked, an open upload by its declared size) and models (symbol + params).
     max_dataset_bytes_per_user: int = Field(default=50 * 1024**3, ge=1)
+    # A single-request .npz/.csv up to this size is validated in the request (streamed,
+    # bounded memory) and comes back ready; a larger one is stored and validated by the
+    # validation queue, like a chunked upload.
+    inline_validation_bytes: int = Field(default=4 * 1024 * 1024, ge=0)
     max_spec_bytes: int = Field(default=64 * 1024, ge=1)
     max_dataset_rows: int = Field(default=5_000_000, ge=1)
     max_dataset_features: int = Field(default=1_000_000, ge=1)

@@ -13,6 +13,7 @@ what ToTensor gives), "raw" for numeric arrays and CSV features.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,42 +25,144 @@ MAX_STAT_CHANNELS = 1024
 MAX_SIZE_BUCKETS = 20
 
 
-def _label_counts(label: np.ndarray) -> dict[str, int]:
-    if label.ndim != 1 or label.dtype.kind not in "iu":
-        return {}
-    values, counts = np.unique(label, return_counts=True)
-    return {str(int(v)): int(c) for v, c in zip(values, counts, strict=True)}
+# Distinct labels counted per set; past this the labels are a regression target, not
+# classes, and ``class_counts`` is left empty (a map of millions would be noise and memory).
+MAX_COUNTED_LABELS = 65_536
+
+
+def stats_axis(shape: tuple[int, ...]) -> int | None:
+    """The channel axis the stats are taken over: axis 1 of NCHW (1, 3 or 4 channels), the
+    last axis of NHWC, the features of a table; None for one statistic over everything."""
+    if len(shape) == 4:
+        return 1 if shape[1] in (1, 3, 4) else 3
+    return 1 if len(shape) == 2 else None
+
+
+def _image_sizes(shape: tuple[int, ...]) -> dict[str, int] | None:
+    if len(shape) == 4:
+        spatial = shape[2:] if stats_axis(shape) == 1 else shape[1:3]
+        return {f"{spatial[0]}x{spatial[1]}": int(shape[0])}
+    if len(shape) == 3:
+        return {f"{shape[1]}x{shape[2]}": int(shape[0])}
+    return None
+
+
+class ChannelMoments:
+    """Per-channel count, mean and sum of squared deviations of an array read in flat
+    blocks of its elements (C or Fortran order), merged block by block (Chan et al.), so
+    a set of any size is summarised in memory proportional to one block."""
+
+    def __init__(self, shape: tuple[int, ...], *, fortran_order: bool = False):
+        axis = stats_axis(shape)
+        self.channels = 1 if axis is None else int(shape[axis])
+        self.enabled = self.channels <= MAX_STAT_CHANNELS
+        # Element i of the flat array belongs to channel (i // stride) % channels.
+        if axis is None:
+            self._stride = max(1, math.prod(shape))
+        elif fortran_order:
+            self._stride = math.prod(shape[:axis])
+        else:
+            self._stride = math.prod(shape[axis + 1:])
+        self._count = np.zeros(self.channels)
+        self._mean = np.zeros(self.channels)
+        self._m2 = np.zeros(self.channels)
+        self._seen = 0
+
+    def add(self, block: np.ndarray) -> None:
+        """The next ``block.size`` elements of the flat array, in its order."""
+        if not self.enabled or block.size == 0:
+            self._seen += block.size
+            return
+        values = block.reshape(-1).astype(np.float64)
+        if self.channels == 1:
+            ids = np.zeros(values.size, dtype=np.intp)
+        else:
+            ids = (np.arange(self._seen, self._seen + values.size) // self._stride
+                   ) % self.channels
+        self._seen += values.size
+        # Deviations from the running mean keep the sums small (no cancellation when the
+        # values sit far from zero).
+        shifted = values - self._mean[ids]
+        count = np.bincount(ids, minlength=self.channels).astype(np.float64)
+        total = np.bincount(ids, weights=shifted, minlength=self.channels)
+        squares = np.bincount(ids, weights=shifted * shifted, minlength=self.channels)
+        present = count > 0
+        block_mean = np.where(present, total / np.maximum(count, 1), 0.0)
+        block_m2 = squares - block_mean * total
+        merged = self._count + count
+        ratio = np.where(present, count / np.maximum(merged, 1), 0.0)
+        self._m2 += block_m2 + block_mean * block_mean * self._count * ratio
+        self._mean += block_mean * ratio
+        self._count = merged
+
+    def mean_std(self) -> tuple[list[float], list[float]] | None:
+        if not self.enabled or not self._count.all():
+            return None
+        std = np.sqrt(np.maximum(self._m2 / self._count, 0.0))
+        return [float(v) for v in self._mean], [float(v) for v in std]
+
+
+class LabelTally:
+    """What a set's labels say, read in blocks: range, whether all are whole numbers, and
+    how often each occurs (up to MAX_COUNTED_LABELS distinct values)."""
+
+    def __init__(self) -> None:
+        self.minimum = math.inf
+        self.maximum = -math.inf
+        self.integral = True
+        self.counts: Counter[float] | None = Counter()
+
+    def add(self, block: np.ndarray) -> None:
+        if block.size == 0:
+            return
+        self.minimum = min(self.minimum, float(block.min()))
+        self.maximum = max(self.maximum, float(block.max()))
+        if block.dtype.kind == "f":
+            self.integral = self.integral and bool(np.all(block == np.round(block)))
+        if self.counts is not None:
+            values, counts = np.unique(block, return_counts=True)
+            for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+                self.counts[value] += count
+            if len(self.counts) > MAX_COUNTED_LABELS:
+                self.counts = None
+
+    def class_counts(self) -> dict[str, int]:
+        """``{"0": n, ...}`` for whole-number labels (the caller knows they are 1-D)."""
+        if self.counts is None or not self.integral:
+            return {}
+        return {str(int(v)): int(c) for v, c in sorted(self.counts.items())}
+
+    def num_classes(self, label_kind: str) -> int | None:
+        """max + 1 for non-negative integer labels (what the loader will use)."""
+        if label_kind not in "iu" or self.minimum < 0 or self.maximum == -math.inf:
+            return None
+        return int(self.maximum) + 1
+
+
+def summarise(shape: tuple[int, ...], moments: ChannelMoments, labels: LabelTally, *,
+              label_kind: str, label_ndim: int) -> dict[str, Any]:
+    """The stats object of an npz/CSV set (module docstring)."""
+    counts = labels.class_counts() if label_ndim == 1 and label_kind in "iu" else {}
+    stats: dict[str, Any] = {
+        "records": int(shape[0]), "classes": len(counts) or None,
+        "class_counts": counts, "image_sizes": _image_sizes(shape), "channels": None,
+        "mean": None, "std": None, "scale": "raw",
+    }
+    moments_found = moments.mean_std()
+    if moments_found is not None:
+        stats["channels"] = moments.channels
+        stats["mean"], stats["std"] = moments_found
+    return stats
 
 
 def array_stats(data: np.ndarray, label: np.ndarray) -> dict[str, Any]:
-    """Stats of an npz/CSV set: channels are axis 1 of NCHW (1, 3 or 4 channels), the last
-    axis of NHWC, or the features of a table."""
-    counts = _label_counts(label)
-    stats: dict[str, Any] = {
-        "records": int(data.shape[0]), "classes": len(counts) or None,
-        "class_counts": counts, "image_sizes": None, "channels": None,
-        "mean": None, "std": None, "scale": "raw",
-    }
-    if data.ndim == 4:
-        axis = 1 if data.shape[1] in (1, 3, 4) else 3
-        spatial = data.shape[2:] if axis == 1 else data.shape[1:3]
-        stats["image_sizes"] = {f"{spatial[0]}x{spatial[1]}": int(data.shape[0])}
-    elif data.ndim == 3:
-        axis = -1
-        stats["image_sizes"] = {f"{data.shape[1]}x{data.shape[2]}": int(data.shape[0])}
-    elif data.ndim == 2:
-        axis = 1
-    else:
-        axis = -1
-    if axis == -1:
-        flat = data.reshape(1, -1).astype(np.float64)
-    else:
-        flat = np.moveaxis(data, axis, 0).reshape(data.shape[axis], -1).astype(np.float64)
-    if flat.shape[0] <= MAX_STAT_CHANNELS:
-        stats["channels"] = int(flat.shape[0])
-        stats["mean"] = [float(v) for v in flat.mean(axis=1)]
-        stats["std"] = [float(v) for v in flat.std(axis=1)]
-    return stats
+    """Stats of arrays already in memory (see :func:`summarise`)."""
+    moments = ChannelMoments(data.shape)
+    moments.add(np.ascontiguousarray(data))
+    labels = LabelTally()
+    labels.add(label)
+    return summarise(data.shape, moments, labels, label_kind=label.dtype.kind,
+                     label_ndim=label.ndim)
 
 
 @dataclass

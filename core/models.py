@@ -358,6 +358,8 @@ class Dataset(Base):
     # When rudder.validate_dataset was last sent: a set still validating long after is
     # sent again by the worker's sweep (a message lost with Redis, a worker killed).
     validation_sent_at: Mapped[datetime | None] = mapped_column(default=None)
+    # When a validation worker took it up: validating without this is still queued.
+    validation_started_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class DatasetStatus(enum.StrEnum):
@@ -373,8 +375,8 @@ class UploadStatus(enum.StrEnum):
 
 
 class DatasetUpload(Base):
-    """A resumable chunked upload: files cut into numbered parts, each stored (an S3
-    multipart part, or a part file of the local store) as it arrives."""
+    """A resumable chunked upload: files cut into numbered parts, each staged in the
+    store as it arrives (core.multipart) and joined into the files on completion."""
 
     __tablename__ = "dataset_uploads"
     __table_args__ = (Index("ix_dataset_uploads_owner", "owner_id"),)
@@ -401,7 +403,8 @@ class DatasetUploadPart(Base):
     number: Mapped[int] = mapped_column(Integer, primary_key=True)
     size: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
-    etag: Mapped[str] = mapped_column(String(128))
+    # The store's name for the staged send of this part (core.multipart).
+    stored_as: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -21,7 +21,11 @@ from celery import Celery
 log = logging.getLogger("rudder.queue")
 TRAIN_TASK: Final = "rudder.train"
 VALIDATE_DATASET_TASK: Final = "rudder.validate_dataset"
-QUEUES: Final = ("cpu", "gpu")
+QUEUES: Final = ("cpu", "gpu")  # training
+# Data-set validation has a queue and workers of its own, so it never waits behind a
+# training run (issue 26 item 3): `rudder up`, docker compose and the e2e stack start a
+# validator (workers.validation_app) that serves only this queue.
+VALIDATION_QUEUE: Final = "datasets"
 
 
 def celery_broker_url(redis_url: str) -> str:
@@ -149,9 +153,9 @@ def _publish_batch(producer: Any) -> AbstractContextManager[Any]:
 
 
 def enqueue_dataset_validation(dataset_id: str, *, broker_url: str) -> str:
-    """Send ``rudder.validate_dataset(dataset_id)`` to the cpu queue (after commit)."""
+    """Send ``rudder.validate_dataset(dataset_id)`` to the validation queue (after commit)."""
     result = _client(broker_url).send_task(
-        VALIDATE_DATASET_TASK, args=[dataset_id], queue="cpu", retry=True,
+        VALIDATE_DATASET_TASK, args=[dataset_id], queue=VALIDATION_QUEUE, retry=True,
         retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
     )
     return str(result.id)

@@ -6,22 +6,39 @@ so the api and the workers agree on them.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, BinaryIO, Final, Literal
 from urllib.parse import urlparse
 
-from core.multipart import InPlacePartWriter, Parts, PartWriter, SpooledPartWriter
+from core.multipart import LocalPartWriter, PartCorrupt, PartWriter, StoredPart
 
 CHUNK_SIZE = 1024 * 1024
-# The local store keeps multipart parts here, under its root; never listed as objects.
+# Staged parts of multipart uploads live under this prefix (in both stores); never listed
+# as objects.
 MULTIPART_DIR = ".multipart"
+STAGED_NAME = re.compile(r"^[0-9]{5}-[0-9a-f]{32}$")
+
+
+def staged_name(number: int) -> str:
+    """A fresh name for one send of part ``number``: two sends never share an object."""
+    return f"{number:05d}-{uuid.uuid4().hex}"
+
+
+def check_part(part: StoredPart, size: int, sha256: str) -> None:
+    """Refuse a staged part whose bytes are not the ones recorded for it."""
+    if size != part.size or sha256 != part.sha256:
+        raise PartCorrupt(part.number, f"holds {size} bytes with sha256 {sha256}, not the "
+                                       f"{part.size} bytes with sha256 {part.sha256} it was "
+                                       "sent with")
 
 # ---- the checkpoint layout (design.md), the one definition api and workers share
 PARAMS_FILE: Final = "params.npz"
@@ -108,6 +125,10 @@ class ObjectStore(ABC):
     def put_file(self, key: str, path: str | os.PathLike[str]) -> None: ...
 
     @abstractmethod
+    def put_stream(self, key: str, handle: BinaryIO) -> None:
+        """Store what ``handle`` holds from its current position on, read in chunks."""
+
+    @abstractmethod
     def get(self, key: str) -> bytes: ...
 
     @abstractmethod
@@ -127,25 +148,35 @@ class ObjectStore(ABC):
     def delete(self, key: str) -> None:
         """Delete one object; deleting a missing key is not an error."""
 
-    # ---- multipart writes: each part is written through a PartWriter as it arrives (in
-    # any order, possibly again) and the parts become one object on completion. ``token``
-    # names one multipart upload. S3 requires every part but the last to be >= 5 MiB.
+    # ---- multipart uploads (core.multipart): each send of a part is staged privately as
+    # it arrives (in any order, possibly again); the database records which staged part is
+    # part n; completion writes the object from the recorded parts after checking each.
+    # S3 requires every part but the last to be >= 5 MiB.
     min_part_size: int = 5 * 1024 * 1024
 
     @abstractmethod
-    def start_multipart(self, key: str) -> str: ...
+    def start_multipart(self, key: str) -> str:
+        """A new upload to ``key``; returns its token (a hex string)."""
 
     @abstractmethod
-    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
-        """A writer for part ``number`` (1-based), which starts at byte ``offset``."""
+    def stage_part(self, key: str, token: str, number: int) -> PartWriter:
+        """A writer for one send of part ``number`` (1-based) into a staged object of its
+        own; ObjectNotFound when the upload is gone (completed or aborted)."""
 
     @abstractmethod
-    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
-        """Join ``(number, etag)`` parts, in order, into the object ``key``."""
+    def drop_staged(self, key: str, token: str, stored_as: str) -> None:
+        """Delete one staged part (replaced by a later send, or never recorded)."""
+
+    @abstractmethod
+    def complete_multipart(self, key: str, token: str, parts: Sequence[StoredPart]) -> str | None:
+        """Write ``key`` from the recorded ``parts`` in order, each checked against its
+        size and sha256 (PartCorrupt names the first that fails; the staging stays, so
+        the part can be sent again), then drop the staging. Returns the object's sha256
+        where writing it computed it (the local store), else None."""
 
     @abstractmethod
     def abort_multipart(self, key: str, token: str) -> None:
-        """Drop the parts of an upload; aborting one that is gone is not an error."""
+        """Drop everything staged for an upload; aborting one that is gone is fine."""
 
     def delete_prefix(self, prefix: str) -> int:
         items = self.list(prefix)
@@ -203,10 +234,13 @@ class LocalStore(ObjectStore):
         self._write_atomically(key, lambda handle: handle.write(data))
 
     def put_file(self, key: str, path: str | os.PathLike[str]) -> None:
-        def copy(handle: Any) -> None:
-            with open(path, "rb") as source:
-                while chunk := source.read(CHUNK_SIZE):
-                    handle.write(chunk)
+        with open(path, "rb") as source:
+            self.put_stream(key, source)
+
+    def put_stream(self, key: str, handle: BinaryIO) -> None:
+        def copy(target: Any) -> None:
+            while chunk := handle.read(CHUNK_SIZE):
+                target.write(chunk)
 
         self._write_atomically(key, copy)
 
@@ -288,9 +322,9 @@ class LocalStore(ObjectStore):
             self._remove_empty_parents(top)
         return removed
 
-    # An upload is assembled in place: every part is written at its offset into
-    # .multipart/<token>/data (inside the root, so completing is a rename, not a copy of
-    # gigabytes, and the disk never holds the data twice).
+    # Staged parts live in .multipart/<token>/ inside the root (never listed as objects);
+    # completion writes the object by copying them in order (the disk holds the upload
+    # twice until the staging is dropped).
     min_part_size = 1
 
     def _parts_dir(self, token: str) -> Path:
@@ -298,29 +332,48 @@ class LocalStore(ObjectStore):
             raise InvalidKey(f"invalid multipart token {token!r}")
         return self.root / MULTIPART_DIR / token
 
+    def _staged(self, token: str, stored_as: str) -> Path:
+        if not STAGED_NAME.match(stored_as):
+            raise InvalidKey(f"invalid staged part name {stored_as!r}")
+        return self._parts_dir(token) / stored_as
+
     def start_multipart(self, key: str) -> str:
         _check_key(key)
         token = uuid.uuid4().hex
-        directory = self._parts_dir(token)
-        directory.mkdir(parents=True)
-        (directory / "data").touch()
+        self._parts_dir(token).mkdir(parents=True)
         return token
 
-    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
-        target = self._parts_dir(token) / "data"
-        if not target.is_file():
-            raise ObjectNotFound(f"multipart upload {token} of {key}")
-        return InPlacePartWriter(target, offset, etag=f"{token}-{number}")
+    def stage_part(self, key: str, token: str, number: int) -> PartWriter:
+        stored_as = staged_name(number)
+        try:
+            return LocalPartWriter(self._staged(token, stored_as), stored_as)
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"multipart upload {token} of {key}") from exc
 
-    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
-        directory = self._parts_dir(token)
-        data = directory / "data"
-        with open(data, "rb+") as handle:
-            os.fsync(handle.fileno())
-        final = self._path(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(data, final)
-        shutil.rmtree(directory, ignore_errors=True)
+    def drop_staged(self, key: str, token: str, stored_as: str) -> None:
+        self._staged(token, stored_as).unlink(missing_ok=True)
+
+    def complete_multipart(self, key: str, token: str, parts: Sequence[StoredPart]) -> str | None:
+        whole = hashlib.sha256()
+
+        def assemble(handle: Any) -> None:
+            for part in parts:
+                try:
+                    source = open(self._staged(token, part.stored_as), "rb")  # noqa: SIM115
+                except FileNotFoundError:
+                    raise PartCorrupt(part.number, "is missing from the store") from None
+                digest, size = hashlib.sha256(), 0
+                with source:
+                    while chunk := source.read(CHUNK_SIZE):
+                        digest.update(chunk)
+                        whole.update(chunk)
+                        handle.write(chunk)
+                        size += len(chunk)
+                check_part(part, size, digest.hexdigest())
+
+        self._write_atomically(key, assemble)
+        shutil.rmtree(self._parts_dir(token), ignore_errors=True)
+        return whole.hexdigest()
 
     def abort_multipart(self, key: str, token: str) -> None:
         shutil.rmtree(self._parts_dir(token), ignore_errors=True)
@@ -328,135 +381,6 @@ class LocalStore(ObjectStore):
     def check(self) -> None:
         if not os.access(self.root, os.W_OK):
             raise PermissionError(f"object store {self.root} is not writable")
-
-
-class S3Store(ObjectStore):
-    """An S3-compatible bucket (AWS, MinIO, moto) under an optional key prefix."""
-
-    def __init__(
-        self,
-        bucket: str,
-        prefix: str = "",
-        *,
-        endpoint_url: str | None = None,
-        region: str = "us-east-1",
-        client: Any = None,
-    ):
-        import boto3  # the api image may run without S3; import only when used
-
-        self.bucket = bucket
-        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        self.client = client or boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
-        self.url = f"s3://{bucket}/{self.prefix}"
-
-    def _key(self, key: str) -> str:
-        return self.prefix + _check_key(key)
-
-    def _is_missing(self, exc: Exception) -> bool:
-        error = getattr(exc, "response", {}).get("Error", {})
-        return str(error.get("Code")) in ("404", "NoSuchKey", "NotFound")
-
-    def put(self, key: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
-
-    def put_file(self, key: str, path: str | os.PathLike[str]) -> None:
-        self.client.upload_file(os.fspath(path), self.bucket, self._key(key))
-
-    def _get_body(self, key: str) -> Any:
-        try:
-            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
-        except self.client.exceptions.ClientError as exc:
-            if self._is_missing(exc):
-                raise ObjectNotFound(key) from exc
-            raise
-
-    def get(self, key: str) -> bytes:
-        body = self._get_body(key)
-        with body:
-            return bytes(body.read())
-
-    def stream(self, key: str, *, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
-        body = self._get_body(key)
-
-        def chunks() -> Iterator[bytes]:
-            with body:
-                yield from body.iter_chunks(chunk_size)
-
-        return chunks()
-
-    def size(self, key: str) -> int:
-        try:
-            head = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
-        except self.client.exceptions.ClientError as exc:
-            if self._is_missing(exc):
-                raise ObjectNotFound(key) from exc
-            raise
-        return int(head["ContentLength"])
-
-    def exists(self, key: str) -> bool:
-        try:
-            self.size(key)
-        except ObjectNotFound:
-            return False
-        return True
-
-    def list(self, prefix: str = "") -> list[ObjectInfo]:
-        paginator = self.client.get_paginator("list_objects_v2")
-        found = []
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
-            for item in page.get("Contents", []):
-                found.append(ObjectInfo(key=item["Key"][len(self.prefix):], size=item["Size"]))
-        return found
-
-    def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
-
-    def sweep_debris(self, prefix: str) -> int:
-        # A killed put_object leaves nothing; a killed multipart upload (upload_file of a
-        # large file) leaves parts that are billed and invisible to listings until aborted.
-        paginator = self.client.get_paginator("list_multipart_uploads")
-        removed = 0
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
-            for upload in page.get("Uploads", []):
-                self.client.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
-                                                   UploadId=upload["UploadId"])
-                removed += 1
-        return removed
-
-    def check(self) -> None:
-        self.client.head_bucket(Bucket=self.bucket)
-
-    def start_multipart(self, key: str) -> str:
-        answer = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._key(key))
-        return str(answer["UploadId"])
-
-    def part_writer(self, key: str, token: str, number: int, offset: int) -> PartWriter:
-        def upload(path: str) -> str:
-            with open(path, "rb") as body:
-                answer = self.client.upload_part(
-                    Bucket=self.bucket, Key=self._key(key), UploadId=token,
-                    PartNumber=number, Body=body,
-                )
-            return str(answer["ETag"])
-
-        return SpooledPartWriter(upload)
-
-    def complete_multipart(self, key: str, token: str, parts: Parts) -> None:
-        self.client.complete_multipart_upload(
-            Bucket=self.bucket, Key=self._key(key), UploadId=token,
-            MultipartUpload={
-                "Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]
-            },
-        )
-
-    def abort_multipart(self, key: str, token: str) -> None:
-        try:
-            self.client.abort_multipart_upload(
-                Bucket=self.bucket, Key=self._key(key), UploadId=token
-            )
-        except self.client.exceptions.ClientError as exc:
-            if "NoSuchUpload" not in str(exc):
-                raise
 
 
 def open_store(
@@ -468,6 +392,8 @@ def open_store(
         # file://./x keeps "." in netloc; join netloc and path so both forms work.
         return LocalStore((parsed.netloc + parsed.path) or ".")
     if parsed.scheme == "s3":
+        from core.storage_s3 import S3Store
+
         if not parsed.netloc:
             raise ValueError(f"storage URL {url!r} names no bucket")
         return S3Store(parsed.netloc, parsed.path, endpoint_url=endpoint_url, region=region)

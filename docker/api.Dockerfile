@@ -31,4 +31,5 @@ HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
   CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz').status != 200)"
 # No per-request access log line (CPU on the hot path); requests are counted in /metrics.
 CMD ["uvicorn", "api.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", \
-     "--proxy-headers", "--forwarded-allow-ips", "*", "--no-access-log"]
+     "--proxy-headers", "--forwarded-allow-ips", "*", "--no-access-log", \
+     "--http", "api.http_protocol:ApiHttpProtocol"]

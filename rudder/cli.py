@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rudder import __version__, dataset_commands
+from rudder import __version__, dataset_commands, usage_commands
 from rudder import commands as c
 from rudder.client import RudderError
 from rudder.model_commands import add_model_commands
@@ -168,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset_commands.add_commands(sub, _command)
     add_model_commands(sub, _command)
     add_steer_commands(sub, _command)
+    usage_commands.add_commands(sub, _command)
     return parser
 
 

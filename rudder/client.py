@@ -29,6 +29,8 @@ import httpx
 from rudder.steer_client import SteeringCalls
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+# Completing a chunked upload joins (and re-reads) every part: minutes for tens of GB.
+COMPLETE_TIMEOUT_SECONDS = 1800.0
 
 
 class RudderError(Exception):
@@ -259,8 +261,11 @@ class Client(SteeringCalls):
                              content=data, headers={"X-Part-SHA256": digest})
 
     def complete_upload(self, upload_id: str) -> Any:
-        """Join the parts; returns the data set, ``validating`` until a worker checked it."""
-        return self._request("POST", f"/v1/datasets/uploads/{upload_id}/complete")
+        """Join the parts; returns the data set, ``validating`` until a validator checked
+        it. Joining reads every part back (its sha256 is checked), so a large upload may
+        take a while: the read timeout here is long."""
+        return self._request("POST", f"/v1/datasets/uploads/{upload_id}/complete",
+                             timeout=httpx.Timeout(30.0, read=COMPLETE_TIMEOUT_SECONDS))
 
     def abort_upload(self, upload_id: str) -> Any:
         return self._request("DELETE", f"/v1/datasets/uploads/{upload_id}")
@@ -298,6 +303,10 @@ class Client(SteeringCalls):
     def delete_dataset(self, dataset_id: str) -> Any:
         """Delete an uploaded data set (409 while a queued or running job uses it)."""
         return self._request("DELETE", f"/v1/datasets/{dataset_id}")
+
+    def usage(self) -> Any:
+        """Your stored bytes by kind against your quota (``GET /v1/usage``)."""
+        return self._request("GET", "/v1/usage")
 
     # ------------------------------------------------------------ models
     def upload_model(self, symbol: Path, input_shape: str, params: Path | None = None,

@@ -1,11 +1,12 @@
 """``rudder datasets upload|ls|show|rm``.
 
-Small ``.npz``/``.csv`` files go in one request and come back validated. Anything larger,
-and every RecordIO pair or image archive, goes as a resumable chunked upload: the CLI
-remembers the upload id in a state file keyed by the file (path, size, mtime) and the
-API URL, so running the same command again after an interruption sends only the parts
-the server is missing. The worker then validates the data set; ``--wait`` follows it to
-``ready`` or ``invalid``.
+Small ``.npz``/``.csv`` files go in one request (the smallest come back validated).
+Anything larger, and every RecordIO pair or image archive, goes as a resumable chunked
+upload: the CLI remembers the upload id in a state file keyed by the file (path, size,
+mtime) and the API URL, so running the same command again after an interruption sends
+only the parts the server is missing. A validator then checks the data set; ``--wait``
+follows it to ``ready`` or ``invalid``, saying whether it is still queued for a
+validator or being checked.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +97,28 @@ def upload_in_parts(client: Client, paths: list[Path], name: str, *, quiet: bool
     return dataset
 
 
-def _wait_for_validation(client: Client, dataset: dict[str, Any], seconds: float) -> Any:
+def validation_state(dataset: dict[str, Any]) -> str:
+    """What is happening to a data set still ``validating``, truthfully: waiting in the
+    validation queue, or being checked by a validator (and for how long)."""
+    if dataset.get("validation") == "running":
+        started = dataset.get("validation_started_at")
+        since = ""
+        if started:
+            seconds = (datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds()
+            since = f" (for {max(0, seconds):.0f} s)"
+        return f"a validator is checking it{since}"
+    return "queued for validation (no validator has taken it up yet)"
+
+
+def _wait_for_validation(client: Client, dataset: dict[str, Any], seconds: float, *,
+                         quiet: bool) -> Any:
     deadline = time.monotonic() + seconds
+    said = ""
     while dataset["status"] == "validating" and time.monotonic() < deadline:
+        state = str(dataset.get("validation"))
+        if not quiet and state != said:
+            console().print(f"{dataset['id'][:8]}: {validation_state(dataset)}")
+            said = state
         time.sleep(0.5)
         dataset = client.dataset(dataset["id"])
     return dataset
@@ -116,7 +137,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
             dataset = upload_in_parts(client, paths, name, quiet=args.quiet,
                                       part_size=args.part_size,
                                       connections=args.connections)
-            dataset = _wait_for_validation(client, dataset, args.wait)
+        dataset = _wait_for_validation(client, dataset, args.wait, quiet=args.quiet)
     if args.quiet:
         print(dataset["id"])
     elif dataset["status"] == "ready":
@@ -126,7 +147,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
     elif dataset["status"] == "invalid":
         print(f"dataset {dataset['id']} is invalid: {dataset.get('reason')}")
     else:
-        print(f"uploaded {dataset['id']}; a worker is validating it "
+        print(f"uploaded {dataset['id']}; {validation_state(dataset)} "
               f"(rudder datasets show {dataset['id'][:8]})")
     return 1 if dataset["status"] == "invalid" else 0
 
@@ -175,13 +196,13 @@ def add_commands(sub: argparse._SubParsersAction[Any], command: Callable[..., An
     p.add_argument("file", metavar="FILE", help=".npz, .csv, .rec (+ .idx beside it), .zip, .tar")
     p.add_argument("--name", help="a name to show (default: the file name)")
     p.add_argument("--parts", action="store_true",
-                   help="send a small .npz/.csv in parts too (validated by a worker)")
+                   help="send a small .npz/.csv in parts too (validated by a validator)")
     p.add_argument("--part-size", type=int, metavar="BYTES",
                    help="bytes per part (default: the server's)")
     p.add_argument("--connections", type=int, default=2, metavar="N",
                    help="parts sent at once (default 2; each holds one part in memory)")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="wait up to SECONDS for the worker's validation (exit 1 if invalid)")
+                   help="wait up to SECONDS for the validation (exit 1 if invalid)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar; print only the dataset id")
     p = command(dsub, "ls", "list your data sets", "rudder datasets ls", cmd_ls)

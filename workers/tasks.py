@@ -17,10 +17,8 @@ from celery.signals import (
     worker_shutting_down,
 )
 
-from core.queue import VALIDATE_DATASET_TASK
 from workers import heartbeat, resources
 from workers.celery_app import QUEUES, TRAIN_TASK, celery_app
-from workers.datasets.validate import validate_dataset as validate_dataset_files
 from workers.hooks import shutdown_requested
 from workers.lifecycle import LeaseBusy, run_job
 from workers.settings import WorkerSettings, get_worker_settings
@@ -41,12 +39,6 @@ def train(self: Any, job_id: str) -> str:
             return run_job(str(job_id)).result
     except LeaseBusy as exc:
         raise self.retry(exc=exc, countdown=get_worker_settings().busy_retry_seconds) from exc
-
-
-@celery_app.task(name=VALIDATE_DATASET_TASK)
-def validate_dataset(dataset_id: str) -> str:
-    """Check a completed upload and mark it ready (with its stats) or invalid."""
-    return validate_dataset_files(str(dataset_id), resources.get_store())
 
 
 def _served_queues() -> list[str]:

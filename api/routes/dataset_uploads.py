@@ -51,8 +51,9 @@ async def put_part(
     ],
 ) -> UploadPartPublic:
     """Store part ``number`` (the raw body). Its size must be the one the upload's
-    ``files`` imply and its sha256 must match the header; sending a part again replaces
-    it."""
+    ``files`` imply and its sha256 must match the header. Each send is stored on its own
+    and becomes the part only if it arrived whole and the upload is still open; sending a
+    part again replaces it (a failed send leaves the earlier one in place)."""
     if not 1 <= number <= PART_NUMBER_MAX:
         raise field_error("number", f"must be between 1 and {PART_NUMBER_MAX}")
     expected_sha = x_part_sha256.strip().lower()
@@ -65,15 +66,14 @@ async def put_part(
     try:
         size, digest = await _receive(request, writer, target.expected_size)
         problem = _verify(number, size, digest, target.expected_size, expected_sha)
+        if problem is not None:
+            raise problem
+        await run_in_threadpool(writer.finish, digest)
     except BaseException:
         writer.discard()
         raise
-    if problem is not None:
-        writer.discard()
-        await run_in_threadpool(service.forget_part, session, target=target)
-        raise problem
     return await run_in_threadpool(
-        service.record_part, session, writer=writer, target=target, sha256=digest
+        service.record_part, session, state=state, writer=writer, target=target, sha256=digest
     )
 
 
@@ -98,8 +98,8 @@ def _verify(
 
 
 async def _receive(request: Request, writer: PartWriter, expected: int) -> tuple[int, str]:
-    """Stream the body into ``writer``, hashing as it comes; nothing past ``expected``
-    bytes is written (on the local store that would land in the next part's range).
+    """Stream the body into ``writer`` (the part's own staged object), hashing as it
+    comes; nothing past ``expected`` bytes is written.
 
     Writes are plain blocking writes on the event loop: they land in the page cache in
     microseconds per chunk, cheaper than a thread hop for each one.

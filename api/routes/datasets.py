@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Response, UploadFile, status
@@ -23,15 +24,21 @@ async def upload_dataset(
     user: CurrentUser,
     name: Annotated[str | None, Form(max_length=255, pattern=PRINTABLE)] = None,
 ) -> DatasetPublic:
-    """Upload a data set; it is validated (never unpickled) and stored as npz."""
+    """Upload a data set in one request (never unpickled). Up to
+    ``limits.inline_validation_bytes`` (4 MiB) it is validated at once and comes back
+    ``ready`` (or a 422 naming the problem); a larger file comes back ``validating`` and
+    the validation queue makes it ``ready`` or ``invalid`` with a reason. It counts
+    against your storage quota (413 ``quota_exceeded``)."""
     filename = file.filename or ""
     if not filename:
         raise field_error("file", "a file name ending in .npz or .csv is required")
-    limit = state.settings.limits.max_upload_bytes
-    raw = await file.read(limit + 1)
+    source = file.file  # spooled to disk by the form parser; read in chunks from here on
+    source.seek(0, os.SEEK_END)
+    size = source.tell()
+    source.seek(0)
     dataset = await run_in_threadpool(
         store_upload, session, state=state, owner=user, filename=filename,
-        name=name or filename, raw=raw,
+        name=name or filename, source=source, size=size,
     )
     return DatasetPublic.model_validate(dataset)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field
 
 from api.schemas.base import PublicModel
 from core.jobspec import PRINTABLE
@@ -33,6 +33,17 @@ class DatasetPublic(PublicModel):
     )
     files: list[DatasetFilePublic] | None = None
     created_at: datetime
+    validation_started_at: datetime | None = Field(
+        default=None, description="when a validator took it up (null while queued)")
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="while validating: `queued` (waiting for a validator) or `running` "
+                    "(a validator is checking it); null once ready or invalid")
+    @property
+    def validation(self) -> Literal["queued", "running"] | None:
+        if self.status != "validating":
+            return None
+        return "running" if self.validation_started_at is not None else "queued"
 
 
 class DatasetsPublic(BaseModel):

@@ -1,10 +1,14 @@
 """Resumable chunked uploads: create, store parts as they arrive, complete, abort.
 
-Part bodies never sit in the api's memory: the route streams each one through the
-store's part writer (on the local store straight into the assembled file at the part's
-offset; on S3 a spooled file that becomes one multipart part). Completion joins the
-parts into the data set's objects, writes the row as ``validating`` and sends
-``rudder.validate_dataset`` to a worker after the commit.
+Part bodies never sit in the api's memory: the route streams each send of a part into a
+staged object of its own (core.multipart), and ``record_part`` makes it part ``n`` only
+while the upload is open (a compare-and-set under the upload's row lock), so a send that
+arrives after ``complete`` changes nothing. Completion claims the upload, reads the
+recorded parts, writes each file from them (checking every part's size and sha256; on
+the local store also computing the whole file's sha256), writes the row as
+``validating`` and sends ``rudder.validate_dataset`` to the validation queue after the
+commit. A part whose stored bytes fail the check is forgotten and the upload reopened,
+so the client sends that part again.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from api.errors import ApiError, field_error, not_found
 from api.schemas.datasets import UploadCreate, UploadFilePublic, UploadPartPublic, UploadPublic
-from api.services.datasets import undo_object_on_failure
+from api.services import quota
 from api.state import ServiceState
 from core import repositories
 from core.models import (
@@ -33,8 +37,9 @@ from core.models import (
     new_id,
     utcnow,
 )
-from core.multipart import PartWriter
+from core.multipart import PartCorrupt, PartWriter, StoredFileCorrupt, StoredPart
 from core.queue import enqueue_dataset_validation
+from core.storage import ObjectNotFound
 
 log = logging.getLogger(__name__)
 
@@ -75,15 +80,8 @@ def create_upload(
         raise field_error(
             "part_size", f"this store needs parts of at least {state.store.min_part_size} bytes"
         )
-    held = repositories.bytes_held_by(session, owner_id=owner.id)
-    quota = limits.max_dataset_bytes_per_user
-    if held + total > quota:
-        raise ApiError(
-            413, "quota_exceeded",
-            f"this upload of {total} bytes would exceed your data quota of {quota} bytes "
-            f"({held} bytes in use)",
-            details={"quota_bytes": quota, "used_bytes": held, "requested_bytes": total},
-        )
+    quota.check(session, state=state, owner=owner, adding=total, what="upload")
+    session.rollback()
     dataset_id = new_id()
     files: list[dict[str, object]] = []
     next_part = 1
@@ -97,11 +95,18 @@ def create_upload(
                                        f"{MAX_PARTS} parts")
     for planned in files:
         planned["token"] = state.store.start_multipart(str(planned["key"]))
-    upload = repositories.create_upload(
-        session, owner_id=owner.id, id=new_id(), name=body.name, part_size=part_size,
-        total_size=total, files=files, dataset_id=dataset_id,
-    )
-    session.commit()
+    try:
+        # The declared size is reserved from here until completion, abort or expiry.
+        quota.reserve(session, state=state, owner=owner, adding=total, what="upload")
+        upload = repositories.create_upload(
+            session, owner_id=owner.id, id=new_id(), name=body.name, part_size=part_size,
+            total_size=total, files=files, dataset_id=dataset_id,
+        )
+        session.commit()
+    except BaseException:
+        session.rollback()
+        _drop_staging(state, files)
+        raise
     return describe(upload, [])
 
 
@@ -144,7 +149,6 @@ class PartTarget:
     key: str
     token: str
     store_number: int  # 1-based within its file's multipart upload
-    offset: int  # where the part starts in its file
     expected_size: int
 
 
@@ -161,7 +165,7 @@ def part_target(session: Session, *, owner: User, upload_id: str, number: int) -
             index = number - first
             size = min(upload.part_size, int(f["size"]) - index * upload.part_size)
             target = PartTarget(upload.id, upload.owner_id, number, str(f["key"]),
-                                str(f["token"]), index + 1, index * upload.part_size, size)
+                                str(f["token"]), index + 1, size)
     # Release the connection (the embedded SQLite has one) while the body streams in.
     session.rollback()
     if target is None:
@@ -170,34 +174,45 @@ def part_target(session: Session, *, owner: User, upload_id: str, number: int) -
 
 
 def open_part(state: ServiceState, target: PartTarget) -> PartWriter:
-    return state.store.part_writer(target.key, target.token, target.store_number, target.offset)
+    """A staged object for this send of the part; 409 when the upload is gone."""
+    try:
+        return state.store.stage_part(target.key, target.token, target.store_number)
+    except ObjectNotFound as exc:
+        raise _gone(target) from exc
+
+
+def _gone(target: PartTarget) -> ApiError:
+    return ApiError(409, "conflict", f"upload {target.upload_id} was aborted or completed "
+                                     f"while part {target.number} was being sent; it was "
+                                     "not stored")
 
 
 def record_part(
-    session: Session, *, writer: PartWriter, target: PartTarget, sha256: str
+    session: Session, *, state: ServiceState, writer: PartWriter, target: PartTarget,
+    sha256: str,
 ) -> UploadPartPublic:
-    """Store a received, verified part and record it, unless the upload was aborted or
-    completed while the part streamed in."""
-    upload = repositories.get_upload(session, upload_id=target.upload_id,
-                                     owner_id=target.owner_id)
-    if upload is None or upload.status != UploadStatus.OPEN.value:
-        writer.discard()
-        raise ApiError(409, "conflict", f"upload {target.upload_id} was aborted or completed "
-                                        f"while part {target.number} was being sent")
-    etag = writer.commit()
-    part = repositories.record_upload_part(
+    """Make a received, verified, staged send part ``number``, unless the upload was
+    aborted or completed meanwhile (then the staged send is dropped: 409). The send it
+    replaces, if any, is dropped after the commit."""
+    recorded, previous = repositories.record_upload_part_if_open(
         session, upload_id=target.upload_id, number=target.number,
-        size=target.expected_size, sha256=sha256, etag=etag,
+        size=target.expected_size, sha256=sha256, stored_as=writer.stored_as,
     )
+    if not recorded:
+        session.rollback()
+        writer.discard()
+        raise _gone(target)
     session.commit()
-    return UploadPartPublic.model_validate(part)
+    if previous is not None and previous != writer.stored_as:
+        _drop_quietly(state, target.key, target.token, previous)
+    return UploadPartPublic(number=target.number, size=target.expected_size, sha256=sha256)
 
 
-def forget_part(session: Session, *, target: PartTarget) -> None:
-    """A failed send of a part overwrote (locally) or replaces its earlier bytes: the part
-    counts as missing until it is sent again whole."""
-    repositories.forget_upload_part(session, upload_id=target.upload_id, number=target.number)
-    session.commit()
+def _drop_quietly(state: ServiceState, key: str, token: str, stored_as: str) -> None:
+    try:
+        state.store.drop_staged(key, token, stored_as)
+    except Exception:  # noqa: BLE001 - the upload's completion or abort drops it anyway
+        log.warning("could not drop replaced part %s of %s", stored_as, key, exc_info=True)
 
 
 def complete_upload(
@@ -206,42 +221,86 @@ def complete_upload(
     upload = _owned_upload(session, owner, upload_id)
     if upload.status != UploadStatus.OPEN.value:
         raise ApiError(409, "conflict", f"upload {upload_id} is already {upload.status}")
-    parts = repositories.list_upload_parts(session, upload_id=upload.id)
-    state_now = describe(upload, list(parts))
-    if state_now.missing:
-        shown = state_now.missing[:20]
-        raise ApiError(
-            409, "upload_incomplete",
-            f"upload {upload_id} is missing {len(state_now.missing)} part(s): "
-            f"{shown}{' ...' if len(state_now.missing) > 20 else ''}; send them, then complete",
-            details={"missing": state_now.missing},
-        )
+    _refuse_if_incomplete(upload, repositories.list_upload_parts(session, upload_id=upload.id))
     if not repositories.claim_upload_for_completion(session, upload_id=upload.id):
         raise ApiError(409, "conflict", f"upload {upload_id} is already being completed")
     session.commit()
-    etags = {p.number: p.etag for p in parts}
-    keys = [str(f["key"]) for f in upload.files]
-    with undo_object_on_failure(state, *keys):
+    # Read after the claim: no part can be recorded any more (record_part needs "open").
+    parts = {p.number: p for p in repositories.list_upload_parts(session, upload_id=upload.id)}
+    session.rollback()  # writing the files may take a while; hold no connection meanwhile
+    written: list[str] = []
+    try:
+        _refuse_if_incomplete(upload, list(parts.values()))
+        digests = {}
         for f in upload.files:
             first = int(f["first_part"])
-            file_parts = [(n - first + 1, etags[n]) for n in range(first, first + int(f["parts"]))]
-            state.store.complete_multipart(str(f["key"]), str(f["token"]), file_parts)
+            stored = [StoredPart(n - first + 1, parts[n].stored_as, parts[n].sha256, parts[n].size)
+                      for n in range(first, first + int(f["parts"]))]
+            try:
+                digests[str(f["key"])] = state.store.complete_multipart(
+                    str(f["key"]), str(f["token"]), stored)
+            except PartCorrupt as exc:  # numbered within its file: name the global part
+                raise PartCorrupt(first + exc.number - 1, exc.why) from exc
+            written.append(str(f["key"]))
+        main_key = _main_key(upload)
         dataset = repositories.create_dataset(
             session, owner_id=owner.id, id=upload.dataset_id, name=upload.name,
             format=str(upload.files[0]["format"]), status=DatasetStatus.VALIDATING.value,
-            storage_key=_main_key(upload), size=upload.total_size, sha256="", num_rows=0,
-            feature_shape=[], dtype="", num_classes=None, validation_sent_at=utcnow(),
+            storage_key=main_key, size=upload.total_size, sha256=digests[main_key] or "",
+            num_rows=0, feature_shape=[], dtype="", num_classes=None,
+            validation_sent_at=utcnow(),
             files=[{"path": f["path"], "key": f["key"], "size": f["size"]} for f in upload.files],
         )
         # Kept (completed) so a client that lost the answer can find its data set.
-        upload.status = UploadStatus.COMPLETED.value
+        repositories.set_upload_status(session, upload_id=upload.id,
+                                       from_status=UploadStatus.COMPLETING,
+                                       to_status=UploadStatus.COMPLETED)
         session.commit()
+    except BaseException as exc:
+        session.rollback()
+        _reopen(session, state, upload, written, exc)
+        if isinstance(exc, PartCorrupt):
+            raise ApiError(
+                409, "part_corrupt", f"part {exc.number} {exc.why}; send it again, then complete",
+                details={"missing": [exc.number]},
+            ) from exc
+        if isinstance(exc, StoredFileCorrupt):
+            raise ApiError(409, "upload_corrupt", f"{exc}; complete the upload again") from exc
+        raise
     if state.settings.redis_url:
         try:
             enqueue_dataset_validation(dataset.id, broker_url=state.settings.redis_url)
         except Exception:  # noqa: BLE001 - the worker's sweep validates it later
             log.exception("could not enqueue the validation of dataset %s", dataset.id)
     return dataset
+
+
+def _refuse_if_incomplete(upload: DatasetUpload, parts: Sequence[DatasetUploadPart]) -> None:
+    missing = describe(upload, list(parts)).missing
+    if missing:
+        raise ApiError(
+            409, "upload_incomplete",
+            f"upload {upload.id} is missing {len(missing)} part(s): "
+            f"{missing[:20]}{' ...' if len(missing) > 20 else ''}; send them, then complete",
+            details={"missing": missing},
+        )
+
+
+def _reopen(session: Session, state: ServiceState, upload: DatasetUpload, written: list[str],
+            exc: BaseException) -> None:
+    """A completion that failed leaves the upload open, as it was: the files it wrote go,
+    a corrupt part is forgotten (the client sends it again), the rest stays staged."""
+    for key in written:
+        try:
+            state.store.delete(key)
+        except Exception:  # noqa: BLE001 - the data set's deletion or a sweep removes it
+            log.exception("could not remove %s after a failed completion", key)
+    if isinstance(exc, PartCorrupt):
+        repositories.forget_upload_part(session, upload_id=upload.id, number=exc.number)
+    repositories.set_upload_status(session, upload_id=upload.id,
+                                   from_status=UploadStatus.COMPLETING,
+                                   to_status=UploadStatus.OPEN)
+    session.commit()
 
 
 def _main_key(upload: DatasetUpload) -> str:
@@ -253,12 +312,15 @@ def _main_key(upload: DatasetUpload) -> str:
 
 def abort_upload(session: Session, *, state: ServiceState, owner: User, upload_id: str) -> None:
     upload = _owned_upload(session, owner, upload_id)
-    if upload.status != UploadStatus.OPEN.value:
+    if not repositories.delete_upload(session, upload_id=upload.id):
         raise ApiError(409, "conflict", f"upload {upload_id} is {upload.status}")
-    repositories.delete_upload(session, upload_id=upload.id)
     session.commit()
-    for f in upload.files:
+    _drop_staging(state, upload.files)
+
+
+def _drop_staging(state: ServiceState, files: Sequence[dict[str, object]]) -> None:
+    for f in files:
         try:
             state.store.abort_multipart(str(f["key"]), str(f["token"]))
         except Exception:  # noqa: BLE001 - the row is gone; leftover parts are debris
-            log.exception("upload %s aborted but its parts of %s remain", upload_id, f["key"])
+            log.exception("the staged parts of %s remain after the upload ended", f["key"])

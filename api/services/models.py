@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError, in_use, not_found
+from api.services import quota
 from api.services.inspector import InspectorUnavailable, unavailable_error
 from api.services.model_inspection import ModelUploadError, inspect_upload, parse_input_shape
 from api.state import ServiceState
@@ -53,7 +54,6 @@ def _refused(exc: ModelUploadError) -> ApiError:
                     details=[{"field": exc.field, "message": exc.message}])
 
 
-
 def store_model(
     session: Session, *, state: ServiceState, owner: User, upload: ModelUpload
 ) -> UploadedModel:
@@ -74,6 +74,10 @@ def store_model(
     except InspectorUnavailable as exc:
         raise unavailable_error(exc) from exc
 
+    # Quota (issue 25 item 8): a model's files count like data sets do.
+    stored_bytes = len(upload.symbol) + len(upload.params or b"")
+    quota.check(session, state=state, owner=owner, adding=stored_bytes, what="model upload")
+    session.rollback()
     model_id = new_id()
     prefix = model_prefix(model_id)
     meta = {"input_name": summary.input_name, "input_shape": summary.input_shape}
@@ -81,6 +85,12 @@ def store_model(
     if upload.params is not None:
         state.store.put(prefix + MODEL_PARAMS_FILE, upload.params)
     state.store.put(prefix + MODEL_META_FILE, json.dumps(meta).encode())
+    try:
+        quota.reserve(session, state=state, owner=owner, adding=stored_bytes,
+                      what="model upload")
+    except ApiError:
+        state.store.delete_prefix(prefix)
+        raise
     model = repositories.create_model(
         session,
         owner_id=owner.id,

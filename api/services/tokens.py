@@ -33,7 +33,8 @@ def list_tokens(session: Session, *, owner: User, current_hash: str | None) -> T
 
 def revoke(session: Session, *, state: ServiceState, owner: User, token_id: str) -> None:
     """Revoke the owner's token (again is fine); it stops working on every api process
-    at once, or within the token cache's ttl on those Redis cannot reach."""
+    at once, or within the token cache's ttl on those Redis cannot reach, and so do the
+    event streams it opened and the stream tickets it asked for."""
     row = repositories.get_owned_api_token(session, token_id=token_id, user_id=owner.id) if (
         is_id(token_id)) else None
     if row is None:
@@ -44,6 +45,7 @@ def revoke(session: Session, *, state: ServiceState, owner: User, token_id: str)
         log.info("token %s (%s...) of %s revoked at %s", row.id, row.prefix, owner.name,
                  utcnow().isoformat())
     state.token_cache.evict(row.token_hash)
+    state.streams.end_threadsafe(row.token_hash)  # this process's streams: at once
     if state.channel is None:
         return
     try:

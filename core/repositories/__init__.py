@@ -31,7 +31,6 @@ from core.repositories.commands import (
     reject_pending_commands,
 )
 from core.repositories.dataset_uploads import (
-    bytes_held_by,
     claim_upload_for_completion,
     create_upload,
     delete_upload,
@@ -39,8 +38,10 @@ from core.repositories.dataset_uploads import (
     get_upload,
     list_upload_parts,
     mark_validation_sent,
+    mark_validation_started,
     open_uploads_created_before,
-    record_upload_part,
+    record_upload_part_if_open,
+    set_upload_status,
     validations_sent_before,
 )
 from core.repositories.datasets import (
@@ -90,6 +91,13 @@ from core.repositories.outbox import (
     queued_jobs_sent_before,
     return_to_outbox,
 )
+from core.repositories.usage import (
+    bytes_held_by,
+    checkpoint_bytes_of,
+    job_ids_of,
+    lock_user_storage,
+    upload_bytes_by_kind,
+)
 from core.repositories.users import (
     add_api_token,
     create_user,
@@ -99,6 +107,7 @@ from core.repositories.users import (
     get_user_by_name,
     list_api_tokens,
     mark_api_token_revoked,
+    valid_token_hashes,
 )
 
 __all__ = [
@@ -122,6 +131,10 @@ __all__ = [
     "add_checkpoint",
     "add_metric_points",
     "bytes_held_by",
+    "checkpoint_bytes_of",
+    "job_ids_of",
+    "lock_user_storage",
+    "upload_bytes_by_kind",
     "claim_upload_for_completion",
     "claim_jobs_to_dispatch",
     "create_dataset",
@@ -162,6 +175,7 @@ __all__ = [
     "list_status_events",
     "list_upload_parts",
     "mark_validation_sent",
+    "mark_validation_started",
     "open_uploads_created_before",
     "lr_change_times_since",
     "mark_api_token_revoked",
@@ -174,12 +188,14 @@ __all__ = [
     "put_back_in_outbox",
     "queued_jobs_sent_before",
     "queued_jobs_untouched_since",
-    "record_upload_part",
+    "record_upload_part_if_open",
+    "set_upload_status",
     "return_to_outbox",
     "running_jobs",
     "set_current_lr",
     "transition_job",
     "update_dataset",
     "update_job_progress",
+    "valid_token_hashes",
     "validations_sent_before",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from core.models import (
@@ -16,6 +16,7 @@ from core.models import (
     DatasetUpload,
     DatasetUploadPart,
     UploadStatus,
+    utcnow,
 )
 
 
@@ -42,21 +43,37 @@ def list_upload_parts(session: Session, *, upload_id: str) -> list[DatasetUpload
     ))
 
 
-def record_upload_part(
-    session: Session, *, upload_id: str, number: int, size: int, sha256: str, etag: str
-) -> DatasetUploadPart:
-    """Insert or replace part ``number`` (a client may send a part again on resume)."""
+def record_upload_part_if_open(
+    session: Session, *, upload_id: str, number: int, size: int, sha256: str, stored_as: str
+) -> tuple[bool, str | None]:
+    """Make ``stored_as`` part ``number`` of the upload, only while the upload is open.
+
+    The no-op UPDATE locks the upload's row (PostgreSQL) or takes the write lock (SQLite)
+    and succeeds only on an open upload: a completion, which claims the row with an
+    UPDATE of its own, either sees this part or makes this call fail, never half of
+    each. Returns (recorded, what the part was stored as before: the caller drops it).
+    """
+    locked = session.execute(
+        update(DatasetUpload)
+        .where(DatasetUpload.id == upload_id, DatasetUpload.status == UploadStatus.OPEN.value)
+        .values(status=DatasetUpload.status)
+    )
+    if not getattr(locked, "rowcount", 0):
+        return False, None
+    previous = session.scalar(
+        select(DatasetUploadPart.stored_as).where(
+            DatasetUploadPart.upload_id == upload_id, DatasetUploadPart.number == number
+        )
+    )
     session.execute(
         delete(DatasetUploadPart).where(
             DatasetUploadPart.upload_id == upload_id, DatasetUploadPart.number == number
         )
     )
-    part = DatasetUploadPart(
-        upload_id=upload_id, number=number, size=size, sha256=sha256, etag=etag
-    )
-    session.add(part)
+    session.add(DatasetUploadPart(upload_id=upload_id, number=number, size=size,
+                                  sha256=sha256, stored_as=stored_as))
     session.flush()
-    return part
+    return True, previous
 
 
 def forget_upload_part(session: Session, *, upload_id: str, number: int) -> None:
@@ -70,34 +87,34 @@ def forget_upload_part(session: Session, *, upload_id: str, number: int) -> None
 
 def claim_upload_for_completion(session: Session, *, upload_id: str) -> bool:
     """Move an open upload to ``completing``; False when another request got there first."""
+    return set_upload_status(session, upload_id=upload_id, from_status=UploadStatus.OPEN,
+                             to_status=UploadStatus.COMPLETING)
+
+
+def set_upload_status(session: Session, *, upload_id: str, from_status: UploadStatus,
+                      to_status: UploadStatus) -> bool:
+    """Compare-and-set the upload's status; False when it was not ``from_status``."""
     result = session.execute(
         update(DatasetUpload)
-        .where(DatasetUpload.id == upload_id, DatasetUpload.status == UploadStatus.OPEN.value)
-        .values(status=UploadStatus.COMPLETING.value)
+        .where(DatasetUpload.id == upload_id, DatasetUpload.status == from_status.value)
+        .values(status=to_status.value)
     )
     session.flush()
     return bool(getattr(result, "rowcount", 0))
 
 
-def delete_upload(session: Session, *, upload_id: str) -> None:
+def delete_upload(session: Session, *, upload_id: str) -> bool:
+    """Delete an open upload and its parts (releasing its quota reservation); False when
+    it is not open (being completed, completed, or gone)."""
+    result = session.execute(
+        delete(DatasetUpload)
+        .where(DatasetUpload.id == upload_id, DatasetUpload.status == UploadStatus.OPEN.value)
+    )
+    if not getattr(result, "rowcount", 0):
+        return False
     session.execute(delete(DatasetUploadPart).where(DatasetUploadPart.upload_id == upload_id))
-    session.execute(delete(DatasetUpload).where(DatasetUpload.id == upload_id))
     session.flush()
-
-
-def bytes_held_by(session: Session, *, owner_id: str) -> int:
-    """What counts against the owner's quota: stored data sets plus the declared size of
-    uploads still open (so many parallel uploads cannot overshoot it)."""
-    stored = session.scalar(
-        select(func.coalesce(func.sum(Dataset.size), 0)).where(Dataset.owner_id == owner_id)
-    )
-    pending = session.scalar(
-        select(func.coalesce(func.sum(DatasetUpload.total_size), 0)).where(
-            DatasetUpload.owner_id == owner_id,
-            DatasetUpload.status != UploadStatus.COMPLETED.value,
-        )
-    )
-    return int(stored or 0) + int(pending or 0)
+    return True
 
 
 def open_uploads_created_before(session: Session, *, cutoff: datetime) -> list[DatasetUpload]:
@@ -134,3 +151,11 @@ def mark_validation_sent(
     )
     session.flush()
     return bool(getattr(result, "rowcount", 0))
+
+
+def mark_validation_started(session: Session, *, dataset_id: str) -> None:
+    """A validation worker took the data set up (it was queued until now)."""
+    session.execute(
+        update(Dataset).where(Dataset.id == dataset_id).values(validation_started_at=utcnow())
+    )
+    session.flush()

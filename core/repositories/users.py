@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    or_,
     select,
 )
 from sqlalchemy.orm import Session
@@ -69,3 +70,14 @@ def mark_api_token_revoked(session: Session, *, token_id: str) -> bool:
     row.revoked_at = utcnow()
     session.flush()
     return True
+
+
+def valid_token_hashes(session: Session, *, token_hashes: list[str]) -> set[str]:
+    """Which of ``token_hashes`` still authenticate (not revoked, not expired)."""
+    rows = session.scalars(
+        select(ApiToken.token_hash).where(
+            ApiToken.token_hash.in_(token_hashes), ApiToken.revoked_at.is_(None),
+            or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > utcnow()),
+        )
+    )
+    return set(rows)

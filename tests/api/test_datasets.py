@@ -42,6 +42,7 @@ def test_upload_npz_then_train_on_it(api: ApiHarness) -> None:
         "id": None, "name": "blobs", "format": "npz", "size": None, "sha256": None,
         "num_rows": 50, "feature_shape": [8], "dtype": "float32", "num_classes": 3,
         "created_at": None, "status": "ready", "reason": None, "files": None,
+        "validation": None, "validation_started_at": None,
     }
     assert (stats["records"], stats["classes"], stats["channels"]) == (50, 3, 8)
     assert stats["class_counts"] == {"0": 17, "1": 17, "2": 16}
@@ -204,5 +205,22 @@ def test_the_object_is_deleted_when_its_row_cannot_be_written(api: ApiHarness) -
     state = SimpleNamespace(settings=api.settings, store=store)
     with api.sessions() as session, pytest.raises(Exception, match="(?i)foreign key"):
         store_upload(session, state=state, owner=ghost,  # type: ignore[arg-type]
-                     filename="t.csv", name="t", raw=b"x,label\n1,0\n")
+                     filename="t.csv", name="t", source=io.BytesIO(b"x,label\n1,0\n"),
+                     size=12)
     assert store.list("datasets/") == []
+
+
+@pytest.mark.parametrize("field", ["1" * 131_073, '"' + "1" * 131_073 + '"'])
+def test_a_csv_field_past_the_limit_is_a_422_naming_the_line_and_the_limit(
+    api: ApiHarness, field: str
+) -> None:
+    """Issue 25 item 6: the csv module's ``_csv.Error`` was an uncaught 500."""
+    _, headers = api.make_user()
+    before = _count(api)
+    raw = f"x,label\n1,0\n{field},1\n".encode()
+    response = api.client.post("/v1/datasets", files={"file": ("long.csv", raw)},
+                               headers=headers)
+    assert response.status_code == 422, response.text
+    message = response.json()["error"]["message"]
+    assert "line 3" in message and "131072" in message, message
+    assert _count(api) == before

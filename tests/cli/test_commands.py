@@ -255,8 +255,9 @@ def test_version_and_help_for_every_argument_with_an_example() -> None:
 
     found = list(commands(build_parser(), "rudder"))
     # 19 + model upload|ls|show|rm and export (issue 12) + set, schedule, freeze, unfreeze,
-    # eval, checkpoint, rules, rollback, fork, hyperparameters and lineage (issue 24)
-    assert len(found) == 35
+    # eval, checkpoint, rules, rollback, fork, hyperparameters and lineage (issue 24) + usage
+    # (issue 25.8)
+    assert len(found) == 36
     for path, parser in found:
         assert parser.epilog and "example:\n  rudder" in parser.epilog, path
         for action in parser._actions:

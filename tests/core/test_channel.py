@@ -193,9 +193,10 @@ def test_lr_change_window_slides_and_admissions_can_be_given_back(
 
 def test_stream_tickets_are_single_use(redis_url: str, job_id: str) -> None:
     sync = Channel.from_url(redis_url)
-    ticket = sync.create_stream_ticket(job_id=job_id, user_id="u1", ttl_s=30)
+    ticket = sync.create_stream_ticket(job_id=job_id, user_id="u1", ttl_s=30,
+                                       token_hash="h" * 64)
 
-    async def redeem_twice() -> list[dict[str, str] | None]:
+    async def redeem_twice() -> list[dict[str, str | None] | None]:
         chan = AsyncChannel.from_url(redis_url)
         try:
             return [await chan.redeem_stream_ticket(ticket) for _ in range(2)]
@@ -204,7 +205,7 @@ def test_stream_tickets_are_single_use(redis_url: str, job_id: str) -> None:
 
     first, second = asyncio.run(redeem_twice())
     sync.close()
-    assert first == {"job_id": job_id, "user_id": "u1"}
+    assert first == {"job_id": job_id, "user_id": "u1", "token_hash": "h" * 64}
     assert second is None
 
 

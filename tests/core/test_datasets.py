@@ -134,3 +134,29 @@ def test_a_non_finite_csv_label_is_refused_not_cast(value: str) -> None:
     with pytest.raises(DatasetError, match="not a finite number") as caught:
         validate_csv(f"x,label\n1,0\n2,{value}\n".encode(), **LIMITS)
     assert caught.value.field == "label" and "line 3" in caught.value.message
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_csv_lines_are_numbered_across_read_blocks(
+    monkeypatch: pytest.MonkeyPatch, newline: str
+) -> None:
+    """The converter reads text in blocks; a row split between two blocks, the line
+    endings csv knows and blank lines keep their line numbers (named in refusals)."""
+    import core.dataset_csv
+
+    monkeypatch.setattr(core.dataset_csv, "BLOCK_CHARS", 7)  # every row crosses a block
+    rows = [f"{i}.5,{i % 3}" for i in range(40)]
+    good = newline.join(["x,label", *rows[:20], "", *rows[20:]]) + newline
+    result = validate_csv(good.encode(), **LIMITS | {"max_rows": 100})
+    with np.load(io.BytesIO(result.npz_bytes), allow_pickle=False) as stored:
+        np.testing.assert_allclose(stored["data"][:, 0], [i + 0.5 for i in range(40)])
+        np.testing.assert_array_equal(stored["label"], [i % 3 for i in range(40)])
+    bad = newline.join(["x,label", *rows[:20], "", *rows[20:30], "oops,1", *rows[30:]])
+    with pytest.raises(DatasetError, match=r"line 33, column 'x': 'oops' is not a number"):
+        validate_csv(bad.encode(), **LIMITS | {"max_rows": 100})
+
+
+def test_a_line_past_its_limit_is_refused_before_it_is_read_whole() -> None:
+    raw = b"x,label\n1,0\n" + b"1" * 300_000 + b"\n"
+    with pytest.raises(DatasetError, match="line 3 is longer than 131200 characters"):
+        validate_csv(raw, **LIMITS)

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from core.db import make_engine
 from core.migrate import alembic_config, upgrade
 
-REVISION = "0006_i24_step_commands"
+REVISION = "0006_step_commands"
 
 
 def test_learning_rate_changes_become_set_lr_commands_and_back(tmp_path: Path) -> None:

@@ -1,18 +1,20 @@
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
+from core.multipart import PartCorrupt, StoredPart, composite_sha256
 from core.storage import (
     InvalidKey,
     LocalStore,
     ObjectNotFound,
     ObjectStore,
-    S3Store,
     checkpoint_prefix,
     open_store,
 )
+from core.storage_s3 import S3Store
 
 
 @pytest.fixture(params=["file", "s3"])
@@ -161,35 +163,74 @@ def test_sweep_aborts_an_unfinished_s3_multipart_upload(s3_endpoint: str,
     assert store.list("jobs/") == []
 
 
+def _send(store: ObjectStore, key: str, token: str, number: int, data: bytes) -> StoredPart:
+    writer = store.stage_part(key, token, number)
+    writer.write(data[:100])
+    writer.write(data[100:])
+    digest = hashlib.sha256(data).hexdigest()
+    writer.finish(digest)
+    return StoredPart(number, writer.stored_as, digest, len(data))
+
+
 def test_multipart_parts_in_any_order_become_one_object(store: ObjectStore) -> None:
     part = max(store.min_part_size, 1000)
     data = bytes(range(256)) * ((2 * part + 300) // 256 + 1)
     data = data[: 2 * part + 300]
     token = store.start_multipart("datasets/x/a.rec")
-    etags = {}
+    stored = {}
     for number in (3, 1, 2):
         offset = (number - 1) * part
-        writer = store.part_writer("datasets/x/a.rec", token, number, offset)
-        chunk = data[offset:offset + part]
-        writer.write(chunk[:100])
-        writer.write(chunk[100:])
-        etags[number] = writer.commit()
+        stored[number] = _send(store, "datasets/x/a.rec", token, number,
+                               data[offset:offset + part])
     assert not store.exists("datasets/x/a.rec")
-    assert store.list("datasets/") == []  # parts are not objects
-    store.complete_multipart("datasets/x/a.rec", token, sorted(etags.items()))
+    assert store.list("") == []  # staged parts are not objects
+    digest = store.complete_multipart("datasets/x/a.rec", token,
+                                      [stored[n] for n in (1, 2, 3)])
     assert store.get("datasets/x/a.rec") == data
+    assert digest in (None, hashlib.sha256(data).hexdigest())
+    if isinstance(store, S3Store):  # the composite the store checks is the one S3 keeps
+        head = store.client.head_object(Bucket=store.bucket, Key=store.prefix + "datasets/x/a.rec",
+                                        ChecksumMode="ENABLED")
+        assert head["ChecksumSHA256"].split("-")[0] == composite_sha256(
+            [stored[n].sha256 for n in (1, 2, 3)])
+    assert [i.key for i in store.list("")] == ["datasets/x/a.rec"]  # the staging is gone
+    if isinstance(store, LocalStore):
+        assert [p for p in store.root.rglob("*") if p.is_file()] == [
+            store.root / "datasets/x/a.rec"]
+
+
+def test_a_part_that_changed_in_the_store_is_refused_at_completion(
+    store: ObjectStore,
+) -> None:
+    """Completion reads each recorded part and checks it; one that no longer holds what
+    was recorded is named, nothing is written, and the rest stays staged."""
+    size = max(store.min_part_size, 1000)
+    token = store.start_multipart("datasets/z/a.csv")
+    first = _send(store, "datasets/z/a.csv", token, 1, b"a" * size)
+    second = _send(store, "datasets/z/a.csv", token, 2, b"b" * 500)
+    lying = StoredPart(2, second.stored_as, hashlib.sha256(b"c" * 500).hexdigest(), 500)
+    with pytest.raises(PartCorrupt) as caught:
+        store.complete_multipart("datasets/z/a.csv", token, [first, lying])
+    assert caught.value.number == 2
+    assert not store.exists("datasets/z/a.csv")
+    store.complete_multipart("datasets/z/a.csv", token, [first, second])
+    assert store.get("datasets/z/a.csv") == b"a" * size + b"b" * 500
 
 
 def test_an_aborted_multipart_upload_leaves_nothing(store: ObjectStore, tmp_path: Path) -> None:
     token = store.start_multipart("datasets/y/a.csv")
-    writer = store.part_writer("datasets/y/a.csv", token, 1, 0)
-    writer.write(b"abc")
-    writer.commit()
-    discarded = store.part_writer("datasets/y/a.csv", token, 2, 3)
+    _send(store, "datasets/y/a.csv", token, 1, b"abc")
+    discarded = store.stage_part("datasets/y/a.csv", token, 2)
     discarded.write(b"def")
     discarded.discard()
+    finished_then_dropped = _send(store, "datasets/y/a.csv", token, 3, b"ghi")
+    store.drop_staged("datasets/y/a.csv", token, finished_then_dropped.stored_as)
     store.abort_multipart("datasets/y/a.csv", token)
     store.abort_multipart("datasets/y/a.csv", token)  # twice is fine
     assert store.list("") == []
     if isinstance(store, LocalStore):
         assert [p for p in store.root.rglob("*") if p.is_file()] == []
+        with pytest.raises(ObjectNotFound):  # a send after the abort finds no upload
+            store.stage_part("datasets/y/a.csv", token, 1)
+    else:
+        assert store.list_all("") == []  # type: ignore[attr-defined]

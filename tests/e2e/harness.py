@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import httpx
 
+from rudder.embedded import validator_argv
 from tests.services import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,7 @@ class Stack:
     token: str = ""
     api: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    validators: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _log_files: list[IO[bytes]] = field(default_factory=list)
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
@@ -48,6 +50,7 @@ class Stack:
         self.api = self._spawn("api", [
             sys.executable, "-m", "uvicorn", "api.main:create_app", "--factory",
             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+            "--http", "api.http_protocol:ApiHttpProtocol",
         ])
         wait_until(lambda: httpx.get(self.api_url + "/healthz", timeout=1).status_code == 200,
                    60, interval=0.2, what="the API")
@@ -62,6 +65,16 @@ class Stack:
         self.workers.append(worker)
         return worker
 
+    def start_validator(self) -> subprocess.Popen[bytes]:
+        """A validator (the ``datasets`` queue), as ``rudder up`` starts one."""
+        number = len(self.validators)
+        validator = self._spawn(f"validator-{number}", [
+            *validator_argv(sys.executable, f"v{number}-{uuid.uuid4().hex[:6]}@%h"),
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+        ])
+        self.validators.append(validator)
+        return validator
+
     def kill_worker(self, worker: subprocess.Popen[bytes]) -> None:
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=10)
@@ -74,7 +87,7 @@ class Stack:
         return out.stdout.strip().splitlines()[-1]
 
     def stop(self) -> None:
-        processes = [*self.workers, *([self.api] if self.api else [])]
+        processes = [*self.workers, *self.validators, *([self.api] if self.api else [])]
         for process in processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -97,11 +110,13 @@ class Stack:
 
 @contextmanager
 def running_stack(env: dict[str, str], logs: Path, *, user: str) -> Iterator[Stack]:
-    """An API and one worker, up and with ``user``'s token, stopped on exit."""
+    """An API, one worker and one validator, up and with ``user``'s token, stopped on
+    exit."""
     stack = Stack(env=env, logs=logs)
     try:
         stack.start_api()
         stack.start_worker()
+        stack.start_validator()
         stack.token = stack.issue_token(user)
         yield stack
     finally:

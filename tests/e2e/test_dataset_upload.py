@@ -1,6 +1,7 @@
 """Issue 13 end to end: a large RecordIO sent with ``rudder datasets upload`` in parts,
-interrupted (the CLI killed mid-upload) and resumed, validated by the worker, then a small
-CNN trained on it with transforms; the api's and the worker's peak RSS are measured.
+interrupted (the CLI killed mid-upload) and resumed, checked by the validator, then a
+small CNN trained on it with transforms; the api's, the worker's and the validator's peak
+RSS are measured.
 
 The suite uses 300 MB (``RUDDER_E2E_UPLOAD_MB`` raises it: the 2 GB figure in the notes
 was measured that way).
@@ -124,7 +125,9 @@ def test_upload_in_parts_interrupt_resume_then_train_a_cnn(
     finished = client.get_job(job["id"])
     assert finished["status"] == "succeeded", finished
     api_peak, worker_peak = _peak_rss_mb(stack.api.pid), _peak_rss_mb(stack.workers[0].pid)
+    validator_peak = _peak_rss_mb(stack.validators[0].pid)  # it validated the upload
     print(f"\n{UPLOAD_MB} MB upload: api peak RSS {api_peak:.0f} MB, "
-          f"worker peak RSS {worker_peak:.0f} MB")
+          f"worker peak RSS {worker_peak:.0f} MB, validator peak RSS {validator_peak:.0f} MB")
     assert api_peak < API_RSS_LIMIT_MB
     assert worker_peak < WORKER_RSS_LIMIT_MB
+    assert validator_peak < WORKER_RSS_LIMIT_MB

@@ -99,10 +99,13 @@ def test_rudder_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -
             holder = wait_until(lambda: _lease_holder(redis_url, running["id"]), 90,
                                 interval=0.1, what="the worker to take the job")
             api_pid = up.child("uvicorn").pid
+            # Its API answers what the HTTP parser refuses in the API's shape (25.11).
+            assert "api.http_protocol:ApiHttpProtocol" in up.child("uvicorn").cmdline()
+            assert up.child("workers.validation_app").is_running()  # issue 26.3
             wait_until(lambda: client.get_job(running["id"])["status"] == "running", 30,
                        what="the job to run")
 
-            worker = up.child("celery")
+            worker = up.child("workers.celery_app")
             assert f":{worker.pid}:" in holder
             worker.kill()
             killed = time.monotonic()
@@ -112,7 +115,7 @@ def test_rudder_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -
                 lambda: (h := _lease_holder(redis_url, running["id"])) and h != holder and h,
                 60, interval=0.1, what="the restarted worker to resume the job")
             print(f"embedded take-over: {time.monotonic() - killed:.1f}s after kill -9")
-            assert f":{up.child('celery').pid}:" in new_holder
+            assert f":{up.child('workers.celery_app').pid}:" in new_holder
             shown = client.get_job(running["id"])
             assert shown["attempts"] == 1, shown
 

@@ -10,7 +10,8 @@ import pytest
 from core.channel import Channel
 from core.config import get_settings
 from core.db import reset_engine_cache
-from core.storage import LocalStore, ObjectStore, S3Store
+from core.storage import LocalStore, ObjectStore
+from core.storage_s3 import S3Store
 from tests import services
 
 

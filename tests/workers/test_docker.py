@@ -45,15 +45,21 @@ def test_commands_name_real_modules() -> None:
     api_cmd = services["api"]["command"]
     factory = _module_attr(api_cmd[api_cmd.index("uvicorn") + 1])
     assert "--factory" in api_cmd and callable(factory)
+    # The parser's refusals answered in the API's error shape (issue 25 item 11).
+    assert _module_attr(api_cmd[api_cmd.index("--http") + 1]).__name__ == "ApiHttpProtocol"
     queues: set[str] = set()
-    for name in ("worker", "gpu-worker"):  # between them they serve every queue
+    # Between them they serve every queue; the validator only validates (issue 26.3).
+    for name, task in (("worker", "rudder.train"), ("gpu-worker", "rudder.train"),
+                       ("validator", "rudder.validate_dataset")):
         worker_cmd = services[name]["command"]
         app = importlib.import_module(worker_cmd[worker_cmd.index("-A") + 1]).app
         for module in app.conf.imports:  # what `celery worker` imports at start-up
             importlib.import_module(module)
-        assert "rudder.train" in app.tasks
+        assert task in app.tasks
         queues |= set(worker_cmd[worker_cmd.index("-Q") + 1].split(","))
     assert queues == {q.name for q in app.conf.task_queues}
+    assert services["validator"]["command"][services["validator"]["command"].index("-Q") + 1] \
+        == "datasets"
     assert (ROOT / "alembic.ini").exists()
 
 
@@ -67,3 +73,4 @@ def test_dockerfiles_copy_paths_that_exist_and_run_the_compose_commands() -> Non
     assert "nvidia/cuda" in worker and '".[gpu]"' in worker
     api = (DOCKER / "api.Dockerfile").read_text()
     assert '"api.main:create_app", "--factory"' in api
+    assert '"--http", "api.http_protocol:ApiHttpProtocol"' in api

@@ -3,7 +3,8 @@
 - A data set still ``validating`` long after its validation was sent (the message was
   lost with Redis, or the worker validating it was killed) is sent again; the send time
   is a compare-and-set, so of several watchdogs exactly one re-sends.
-- An upload left open for days is aborted: its parts stop holding disk and quota.
+- An upload left open for days is aborted: its staged parts stop holding disk and its
+  reservation stops holding quota.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def expire_abandoned_uploads(
     expired = []
     for upload_id, files in abandoned:
         with session_scope() as session:
-            repo.delete_upload(session, upload_id=upload_id)
+            if not repo.delete_upload(session, upload_id=upload_id):
+                continue  # completed (or aborted) since it was listed
         for planned in files:
             store.abort_multipart(str(planned["key"]), str(planned["token"]))
         expired.append(upload_id)

@@ -1,7 +1,16 @@
 """``rudder.validate_dataset``: fetch a completed upload from object storage to a local
 file, check it by format, and record ``ready`` with its stats or ``invalid`` with the
-reason. Runs in the worker because decoding images needs Pillow and the engine's
-formats, which the api must not import, and because it may take minutes.
+reason. Runs in the validation worker (its own queue, ``datasets``, so it never waits
+behind training) because decoding images needs Pillow, and because it may take minutes.
+
+Every format is checked as a stream with memory bounded by a few blocks (npz and CSV:
+core.datasets; RecordIO and archives: one record or member at a time), so a 1 GiB CSV
+costs the worker tens of MiB, not gigabytes (bench/dataset_validation.py). A CSV is
+converted once, here, to the npz the training loader reads (``dataset_key(id, "npz")``).
+
+The file's sha256 is computed while it downloads. Where completion already recorded one
+(the local store computes it), the two must agree: a stored file that changed after its
+upload is refused rather than trained on.
 """
 
 from __future__ import annotations
@@ -14,17 +23,15 @@ from typing import Any
 
 from core import repositories
 from core.config import get_settings
-from core.datasets import DatasetError, validate_csv, validate_npz
+from core.datasets import DatasetError, validate_table
 from core.db import session_scope
 from core.models import DatasetStatus
-from core.storage import ObjectStore
+from core.storage import ObjectStore, dataset_key
 from workers.datasets.archive import validate_archive
 from workers.datasets.recordio import validate_recordio
 from workers.datasets.summary import InvalidDataset, Summary
 
 log = logging.getLogger("rudder.worker.datasets")
-# npz and CSV are parsed in memory (core.datasets); bigger sets belong in RecordIO.
-MAX_IN_MEMORY_BYTES = 1024**3
 
 
 def _download(store: ObjectStore, key: str, target: Path) -> str:
@@ -37,7 +44,23 @@ def _download(store: ObjectStore, key: str, target: Path) -> str:
     return digest.hexdigest()
 
 
-def _check(fmt: str, paths: dict[str, Path]) -> Summary:
+def _check_table(fmt: str, path: Path, store: ObjectStore, dataset_id: str) -> Summary:
+    limits = get_settings().limits
+    with open(path, "rb") as source, tempfile.TemporaryFile(dir=path.parent) as converted:
+        try:
+            found = validate_table(fmt, source, converted=converted,
+                                   max_rows=limits.max_dataset_rows,
+                                   max_features=limits.max_dataset_features)
+        except DatasetError as exc:
+            raise InvalidDataset(f"{exc.field}: {exc.message}") from exc
+        if fmt == "csv":  # what the training loader reads (workers.lifecycle)
+            converted.seek(0)
+            store.put_stream(dataset_key(dataset_id, "npz"), converted)
+    return Summary(found.num_rows, found.feature_shape, found.dtype, found.num_classes,
+                   found.stats)
+
+
+def _check(fmt: str, paths: dict[str, Path], store: ObjectStore, dataset_id: str) -> Summary:
     if fmt == "recordio":
         rec = next(p for name, p in paths.items() if name.lower().endswith(".rec"))
         idx = next(p for name, p in paths.items() if name.lower().endswith(".idx"))
@@ -46,18 +69,7 @@ def _check(fmt: str, paths: dict[str, Path]) -> Summary:
         return validate_archive(next(iter(paths.values())))
     if fmt in ("npz", "csv"):
         (path,) = paths.values()
-        if path.stat().st_size > MAX_IN_MEMORY_BYTES:
-            raise InvalidDataset(f"{fmt} uploads are limited to {MAX_IN_MEMORY_BYTES} bytes; "
-                                 "use RecordIO for larger sets")
-        limits = get_settings().limits
-        check = validate_npz if fmt == "npz" else validate_csv
-        try:
-            validated = check(path.read_bytes(), max_rows=limits.max_dataset_rows,
-                              max_features=limits.max_dataset_features)
-        except DatasetError as exc:
-            raise InvalidDataset(f"{exc.field}: {exc.message}") from exc
-        return Summary(validated.num_rows, validated.feature_shape, validated.dtype,
-                       validated.num_classes, validated.stats)
+        return _check_table(fmt, path, store, dataset_id)
     raise InvalidDataset(f"unknown format {fmt!r}")
 
 
@@ -68,9 +80,9 @@ def validate_dataset(dataset_id: str, store: ObjectStore) -> str:
         dataset = repositories.get_dataset(session, dataset_id=dataset_id)
         if dataset is None or dataset.status != DatasetStatus.VALIDATING.value:
             return "skipped"
-        fmt, main_key = dataset.format, dataset.storage_key
+        fmt, main_key, recorded = dataset.format, dataset.storage_key, dataset.sha256
         files = list(dataset.files or [{"path": f"data.{fmt}", "key": main_key}])
-        session.rollback()
+        repositories.mark_validation_started(session, dataset_id=dataset_id)
     fields: dict[str, Any]
     with tempfile.TemporaryDirectory(prefix="rudder-validate-") as scratch:
         try:
@@ -80,7 +92,12 @@ def validate_dataset(dataset_id: str, store: ObjectStore) -> str:
                 sha = _download(store, str(f["key"]), path)
                 digest = sha if f["key"] == main_key else digest
                 paths[str(f["path"])] = path
-            summary = _check(fmt, paths)
+            if recorded and digest != recorded:
+                raise InvalidDataset(
+                    f"the stored file's sha256 is {digest}, not the {recorded} recorded "
+                    "when its upload completed (it changed in object storage); upload it "
+                    "again")
+            summary = _check(fmt, paths, store, dataset_id)
         except InvalidDataset as exc:
             fields = {"status": DatasetStatus.INVALID.value, "reason": str(exc)[:2000]}
         except Exception as exc:  # noqa: BLE001 - a reason beats a data set stuck validating
@@ -98,4 +115,3 @@ def validate_dataset(dataset_id: str, store: ObjectStore) -> str:
         repositories.update_dataset(session, dataset_id=dataset_id, **fields)
         session.commit()
     return str(fields["status"])
-

@@ -6,6 +6,7 @@ import io
 import struct
 import tarfile
 import zipfile
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -63,3 +64,20 @@ def tar_of(members: dict[str, bytes], *, symlinks: dict[str, str] | None = None)
             info.type, info.linkname = tarfile.SYMTYPE, target
             archive.addfile(info)
     return buffer.getvalue()
+
+
+def write_csv(path: Path, size_bytes: int, *, features: int = 20, seed: int = 0) -> int:
+    """A numeric CSV of about ``size_bytes`` (a header with ``label``, then rows of
+    ``features`` floats and an integer label), written as a block of distinct rows
+    repeated, so gigabytes take seconds. Returns the number of data rows."""
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=(1000, features)).astype(np.float32)
+    block = "".join(",".join(f"{v:.6g}" for v in row) + f",{index % 10}\n"
+                    for index, row in enumerate(values)).encode()
+    header = (",".join(f"f{i}" for i in range(features)) + ",label\n").encode()
+    repeats = max(1, (size_bytes - len(header)) // len(block))
+    with open(path, "wb") as handle:
+        handle.write(header)
+        for _ in range(repeats):
+            handle.write(block)
+    return repeats * 1000

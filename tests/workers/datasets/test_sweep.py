@@ -3,6 +3,7 @@ uploads abandoned for days are aborted."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 
 from core import repositories
@@ -39,9 +40,9 @@ def test_an_abandoned_upload_is_aborted(worker_env: dict[str, str]) -> None:
     store = LocalStore(worker_env["RUDDER_STORAGE_URL"].removeprefix("file://"))
     owner = _user()
     token = store.start_multipart("datasets/x/a.csv")
-    writer = store.part_writer("datasets/x/a.csv", token, 1, 0)
+    writer = store.stage_part("datasets/x/a.csv", token, 1)
     writer.write(b"abc")
-    writer.commit()
+    writer.finish(hashlib.sha256(b"abc").hexdigest())
     with session_scope() as session:
         upload = repositories.create_upload(
             session, owner_id=owner, id=new_id(), name="old", part_size=3, total_size=3,
@@ -50,7 +51,10 @@ def test_an_abandoned_upload_is_aborted(worker_env: dict[str, str]) -> None:
             dataset_id=new_id(), created_at=utcnow() - timedelta(days=8),
         )
         upload_id = upload.id
+    with session_scope() as session:  # its declared size is reserved against the quota
+        assert repositories.bytes_held_by(session, owner_id=owner) == 3
     assert expire_abandoned_uploads(store, max_age_seconds=7 * 24 * 3600) == [upload_id]
     with session_scope() as session:
         assert repositories.get_upload(session, upload_id=upload_id, owner_id=owner) is None
+        assert repositories.bytes_held_by(session, owner_id=owner) == 0  # and released
     assert [p for p in store.root.rglob("*") if p.is_file()] == []

@@ -7,7 +7,7 @@ their lineage (``parent_id``, ``fork_step``), a rollback count (``branch``) and 
 parameter names the worker publishes (``parameters``); a rollback moves the metric points
 it abandons to ``abandoned_metric_points``.
 
-Revision ID: 0006_i24_step_commands
+Revision ID: 0006_step_commands
 Revises: 0005_models
 Create Date: 2026-11-24
 """
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006_i24_step_commands"
+revision: str = "0006_step_commands"
 down_revision: str | None = "0005_models"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -234,3 +234,13 @@ def _setenv(name: str, value: str | None) -> None:
         os.environ.pop(name, None)
     else:
         os.environ[name] = str(value)
+
+
+# the symbol-side helpers (check_consistency, ...) live in their own module
+from .test_utils_symbol import (  # noqa: E402
+    check_consistency,
+    discard_stderr,
+    effective_dtype,
+)
+
+__all__ += ["check_consistency", "discard_stderr", "effective_dtype"]

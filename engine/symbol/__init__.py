@@ -134,13 +134,13 @@ concat = Concat
 _NOT_OPERATORS = {"Any", "NDArray", "annotations", "apply_op", "array", "load", "save",
                   "waitall", "random", "ndarray", "binary", "unary"}
 _NAMESPACES = {"random": "namespaces.random", "linalg": "namespaces.linalg",
-               "op": "namespaces.op"}
+               "op": "namespaces.op", "_internal": "namespaces.internal"}
 _FLUENT_EXCLUDED = {"zeros", "ones", "full", "arange", "eye", "linspace", "var", "Variable",
                     "Group", "load", "load_json"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _NAMESPACES:  # mx.sym.random, mx.sym.linalg, mx.sym.op
+    if name in _NAMESPACES:  # mx.sym.random, mx.sym.linalg, mx.sym.op, mx.sym._internal
         import importlib
 
         return importlib.import_module(f"engine.symbol.{_NAMESPACES[name]}")

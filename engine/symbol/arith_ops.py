@@ -76,3 +76,9 @@ for _name, _hint, _fn in (
                lambda p, x, _f=_fn: _f(x[0], p["scalar"]), hint=_hint))
 
 _op(OpSpec("negative", ("data",), {}, _same, lambda p, x: -x[0]))
+
+# MXNet's internal helper that gives its first input the shape of its second (a shape
+# constraint for backward shape inference); it computes the identity of ``lhs``
+_op(OpSpec("_identity_with_attr_like_rhs", ("lhs", "rhs"), {},
+           lambda p, s: (s, s[1] if s[1] is not None else s[0]),
+           lambda p, x: _nd("identity")(x[0]), hint="_identity_with_attr_like_rhs"))

@@ -65,7 +65,9 @@ class SymbolArithmetic:
         return _make_op("_rmod_scalar", [self], {"scalar": other}, None)
 
     def __abs__(self) -> Any:
-        return _make_op("abs", [self], {}, None)
+        from .build import make_generic
+
+        return make_generic("abs", (self,), {}, None)
 
     def __gt__(self, other: Any) -> Any:
         return self._binary(other, "_greater", "_greater_scalar")

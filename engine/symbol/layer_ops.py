@@ -41,7 +41,6 @@ _op(OpSpec(
     {"input_dim": (int, _REQUIRED), "output_dim": (int, _REQUIRED), "dtype": (str, "float32"),
      "sparse_grad": (_bool, False)},
     _embedding_infer, _embedding_forward,
-    dtype_rule=lambda p, types, default: types[1] if len(types) > 1 else default,
 ))
 
 

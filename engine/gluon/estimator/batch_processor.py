@@ -27,3 +27,6 @@ class BatchProcessor:
     def evaluate_batch(self, estimator: Any, val_batch: Any, batch_axis: int = 0) -> Any:
         """Forward and loss on one validation batch, in predict mode."""
         return estimator._forward_predict(val_batch, batch_axis)
+
+
+__all__ = ["BatchProcessor"]

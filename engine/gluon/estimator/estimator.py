@@ -428,3 +428,6 @@ def _steps_before(data: Any, begin_epoch: int, begin_batch: int) -> int:
     except TypeError:
         per_epoch = 0
     return begin_epoch * per_epoch + begin_batch
+
+
+__all__ = ["Estimator"]

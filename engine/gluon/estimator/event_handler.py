@@ -409,3 +409,10 @@ class EarlyStoppingHandler(TrainBegin, EpochEnd):
                 self.monitor.get()[0])
             return True
         return False
+
+
+__all__ = [
+    "TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin", "BatchEnd", "StoppingHandler",
+    "MetricHandler", "ValidationHandler", "LoggingHandler", "CheckpointHandler",
+    "EarlyStoppingHandler", "GradientUpdateHandler",
+]

@@ -34,6 +34,7 @@ from .. import autograd
 from ..base import MXNetError
 from ..ndarray import NDArray, zeros
 from .compiled_graph import CompiledGraph
+from .monitoring import Monitored
 
 
 def _as_dict(names: list[str], arrays: Any, what: str) -> dict[str, NDArray]:
@@ -101,7 +102,7 @@ class Executor:
 
     def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
         """Call ``callback(name, array)`` with every operator output of each forward."""
-        self._monitor = _Callback(callback, monitor_all)
+        self._monitor = Monitored(callback, monitor_all)
 
     @property
     def arg_arrays(self) -> list[NDArray]:
@@ -174,6 +175,8 @@ class Executor:
         if pairs:
             autograd.backward([h for h, _ in pairs], [g for _, g in pairs],
                               train_mode=is_train)
+        if self._monitor is not None:
+            self._monitor.after_backward()
         for array in arrays:  # MXNet writes a zero gradient where the outputs do not reach
             if not array._fresh_grad and array._grad_req == "write":
                 array.grad.raw[...] = 0
@@ -208,17 +211,6 @@ class Executor:
     def get_optimized_symbol(self) -> Any:
         """The graph the executor runs (the engine does not rewrite bound graphs)."""
         return self._symbol
-
-
-class _Callback:
-    """A monitor callback with the ``monitor_all`` flag the graph evaluation reads."""
-
-    def __init__(self, callback: Any, monitor_all: bool) -> None:
-        self.callback = callback
-        self.monitor_all = monitor_all
-
-    def __call__(self, name: str, array: NDArray) -> None:
-        self.callback(name, array)
 
 
 def simple_bind(symbol: Any, ctx: Any, grad_req: Any, type_dict: Any,

@@ -78,6 +78,29 @@ def infer_shapes(symbol: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
                  literal: bool = False) -> tuple[list[Partial], list[Partial], list[Partial]]:
     """Partial shapes of the arguments, outputs and auxiliary states. ``literal`` takes the
     given shapes as real sizes (the engine's own callers) instead of the user's convention."""
+    return _split(symbol, _solve_shapes(symbol, args, kwargs, literal))
+
+
+def resolved_creation_nodes(symbol: Any, nodes: list[Any],
+                            shapes: Mapping[str, tuple[int, ...]]) -> dict[int, Any]:
+    """For creation nodes whose ``shape`` has sizes to infer (``zeros(shape=(0, 100))``),
+    copies with the sizes the bound inputs' shapes give, by the original node's id."""
+    from .symbol import _Node
+
+    values = _solve_shapes(symbol, (), shapes, literal=True)
+    resolved = {}
+    for node in nodes:
+        shape = values[(id(node), 0)]
+        if shape is None or shape_rules.UNKNOWN in shape:
+            raise MXNetShapeError(f"{node.op} {node.name!r}: the inputs' shapes "
+                                  f"{dict(shapes)} do not determine its shape {shape}")
+        attrs = {**node.attrs, "shape": str(tuple(shape))}
+        resolved[id(node)] = _Node(node.op, node.name, attrs, node.inputs)
+    return resolved
+
+
+def _solve_shapes(symbol: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                  literal: bool) -> dict[tuple[int, int], Partial]:
     check = (lambda name, value: tuple(value)) if literal else _user_shape
     given = _given(symbol, args, kwargs, "shapes", check)
     start: dict[str, Partial] = {}
@@ -86,10 +109,9 @@ def infer_shapes(symbol: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
             start[node.name] = _from_user(_tuple(node.attrs["__shape__"]))
     start.update(given)
     try:
-        values = solve(symbol, start, shape_rules.refine, shape_rules.merge, "shape")
+        return solve(symbol, start, shape_rules.refine, shape_rules.merge, "shape")
     except InferenceError as exc:
         raise MXNetShapeError(str(exc)) from None
-    return _split(symbol, values)
 
 
 def shape_report(result: tuple[list[Partial], ...]) -> tuple[list[Any], list[Any], list[Any]]:

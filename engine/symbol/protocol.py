@@ -82,6 +82,7 @@ class SymbolProtocol:
         composed = self(*args, **kwargs)  # type: ignore[operator]
         self._outputs = composed._outputs  # type: ignore[attr-defined]
         self._order = None
+        self._deferred, self._resolved, self._resolved_key = None, {}, None
         if name is not None and len(self._outputs) == 1:
             self._outputs[0][0].name = name
 

@@ -128,6 +128,8 @@ def refine(node: Any, ins: list[Partial], outs: list[Partial]) -> tuple[list[Par
         return ins, [_broadcast(ins[0], ins[1])] + outs[1:]
     if op in ("Concat", "concat"):
         return _concat(node.params(), ins, outs)
+    if not ins and _deferred_shape(node.params()) is not None:
+        return [], [_deferred_shape(node.params())] + outs[1:]
     new_ins, new_outs = _forward(node, ins, len(outs))
     if op in ("SliceChannel", "split"):  # its outputs all have one shape
         shared = _unify(outs + new_outs)
@@ -137,6 +139,24 @@ def refine(node: Any, ins: list[Partial], outs: list[Partial]) -> tuple[list[Par
         new_ins = [merge(a, b) for a, b in zip(new_ins, backward(node.params(), ins, outs),
                                                  strict=True)]
     return new_ins, new_outs
+
+
+def _deferred_shape(params: dict[str, Any]) -> Partial:
+    """A creation operator's (``zeros``, samplers) ``shape`` with 0 for sizes to infer, as
+    MXNet's legacy mode reads them (``begin_state`` makes such states): those sizes unknown;
+    None for any other operator."""
+    from ..util import is_np_shape
+
+    shape = params.get("shape")
+    if not isinstance(shape, (tuple, list)) or 0 not in shape or is_np_shape():
+        return None
+    return tuple(UNKNOWN if d == 0 else int(d) for d in shape)
+
+
+def deferred_nodes(nodes: list[Any]) -> list[Any]:
+    """The creation operators whose output shape comes from shape inference."""
+    return [n for n in nodes if n.op is not None and not n.inputs
+            and _deferred_shape(n.params()) is not None]
 
 
 def _forward(node: Any, ins: list[Partial], n_outs: int) -> tuple[list[Partial],

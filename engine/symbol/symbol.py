@@ -93,6 +93,9 @@ class Symbol(SymbolArithmetic, SymbolProtocol):
     def __init__(self, outputs: Sequence[tuple[_Node, int]]) -> None:
         self._outputs = list(outputs)
         self._order: list[_Node] | None = None  # graphs never change once built
+        self._deferred: list[_Node] | None = None  # see _resolved_creation_nodes
+        self._resolved: dict[int, _Node] = {}
+        self._resolved_key: Any = None
 
     # ------------------------------------------------------------------ structure
     @property
@@ -242,12 +245,15 @@ class Symbol(SymbolArithmetic, SymbolProtocol):
     # --------------------------------------------------------------- evaluation
     def _evaluate(self, values: dict[str, NDArray], monitor: Any = None,
                   run_node: Any = None) -> list[NDArray]:
-        """Run the graph on NDArrays (recorded when autograd is recording). ``monitor``,
-        when given, is called ``(name, array)`` with every operator output, MXNet's
-        executor monitor callback (``monitor.monitor_all`` adds the operators' inputs).
-        ``run_node(node, inputs)``, when given, computes each operator node instead of
-        ``node.spec.forward`` (a hybridize trace records each node through it)."""
+        """Run the graph on NDArrays (recorded when autograd is recording). ``monitor``, when
+        given, is a :class:`~engine.symbol.monitoring.Monitored` that sees every operator's
+        inputs and outputs (MXNet's executor monitor callback). ``run_node(node, inputs)``,
+        when given, computes each operator node instead of ``node.spec.forward`` (a
+        hybridize trace records each node through it)."""
         results: dict[int, list[NDArray]] = {}
+        if monitor is not None:
+            monitor.begin()
+        resolved = self._resolved_creation_nodes(values)
         for node in self._nodes():
             if node.op is None:
                 try:
@@ -256,17 +262,33 @@ class Symbol(SymbolArithmetic, SymbolProtocol):
                     raise ValueError(f"no value bound for input {node.name!r}") from None
                 continue
             inputs = [results[id(child)][index] for child, index in node.inputs]
-            if monitor is not None and getattr(monitor, "monitor_all", False):
-                names = node.spec.input_names(node.params(), len(inputs)) + node.spec.aux
-                for input_name, array in zip(names, inputs, strict=False):
-                    monitor(f"{node.name}_{input_name}", array)
-            result = node.spec.forward(node.params(), inputs) if run_node is None \
-                else run_node(node, inputs)
+            if monitor is not None:
+                inputs = monitor.before(node, inputs)
+            runs = resolved.get(id(node), node) if resolved else node
+            result = runs.spec.forward(runs.params(), inputs) if run_node is None \
+                else run_node(runs, inputs)
             results[id(node)] = list(result) if isinstance(result, (list, tuple)) else [result]
             if monitor is not None:
-                for name, array in zip(node.output_names(), results[id(node)], strict=False):
-                    monitor(name, array)
+                monitor.after(node, results[id(node)])
         return [results[id(node)][index] for node, index in self._outputs]
+
+    def _resolved_creation_nodes(self, values: dict[str, NDArray]) -> dict[int, _Node]:
+        """Creation nodes with sizes left to shape inference (``symbol.zeros(shape=(0, 4))``,
+        the begin states of an unrolled cell), resolved for the bound inputs' shapes."""
+        from .inference_api import resolved_creation_nodes
+        from .shape_rules import deferred_nodes
+
+        if self._deferred is None:
+            self._deferred = deferred_nodes(self._nodes())
+        if not self._deferred:
+            return {}
+        shapes = {n.name: values[n.name].shape for n in self._nodes()
+                  if n.op is None and n.name in values}
+        key = tuple(sorted(shapes.items()))
+        if self._resolved_key != key:
+            self._resolved = resolved_creation_nodes(self, self._deferred, shapes)
+            self._resolved_key = key
+        return self._resolved
 
     def eval(self, ctx: Any = None, **kwargs: NDArray) -> list[NDArray]:
         """Evaluate with NDArray inputs given by name (``sym.eval(data=x, ...)``); under

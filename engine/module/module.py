@@ -165,7 +165,7 @@ class Module(CheckpointMixin, BaseModule):
         if grad_req not in ("write", "add", "null"):
             raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
         if self.binded and self.params_initialized and self._exec_group is not None:
-            # a rebind keeps the trained values (MXNet keeps them in _arg_params)
+            # a rebind keeps the current values (MXNet keeps those last synced to the host)
             self._arg_params, self._aux_params = self._exec_group.get_params()
         data = _parse_descs(data_shapes, self._data_names, "data")
         labels = _parse_descs(label_shapes, self._label_names, "label") \

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..base import MXNetShapeError
 from ..ndarray import NDArray, zeros
 
 
@@ -28,7 +29,7 @@ def _view_or_new(name: str, old: NDArray, shape: tuple[int, ...], allow_up_sizin
     size = math.prod(shape)
     if size > old.size:
         if not allow_up_sizing:
-            raise ValueError(
+            raise MXNetShapeError(
                 f"New shape of arg: {name} {shape} is larger than the original "
                 f"{old.shape}. First making a big executor and then down sizing it is more "
                 "efficient than the reverse; set allow_up_sizing=True to allocate new "
@@ -55,7 +56,7 @@ def reshaped_executor(exe: Any, partial_shaping: bool, allow_up_sizing: bool,
     for name, shape in zip(names, arg_shapes, strict=True):
         old = exe.arg_dict[name]
         if shape != old.shape and name not in given and not partial_shaping:
-            raise ValueError(f"Shape of unspecified array arg: {name} changed from {old.shape} "
+            raise MXNetShapeError(f"Shape of unspecified array arg: {name} changed from {old.shape} "
                              f"to {shape}. This can cause the new executor to not share "
                              "parameters with the old one. Please check for error in network. "
                              "If this is intended, set partial_shaping=True to suppress this "
@@ -66,7 +67,7 @@ def reshaped_executor(exe: Any, partial_shaping: bool, allow_up_sizing: bool,
     for name, shape in zip(aux_names, aux_shapes, strict=True):
         old = exe.aux_dict[name]
         if shape != old.shape and not partial_shaping:
-            raise ValueError(f"Shape of unspecified array aux: {name} changed from "
+            raise MXNetShapeError(f"Shape of unspecified array aux: {name} changed from "
                              f"{old.shape} to {shape}; set partial_shaping=True if intended.")
         aux[name] = _view_or_new(name, old, shape, allow_up_sizing)
     new = Executor(symbol, exe._ctx, args, grads or None, exe._grad_req, aux, exe._group2ctx)

@@ -58,6 +58,8 @@ class _Node:
         if self.op is None:
             return [self.name]
         suffixes = self.spec.output_suffixes(self.params())
+        if not self.name:  # an unnamed (atomic) operator: MXNet lists the bare suffixes
+            return list(suffixes)
         return [f"{self.name}_{suffix}" for suffix in suffixes]
 
 

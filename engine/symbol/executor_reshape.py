@@ -56,11 +56,11 @@ def reshaped_executor(exe: Any, partial_shaping: bool, allow_up_sizing: bool,
     for name, shape in zip(names, arg_shapes, strict=True):
         old = exe.arg_dict[name]
         if shape != old.shape and name not in given and not partial_shaping:
-            raise MXNetShapeError(f"Shape of unspecified array arg: {name} changed from {old.shape} "
-                             f"to {shape}. This can cause the new executor to not share "
-                             "parameters with the old one. Please check for error in network. "
-                             "If this is intended, set partial_shaping=True to suppress this "
-                             "warning.")
+            raise MXNetShapeError(
+                f"Shape of unspecified array arg: {name} changed from {old.shape} to {shape}. "
+                "This can cause the new executor to not share parameters with the old one. "
+                "Please check for error in network. If this is intended, set "
+                "partial_shaping=True to suppress this warning.")
         args[name] = _view_or_new(name, old, shape, allow_up_sizing)
         if name in exe.grad_dict:
             grads[name] = _view_or_new(name, exe.grad_dict[name], shape, allow_up_sizing)

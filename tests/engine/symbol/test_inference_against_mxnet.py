@@ -50,10 +50,10 @@ result['conv_stride1'] = partial(S.Convolution(S.var('a', shape=(0, 10, 0, 0)), 
                                  + S.var('c', shape=(5, 21, 32, 32)))
 result['conv_stride2'] = partial(S.Convolution(a, kernel=(3, 3), num_filter=4, stride=(2, 2)) + b,
                                  a=(0, 3, 0, 0), b=(5, 4, 7, 7))
-result['conv_weight'] = partial(S.Convolution(S.cast(S.var('a', shape=(1, 0, 0, 0)), dtype='float16'),
-                                              weight=S.cast(b, dtype='float16'), pad=(3, 3),
-                                              num_filter=64, stride=(2, 2), no_bias=True,
-                                              kernel=(7, 7)))
+half = S.cast(S.var('a', shape=(1, 0, 0, 0)), dtype='float16')
+result['conv_weight'] = partial(S.Convolution(half, weight=S.cast(b, dtype='float16'),
+                                              pad=(3, 3), num_filter=64, stride=(2, 2),
+                                              no_bias=True, kernel=(7, 7)))
 result['concat'] = partial(S.var('d', shape=(2, 0)) + S.Concat(S.var('a', shape=(0, 10)),
                                                             S.var('b', shape=(0, 5)), dim=1))
 result['concat_dim'] = partial(S.Concat(a, c, dim=1) + b, a=(0, 0), c=(0, 3), b=(2, 5))

@@ -114,6 +114,15 @@ def _binary(name: str, g: NDArray, a: Any, b: Any, o: NDArray) -> tuple[Any, Any
     raise NotImplementedError(f"second-order gradient of {name!r} is not supported")
 
 
+def _masked(g: NDArray, x: NDArray, mask: Any) -> NDArray:
+    """``g * mask``, recorded as a function of ``g`` and ``x`` (whose derivative is 0): as
+    MXNet's backward operator, it stays in the graph even when ``g`` is a constant."""
+    from .ndarray import apply_op
+
+    mask = mask.astype(g.raw.dtype, copy=False)
+    return apply_op(g.raw * mask, (g, x), lambda gg: (gg * mask, x.xp.zeros_like(x.raw)))
+
+
 def _dot_rule(g: NDArray, a: NDArray, b: NDArray, ta: bool, tb: bool) -> tuple[NDArray, NDArray]:
     """Gradients of ``op(a)·op(b)`` (2-D) as dot products, themselves differentiable."""
     from .ops import dot
@@ -171,7 +180,7 @@ def recorded_backward(node: Any, g: NDArray, out: NDArray) -> list[NDArray | Non
     if kind == "function":
         return list(op[1]._recorded_backward(g, op[2]))
     if kind == "scale":  # clip, Dropout: the gradient times a constant mask
-        return [g * NDArray(op[1].astype(g.raw.dtype, copy=False), g.context)]
+        return [_masked(g, node.inputs[0], op[1])]
     if kind == "dot":
         return list(_dot_rule(g, node.inputs[0], node.inputs[1], op[1], op[2]))
     if kind == "fully_connected":

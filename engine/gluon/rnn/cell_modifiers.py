@@ -242,6 +242,13 @@ class ResidualCell(ModifierCell):
             stacked = inputs if merge else nd.stack(*inputs, axis=axis)
             masked = mask_invalid(stacked, valid_length, axis)
             inputs = masked if merge else split_steps(length, masked, layout, False)[0]
+        if symbolic(inputs):  # MXNet's operator (and name) on graphs: elemwise_add
+            from ... import symbol
+
+            if merge:
+                return symbol.elemwise_add(outputs, inputs), states
+            return [symbol.elemwise_add(o, i) for o, i in zip(outputs, inputs, strict=True)], \
+                states
         if merge:
             return outputs + inputs, states
         return [o + i for o, i in zip(outputs, inputs, strict=True)], states

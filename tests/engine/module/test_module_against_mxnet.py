@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.engine.gluon.differential import compare, oracle_results
+from tests.engine.gluon.differential import assert_same_results, oracle_fixture
 from tests.oracle import needs_mxnet
 
 INPUTS = {"x": np.linspace(-1, 1, 24).reshape(6, 4).astype(np.float32)}
@@ -128,14 +128,10 @@ outputs['merged'] = mod.get_outputs()[0]
 }
 
 
-@pytest.fixture(scope="module")
-def mxnet():
-    return oracle_results(CASES, INPUTS)
+mxnet = oracle_fixture(CASES, INPUTS)
 
 
 @needs_mxnet
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_module_behaviour_matches_mxnet(name, mxnet):
-    ours, theirs = compare(CASES, name, INPUTS, mxnet)
-    for key in theirs:
-        assert ours[key] == theirs[key], f"{name}: {key}"
+    assert_same_results(CASES, name, INPUTS, mxnet)

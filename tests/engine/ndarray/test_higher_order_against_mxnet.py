@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.engine.gluon.differential import compare, oracle_results
+from tests.engine.gluon.differential import assert_same_results, oracle_fixture
 from tests.oracle import needs_mxnet
 
 _RNG = np.random.RandomState(7)
@@ -93,12 +93,10 @@ outputs['grad32'] = a32.grad
 }
 
 
-@pytest.fixture(scope="module")
-def mxnet():
-    return oracle_results(CASES, INPUTS)
+mxnet = oracle_fixture(CASES, INPUTS)
 
 
 @needs_mxnet
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gradients_match_mxnet(name, mxnet):
-    compare(CASES, name, INPUTS, mxnet, rtol=1e-4, atol=1e-5)
+    assert_same_results(CASES, name, INPUTS, mxnet)

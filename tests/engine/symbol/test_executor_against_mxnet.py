@@ -10,20 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.engine.gluon.differential import compare, oracle_results
+from tests.engine.gluon.differential import ERROR_OF, assert_same_results, oracle_fixture
 from tests.oracle import needs_mxnet
 
 INPUTS = {"x": np.linspace(-1, 1, 12).reshape(3, 4).astype(np.float32),
           "y": np.linspace(0.5, 2, 12).reshape(3, 4).astype(np.float32)}
 
-_ERRORS = """
-def error_of(fn):
-    try:
-        fn()
-    except Exception as err:
-        return 'MXNetError' if isinstance(err, mx.base.MXNetError) else type(err).__name__
-    return None
-"""
+_ERRORS = ERROR_OF
 
 CASES = {
     "protocol": _ERRORS + """
@@ -102,14 +95,10 @@ result['keys'] = sorted(truth)
 }
 
 
-@pytest.fixture(scope="module")
-def mxnet():
-    return oracle_results(CASES, INPUTS)
+mxnet = oracle_fixture(CASES, INPUTS)
 
 
 @needs_mxnet
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_symbol_and_executor_match_mxnet(name, mxnet):
-    ours, theirs = compare(CASES, name, INPUTS, mxnet)
-    for key in theirs:
-        assert ours[key] == theirs[key], f"{name}: {key}"
+    assert_same_results(CASES, name, INPUTS, mxnet)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.gluon.differential import compare, oracle_results
+from tests.engine.gluon.differential import ERROR_OF, assert_same_results, oracle_fixture
 from tests.oracle import needs_mxnet
 
 _HELPERS = """
@@ -30,14 +30,7 @@ def quietly(fn):
         warnings.simplefilter('always')
         value = fn()
     return value, [str(w.message).split(':')[0] for w in seen]
-
-def error_of(fn):
-    try:
-        fn()
-    except Exception as err:
-        return 'MXNetError' if isinstance(err, mx.base.MXNetError) else type(err).__name__
-    return None
-"""
+""" + ERROR_OF
 
 CASES = {
     "forward_and_backward": _HELPERS + """
@@ -138,14 +131,10 @@ result['legacy_marked'] = 'is_np_shape' in json.loads(text)['attrs']
 }
 
 
-@pytest.fixture(scope="module")
-def mxnet():
-    return oracle_results(CASES, {})
+mxnet = oracle_fixture(CASES, {})
 
 
 @needs_mxnet
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_inference_matches_mxnet(name, mxnet):
-    ours, theirs = compare(CASES, name, {}, mxnet)
-    for key in theirs:
-        assert ours[key] == theirs[key], f"{name}: {key}"
+    assert_same_results(CASES, name, {}, mxnet)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.engine.gluon.differential import compare, oracle_results
+from tests.engine.gluon.differential import assert_same_results, oracle_fixture
 from tests.oracle import needs_mxnet
 
 _RNG = np.random.RandomState(5)
@@ -142,14 +142,10 @@ outputs['weight'] = est.net.weight.data()
 }
 
 
-@pytest.fixture(scope="module")
-def mxnet():
-    return oracle_results(CASES, INPUTS)
+mxnet = oracle_fixture(CASES, INPUTS)
 
 
 @needs_mxnet
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_estimator_rules_match_mxnet(name, mxnet):
-    ours, theirs = compare(CASES, name, INPUTS, mxnet)
-    for key in theirs:
-        assert ours[key] == theirs[key], f"{name}: {key}"
+    assert_same_results(CASES, name, INPUTS, mxnet)

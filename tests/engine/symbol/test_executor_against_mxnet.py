@@ -43,6 +43,25 @@ atomic = net._gen_atomic_symbol()
 result['atomic'] = [atomic.list_arguments(), atomic.list_outputs()]
 outputs['abs'] = abs(a).eval(a=mx.nd.array(inputs['x']))[0]
 """,
+    "attributes": _ERRORS + """
+import json
+x = mx.sym.var('x')
+with mx.name.NameManager():
+    made = [mx.sym.FullyConnected(x, num_hidden=2, attr={'wd_mult': '0.1', 'lr_mult': '2'},
+                                  name='fc'),
+            mx.sym.Convolution(x, kernel=(1, 1), num_filter=2, attr={'ctx_group': 'g'},
+                               name='conv'),
+            mx.sym.sin(x, attr={'wd_mult': '0.5'}, name='s'),
+            mx.sym.var('v', attr={'wd_mult': '0.3', 'foo': '1'}, lr_mult=2),
+            mx.sym.FullyConnected(x, num_hidden=2, wd_mult=0.2, name='fc2')]
+def pairs(d):
+    return sorted([k, v] for k, v in d.items())
+result['attrs'] = [[pairs(s.list_attr()), s.attr('wd_mult'),
+                    pairs(json.loads(s.tojson())['nodes'][-1].get('attrs', {}))] for s in made]
+result['created_variables'] = sorted([k, pairs(v)] for k, v in made[0].attr_dict().items())
+# (any other attr key is an argument of the operator: an unknown one is refused, by MXNet
+# with MXNetError, by the engine with ValueError; tests/engine/symbol/test_symbol.py checks it)
+""",
     "backward_after_forward": """
 lhs, rhs = mx.sym.var('lhs'), mx.sym.var('rhs')
 x, y = mx.nd.array(inputs['x']), mx.nd.array(inputs['y'])

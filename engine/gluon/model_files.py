@@ -10,12 +10,17 @@ hybridized again (the engine compiles its program at the next call; the stored g
 there for MXNet) and loads the parameters.
 
 >>> import engine as mx, tempfile, os
->>> net = mx.gluon.nn.Dense(2, in_units=3, prefix='saved_'); net.initialize()
+>>> def build(prefix):
+...     net = mx.gluon.nn.HybridSequential(prefix=prefix)
+...     with net.name_scope():
+...         net.add(mx.gluon.nn.Dense(2, in_units=3))
+...     return net
+>>> net = build('saved_'); net.initialize()
 >>> prefix = os.path.join(tempfile.mkdtemp(), 'net')
 >>> net.save(prefix)
->>> other = mx.gluon.nn.Dense(2, in_units=3); other.load(prefix)
+>>> other = build('other_'); other.load(prefix)
 >>> other.name, sorted(other.collect_params())
-('saved', ['saved_bias', 'saved_weight'])
+('saved', ['saved_dense0_bias', 'saved_dense0_weight'])
 """
 
 from __future__ import annotations

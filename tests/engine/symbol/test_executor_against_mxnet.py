@@ -108,7 +108,9 @@ outputs['base'] = exe.outputs[0]
 x = mx.sym.var('x')
 ctx = {'ctx': mx.cpu(), 'x': (2, 3)}
 np.random.seed(0)
-truth = mx.test_utils.check_consistency(mx.sym.sin(x) * 2, [ctx, ctx])
+with mx.name.NameManager():  # the output's name, from fresh counters
+    graph = mx.sym.sin(x) * 2
+truth = mx.test_utils.check_consistency(graph, [ctx, ctx])
 result['keys'] = sorted(truth)
 """,
 }

@@ -12,8 +12,12 @@ same modules.
 import sys
 
 from ...estimator import *  # noqa: F403 - the same public names at MXNet's path
-from ...estimator import __all__  # noqa: F401
-from ...estimator import batch_processor, estimator, event_handler
+from ...estimator import (
+    __all__,  # noqa: F401
+    batch_processor,
+    estimator,
+    event_handler,
+)
 
 # ``import engine.gluon.contrib.estimator.event_handler`` finds the same module objects
 for _module in (batch_processor, estimator, event_handler):

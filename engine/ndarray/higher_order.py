@@ -120,7 +120,10 @@ def _masked(g: NDArray, x: NDArray, mask: Any) -> NDArray:
     from .ndarray import apply_op
 
     mask = mask.astype(g.raw.dtype, copy=False)
-    return apply_op(g.raw * mask, (g, x), lambda gg: (gg * mask, x.xp.zeros_like(x.raw)))
+    out = apply_op(g.raw * mask, (g, x), lambda gg: (gg * mask, x.xp.zeros_like(x.raw)))
+    if out._node is not None:  # differentiable again: the same rule
+        out._node.op = ("masked", mask)
+    return out
 
 
 def _dot_rule(g: NDArray, a: NDArray, b: NDArray, ta: bool, tb: bool) -> tuple[NDArray, NDArray]:
@@ -181,6 +184,8 @@ def recorded_backward(node: Any, g: NDArray, out: NDArray) -> list[NDArray | Non
         return list(op[1]._recorded_backward(g, op[2]))
     if kind == "scale":  # clip, Dropout: the gradient times a constant mask
         return [_masked(g, node.inputs[0], op[1])]
+    if kind == "masked":  # that gradient's own: linear in the gradient, constant in x
+        return [_masked(g, node.inputs[1], op[1]), None]
     if kind == "dot":
         return list(_dot_rule(g, node.inputs[0], node.inputs[1], op[1], op[2]))
     if kind == "fully_connected":

@@ -42,6 +42,15 @@ for name, fn, x in (('arcsinh', mx.nd.arcsinh, inputs['x']),
                     ('sigmoid', mx.nd.sigmoid, inputs['x']),
                     ('clip', lambda v: mx.nd.clip(v, -0.5, 1.0), inputs['x'])):
     outputs[name + '_first'], outputs[name + '_second'] = second(fn, x, inputs['head'])
+# clip's gradient, differentiated with create_graph (what MXNet's check_nth_order does)
+x = mx.nd.array(inputs['x'])
+x.attach_grad()
+with mx.autograd.record():
+    g1 = mx.autograd.grad(mx.nd.clip(x, -0.5, 1.0), [x], create_graph=True,
+                          retain_graph=True)[0]
+    g2 = mx.autograd.grad(g1, [x], head_grads=mx.nd.ones_like(g1), create_graph=True,
+                          retain_graph=True)[0]
+outputs['clip_nth'] = g2
 """,
     "dropout": """
 mx.random.seed(1)

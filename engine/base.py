@@ -8,9 +8,12 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy
 
-__all__ = ["MXNetError", "integer_types", "numeric_types", "string_types", "py_str"]
+__all__ = ["MXNetError", "NotImplementedForSymbol", "integer_types", "mx_real_t",
+           "numeric_types", "string_types", "py_str"]
 
 
 class MXNetError(RuntimeError):
@@ -22,6 +25,25 @@ class MXNetShapeError(MXNetError, ValueError):
     written against the engine's earlier, numpy-style errors keeps working."""
 
 
+class NotImplementedForSymbol(MXNetError):
+    """An NDArray-only operation was called on a Symbol (``bool(sym)``, ``sym += 1``)."""
+
+    def __init__(self, function: Any, alias: str | None, *args: Any) -> None:
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self) -> str:
+        text = f"Function {self.function}"
+        if self.alias:
+            text += f' (namely operator "{self.alias}")'
+        if self.args:
+            text += f" with arguments ({', '.join(self.args)})"
+        return text + " is not implemented for Symbol and only available in NDArray."
+
+
+mx_real_t = numpy.float32  # MXNet's default real type
 integer_types = (int, numpy.integer)
 numeric_types = (float, int, numpy.generic)
 string_types = (str,)

@@ -45,12 +45,32 @@ def default_dtype() -> Any:
     return numpy.float32
 
 
-def get_rtol(rtol: float | None = None) -> float:
-    return 1e-5 if rtol is None else rtol
+# MXNet's default comparison tolerances by dtype (other dtypes compare exactly)
+_RTOLS = {numpy.dtype(numpy.float16): 1e-2, numpy.dtype(numpy.float32): 1e-4,
+          numpy.dtype(numpy.float64): 1e-5}
+_ATOLS = {numpy.dtype(numpy.float16): 1e-1, numpy.dtype(numpy.float32): 1e-3,
+          numpy.dtype(numpy.float64): 1e-20}
 
 
-def get_atol(atol: float | None = None) -> float:
-    return 1e-20 if atol is None else atol
+def get_rtol(rtol: float | None = None, dtype: Any = numpy.float64) -> float:
+    return _RTOLS.get(numpy.dtype(dtype), 0.0) if rtol is None else rtol
+
+
+def get_atol(atol: float | None = None, dtype: Any = numpy.float64) -> float:
+    return _ATOLS.get(numpy.dtype(dtype), 0.0) if atol is None else atol
+
+
+def _tolerances(a: Any, b: Any, rtol: Any, atol: Any) -> tuple[float, float]:
+    """As MXNet compares: a tolerance not given (or a dtype -> tolerance dict) is the larger
+    of the two arrays' dtype defaults."""
+    def pick(tol: Any, x: Any, table: dict[Any, float]) -> float:
+        dtype = numpy.dtype(getattr(x, "dtype", numpy.asarray(x).dtype))
+        if isinstance(tol, dict):
+            return tol.get(dtype, table.get(dtype, 0.0))
+        return table.get(dtype, 0.0) if tol is None else tol
+
+    return (max(pick(rtol, a, _RTOLS), pick(rtol, b, _RTOLS)),
+            max(pick(atol, a, _ATOLS), pick(atol, b, _ATOLS)))
 
 
 def _host(x: Any) -> numpy.ndarray:
@@ -64,19 +84,20 @@ def same(a: Any, b: Any) -> bool:
 
 def almost_equal(a: Any, b: Any, rtol: float | None = None, atol: float | None = None,
                  equal_nan: bool = False) -> bool:
-    return bool(numpy.allclose(_host(a), _host(b), rtol=get_rtol(rtol), atol=get_atol(atol),
-                               equal_nan=equal_nan))
+    rtol, atol = _tolerances(a, b, rtol, atol)
+    return bool(numpy.allclose(_host(a), _host(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def assert_almost_equal(a: Any, b: Any, rtol: float | None = None, atol: float | None = None,
                         names: tuple[str, str] = ("a", "b"), equal_nan: bool = False,
                         use_broadcast: bool = True, mismatches: Any = None) -> None:
     """Fail with numpy's report when ``a`` and ``b`` differ beyond the tolerances."""
+    rtol, atol = _tolerances(a, b, rtol, atol)
     a_host, b_host = _host(a), _host(b)
     if not use_broadcast and a_host.shape != b_host.shape:
         raise AssertionError(f"shapes differ: {names[0]} {a_host.shape}, {names[1]} {b_host.shape}")
-    numpy.testing.assert_allclose(a_host, b_host, rtol=get_rtol(rtol), atol=get_atol(atol),
-                                  equal_nan=equal_nan, err_msg=f"{names[0]} vs {names[1]}")
+    numpy.testing.assert_allclose(a_host, b_host, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                  err_msg=f"{names[0]} vs {names[1]}")
 
 
 assert_allclose = assert_almost_equal
@@ -234,3 +255,13 @@ def _setenv(name: str, value: str | None) -> None:
         os.environ.pop(name, None)
     else:
         os.environ[name] = str(value)
+
+
+# the symbol-side helpers (check_consistency, ...) live in their own module
+from .test_utils_symbol import (  # noqa: E402
+    check_consistency,
+    discard_stderr,
+    effective_dtype,
+)
+
+__all__ += ["check_consistency", "discard_stderr", "effective_dtype"]

@@ -24,12 +24,12 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from .. import initializer as _init
-from ..ndarray.ndarray import NDArray
 from .parameter import Parameter
 from .parameter_dict import ParameterDict, ParameterFileError, _brief, load_arrays, save_arrays
 
@@ -193,6 +193,7 @@ class Block:
     def collect_params(self, select: str | None = None) -> ParameterDict:
         """This Block's and its descendants' parameters, optionally those whose names
         ``re.match`` the regex ``select`` (e.g. ``'.*weight'``)."""
+        self._warn_unregistered_blocks()
         out = ParameterDict(self._params.prefix)
         pattern = re.compile(select) if select else None
         own = dict(self._params.items())
@@ -202,6 +203,27 @@ class Block:
         for child in self._children.values():
             out.update(child.collect_params(select))
         return out
+
+    def _warn_unregistered_blocks(self) -> None:
+        """MXNet warns when an attribute is a list, tuple or dict holding Blocks: those are
+        not children, so their parameters are missing from collect_params()."""
+        children = {id(c) for c in self._children.values()}
+
+        def holds_block(value: Any) -> bool:
+            if isinstance(value, (list, tuple)):
+                return any(holds_block(v) for v in value)
+            if isinstance(value, dict):
+                return any(holds_block(v) for v in value.values())
+            return isinstance(value, Block) and id(value) not in children
+
+        for key, value in self.__dict__.items():
+            if isinstance(value, (list, tuple, dict)) and not key.startswith("__") \
+                    and key != "_children" and holds_block(value):
+                warnings.warn(f'"{type(self).__name__}.{key}" is an unregistered container with '
+                              "Blocks. Note that Blocks inside the list, tuple or dict will not "
+                              "be registered automatically. Make sure to register them using "
+                              "register_child() or switching to nn.Sequential/nn.HybridSequential "
+                              "instead. ", stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix: str = "") -> dict[str, Parameter]:
         if prefix:
@@ -319,40 +341,39 @@ class Block:
                 continue
             params[name]._load_init(value, ctx, cast_dtype, dtype_source)
 
-    save_params = save_parameters
-    load_params = load_parameters
+    def save_params(self, filename: Any) -> None:
+        """Deprecated (MXNet too): the parameters by full name without this Block's prefix,
+        the format a SymbolBlock of the exported graph loads; prefer save_parameters."""
+        warnings.warn("save_params is deprecated. Please use save_parameters. Note that if you "
+                      "want to load from SymbolBlock later, please use export instead.",
+                      stacklevel=2)
+        self.collect_params().save(filename, strip_prefix=self.prefix)
 
-    def summary(self, *inputs: Any) -> str:
-        """Print (and return) each layer's output shape and parameter count for ``inputs``."""
-        rows: list[tuple[str, str, int]] = []
-        handles = []
+    def load_params(self, filename: Any, ctx: Any = None, allow_missing: bool = False,
+                    ignore_extra: bool = False) -> None:
+        """Deprecated (MXNet too): load_parameters."""
+        warnings.warn("load_params is deprecated. Please use load_parameters.", stacklevel=2)
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
-        def record(block: Block, _: Any, out: Any) -> None:
-            shapes = [o.shape for o in (out if isinstance(out, (list, tuple)) else [out])
-                      if isinstance(o, NDArray)]
-            count = sum(int(_size(p)) for p in block._own_params())
-            rows.append((f"{type(block).__name__}-{len(rows) + 1}", str(shapes), count))
+    def save(self, prefix: str) -> None:
+        """Write ``<prefix>-model.json`` (the Block tree) and ``<prefix>-model.params``, as
+        MXNet 1.9's ``Block.save`` (see :mod:`engine.gluon.model_files`)."""
+        from .model_files import save_model
 
-        self.apply(lambda b: handles.append(b.register_forward_hook(record)))
-        try:
-            self(*inputs)
-        finally:
-            for h in handles:
-                h.detach()
-        total = sum(int(_size(p)) for p in self.collect_params().values())
-        lines = [f"{'Layer (type)':<28}{'Output Shape':<30}{'Param #':>10}"]
-        lines += [f"{n:<28}{s:<30}{c:>10}" for n, s, c in rows]
-        lines.append(f"Parameters in total: {total}")
-        text = "\n".join(lines)
-        print(text)
-        return text
+        save_model(self, prefix)
 
+    def load(self, prefix: str) -> None:
+        """Load what :meth:`save` wrote into this Block (built the same way)."""
+        from .model_files import load_model
 
-def _size(param: Parameter) -> int:
-    size = 1
-    for s in param.shape or ():
-        size *= s
-    return size
+        load_model(self, prefix)
+
+    def summary(self, *inputs: Any) -> None:
+        """Print each layer's output shape and parameter count for ``inputs`` (MXNet's
+        table; the Block must not be hybridized)."""
+        from .summary import print_summary
+
+        print_summary(self, *inputs)
 
 
 # HybridBlock lives with the hybridize machinery; re-exported here, where MXNet has it.

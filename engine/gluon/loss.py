@@ -32,8 +32,9 @@ def create(name: Any, **kwargs: Any) -> Loss:
 
 
 def _apply_weighting(loss: NDArray, weight: Any = None, sample_weight: Any = None) -> NDArray:
-    if sample_weight is not None:
-        loss = loss * sample_weight
+    if sample_weight is not None:  # broadcast, as MXNet's broadcast_mul (graphs too)
+        loss = symbol.broadcast_mul(loss, sample_weight) if _is_symbol(loss) else \
+            loss * sample_weight
     if weight is not None:
         if not isinstance(weight, Number):
             raise TypeError(f"weight must be a number, got {type(weight).__name__}")
@@ -115,6 +116,14 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None) -> Any:  # noqa: N803
+        if F is symbol:  # a graph: MXNet's operators, the axis as given
+            logp = pred if self._from_logits else F.log_softmax(pred, axis=self._axis)
+            if self._sparse_label:
+                loss = -F.pick(logp, label, axis=self._axis, keepdims=True)
+            else:
+                loss = -F.sum(logp * _reshape_like(label, logp), axis=self._axis,
+                              keepdims=True)
+            return self._mean(_apply_weighting(loss, self._weight, sample_weight))
         axis = self._axis % pred.ndim
         if self._sparse_label and not self._from_logits:
             # fused log-softmax + pick: one node, gradient softmax - onehot
@@ -204,6 +213,8 @@ class KLDivLoss(Loss):
                                 sample_weight)
         # MXNet 1.9 sums over the non-batch axes here (its docstring says "averaged"; the
         # numbers users got are sums, so Rudder follows the code)
+        if F is symbol:
+            return F.sum(loss, axis=self._batch_axis, exclude=True)
         if loss.ndim <= 1:
             return loss
         return loss.sum(axis=self._batch_axis, exclude=True)

@@ -120,6 +120,16 @@ class Parameter:
         self._dtype = numpy.dtype(dtype).type
 
     @property
+    def _data(self) -> list[NDArray] | None:
+        """MXNet's name for the per-context arrays (None before initialization)."""
+        return self._ctx_data
+
+    @property
+    def _grad(self) -> list[NDArray] | None:
+        """MXNet's name for the per-context gradients (None with ``grad_req='null'``)."""
+        return getattr(self, "_ctx_grad", None)
+
+    @property
     def grad_req(self) -> str:
         return self._grad_req
 

@@ -45,7 +45,7 @@ class BucketingModule(BaseModule):
         self._module_args = {"logger": logger, "context": context,
                              "work_load_list": work_load_list,
                              "fixed_param_names": fixed_param_names,
-                             "state_names": state_names}
+                             "state_names": state_names, "group2ctxs": group2ctxs}
         self._buckets: dict[Any, Module] = {}
         self._curr_module: Module | None = None
         self._curr_bucket_key: Any = None

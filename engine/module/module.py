@@ -33,7 +33,7 @@ from ..context import Context, cpu
 from ..ndarray import NDArray
 from .base_module import BaseModule
 from .checkpointing import CheckpointMixin
-from .executor_group import ExecutorGroup, copy_into
+from .executor_group import ExecutorGroup, copy_into, groups_per_context
 
 Shape = tuple[int, ...]
 
@@ -54,12 +54,23 @@ def _parse_descs(descs: Any, names: Sequence[str], kind: str) -> list[tuple[str,
                             f"{type(shape).__name__} {shape!r}")
         parsed.append((str(name), tuple(int(s) for s in shape)))
     given = [name for name, _ in parsed]
-    if given != list(names):
+    if sorted(given) != sorted(names):  # as MXNet: the same names, in the data's own order
         raise ValueError(
             f"Data provided by {kind}_shapes don't match names specified by {kind}_names "
             f"({given} vs. {list(names)})"
         )
     return parsed
+
+
+def _batch_axes(*desc_lists: Any) -> dict[str, int]:
+    """The batch axis of each input whose DataDesc gives a layout ('TNC' -> 1)."""
+    axes = {}
+    for descs in desc_lists:
+        for desc in descs or []:
+            layout = getattr(desc, "layout", None)
+            if isinstance(layout, str) and "N" in layout:
+                axes[str(desc.name)] = layout.find("N")
+    return axes
 
 
 class Module(CheckpointMixin, BaseModule):
@@ -77,6 +88,7 @@ class Module(CheckpointMixin, BaseModule):
         if not contexts or not all(isinstance(c, Context) for c in contexts):
             raise ValueError("context must be a Context or a non-empty list of Contexts")
         self._contexts = contexts
+        self._group2ctxs = groups_per_context(group2ctxs, len(contexts))
         self._work_load_list = list(work_load_list or [1] * len(contexts))
         if len(self._work_load_list) != len(contexts):
             raise ValueError("work_load_list must have one entry per context")
@@ -111,6 +123,7 @@ class Module(CheckpointMixin, BaseModule):
         self._preload_opt_states: str | None = None
         self._data_shapes: list[tuple[str, Shape]] = []
         self._label_shapes: list[tuple[str, Shape]] = []
+        self._grad_req = "write"
 
     # ------------------------------------------------------------- information
     @property
@@ -151,6 +164,9 @@ class Module(CheckpointMixin, BaseModule):
             raise ValueError("shared_module must be bound")
         if grad_req not in ("write", "add", "null"):
             raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
+        if self.binded and self.params_initialized and self._exec_group is not None:
+            # a rebind keeps the current values (MXNet keeps those last synced to the host)
+            self._arg_params, self._aux_params = self._exec_group.get_params()
         data = _parse_descs(data_shapes, self._data_names, "data")
         labels = _parse_descs(label_shapes, self._label_names, "label") \
             if label_shapes is not None else []
@@ -163,13 +179,16 @@ class Module(CheckpointMixin, BaseModule):
                              f"inferred from data_shapes={data}, label_shapes={labels}")
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
+        self._grad_req = grad_req
         self._data_shapes, self._label_shapes = data, labels
         grad_reqs = {name: "null" if (not for_training or name in self._fixed_param_names)
                      else grad_req for name in self._param_names}
         self._exec_group = ExecutorGroup(
-            self._symbol, self._contexts, self._work_load_list, self._data_names,
-            self._label_names, {n: arg_shape[n] for n in self._param_names},
-            dict(zip(self._aux_names, aux_shapes, strict=True)), grad_reqs, inputs_need_grad)
+            self._symbol, self._contexts, self._work_load_list, [n for n, _ in data],
+            [n for n, _ in labels] or self._label_names,
+            {n: arg_shape[n] for n in self._param_names},
+            dict(zip(self._aux_names, aux_shapes, strict=True)), grad_reqs, inputs_need_grad,
+            self._group2ctxs, _batch_axes(data_shapes, label_shapes))
         self.binded = True
         if shared_module is not None:  # the same parameter arrays (BucketingModule's buckets)
             self._exec_group.share_params(shared_module._exec_group)

@@ -3,7 +3,8 @@ again: what ``autograd.grad(create_graph=True)`` runs.
 
 The fast first-order pass uses raw-array backward rules (see :mod:`engine.ndarray.ops`).
 Ops that note themselves in ``node.op`` (elementwise unary and binary ops, sum/mean,
-reshape, ``autograd.Function``) also have a rule here; differentiating any other op twice
+reshape, 2-D dot, FullyConnected, clip and Dropout, ``autograd.Function``) also have a
+rule here; differentiating any other op twice
 raises NotImplementedError naming it.
 
 >>> from engine import nd, autograd
@@ -36,6 +37,11 @@ def _zero(g: NDArray, x: NDArray, o: NDArray) -> NDArray:
     return g * 0
 
 
+def _mirror(x: NDArray) -> NDArray:
+    """``2·x - x``: exactly x's value, with derivative -1 (``x.detach()`` is a constant)."""
+    return x.detach() * 2 - x
+
+
 _UNARY: dict[str, NdRule] = {
     "negative": lambda g, x, o: -g,
     "identity": lambda g, x, o: g,
@@ -61,8 +67,11 @@ _UNARY: dict[str, NdRule] = {
     "arcsin": lambda g, x, o: g / _u("sqrt", 1 - x * x),
     "arccos": lambda g, x, o: -g / _u("sqrt", 1 - x * x),
     "arctan": lambda g, x, o: g / (x * x + 1),
-    "arcsinh": lambda g, x, o: g / _u("sqrt", x * x + 1),
-    "arccosh": lambda g, x, o: g / _u("sqrt", x * x - 1),
+    # MXNet 1.9.1's second derivatives of arcsinh and arccosh have the opposite sign of the
+    # true ones; Rudder follows MXNet's numbers: the same first derivative, evaluated at a
+    # mirror of x whose value is x and whose derivative is -1
+    "arcsinh": lambda g, x, o: g / _u("sqrt", _mirror(x) * _mirror(x) + 1),
+    "arccosh": lambda g, x, o: g / _u("sqrt", _mirror(x) * _mirror(x) - 1),
     "arctanh": lambda g, x, o: g / (1 - x * x),
     "sigmoid": lambda g, x, o: g * o * (1 - o),
     "relu": lambda g, x, o: g * _u("sign", o),
@@ -105,6 +114,42 @@ def _binary(name: str, g: NDArray, a: Any, b: Any, o: NDArray) -> tuple[Any, Any
     raise NotImplementedError(f"second-order gradient of {name!r} is not supported")
 
 
+def _masked(g: NDArray, x: NDArray, mask: Any) -> NDArray:
+    """``g * mask``, recorded as a function of ``g`` and ``x`` (whose derivative is 0): as
+    MXNet's backward operator, it stays in the graph even when ``g`` is a constant."""
+    from .ndarray import apply_op
+
+    mask = mask.astype(g.raw.dtype, copy=False)
+    out = apply_op(g.raw * mask, (g, x), lambda gg: (gg * mask, x.xp.zeros_like(x.raw)))
+    if out._node is not None:  # differentiable again: the same rule
+        out._node.op = ("masked", mask)
+    return out
+
+
+def _dot_rule(g: NDArray, a: NDArray, b: NDArray, ta: bool, tb: bool) -> tuple[NDArray, NDArray]:
+    """Gradients of ``op(a)·op(b)`` (2-D) as dot products, themselves differentiable."""
+    from .ops import dot
+
+    ga = dot(b, g, transpose_a=tb, transpose_b=True) if ta else dot(g, b, transpose_b=not tb)
+    gb = dot(g, a, transpose_a=True, transpose_b=ta) if tb else dot(a, g, transpose_a=not ta)
+    return ga, gb
+
+
+def _fully_connected_rule(g: NDArray, inputs: tuple[NDArray, ...], flatten: bool
+                          ) -> list[NDArray]:
+    """Gradients of ``x·wᵀ + b`` (x flattened to 2-D, or its last axis the features)."""
+    from .ops import dot
+
+    data, weight = inputs[0], inputs[1]
+    rows = data.shape[0] if flatten else -1
+    x2 = reshape(data, (rows, weight.shape[1]))
+    g2 = reshape(g, (-1, weight.shape[0]))
+    grads = [reshape(dot(g2, weight), data.shape), dot(g2, x2, transpose_a=True)]
+    if len(inputs) > 2:
+        grads.append(reduce_sum(g2, axis=0))
+    return grads
+
+
 def recorded_backward(node: Any, g: NDArray, out: NDArray) -> list[NDArray | None]:
     """The input gradients of ``node`` (which produced ``out``) as recordable NDArray ops."""
     op = node.op
@@ -112,7 +157,7 @@ def recorded_backward(node: Any, g: NDArray, out: NDArray) -> list[NDArray | Non
         raise NotImplementedError(
             "autograd.grad(create_graph=True): an operation in this graph has no "
             "differentiable gradient rule (supported: elementwise math, + - * / **, "
-            "sum, mean, reshape and autograd.Function)"
+            "sum, mean, reshape, dot, FullyConnected, clip, Dropout and autograd.Function)"
         )
     kind = op[0]
     if kind == "unary":
@@ -137,4 +182,12 @@ def recorded_backward(node: Any, g: NDArray, out: NDArray) -> list[NDArray | Non
         return [reshape(g, node.inputs[0].shape)]
     if kind == "function":
         return list(op[1]._recorded_backward(g, op[2]))
+    if kind == "scale":  # clip, Dropout: the gradient times a constant mask
+        return [_masked(g, node.inputs[0], op[1])]
+    if kind == "masked":  # that gradient's own: linear in the gradient, constant in x
+        return [_masked(g, node.inputs[1], op[1]), None]
+    if kind == "dot":
+        return list(_dot_rule(g, node.inputs[0], node.inputs[1], op[1], op[2]))
+    if kind == "fully_connected":
+        return _fully_connected_rule(g, node.inputs, op[1])
     raise NotImplementedError(f"no second-order rule for {kind!r}")  # pragma: no cover

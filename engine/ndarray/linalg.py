@@ -199,18 +199,24 @@ def sumlogdiag(A: NDArray, **_: Any) -> NDArray:  # noqa: N803
 def gelqf(A: NDArray, **_: Any) -> list[NDArray]:  # noqa: N803
     """LQ factorisation ``A = L·Q`` (``Q`` with orthonormal rows), as ``[Q, L]``.
 
-    Signs follow LAPACK's Householder convention, as MXNet's. Differentiating through it is
-    not supported.
+    Signs follow LAPACK's Householder convention, as MXNet's. The gradient is MXNet's:
+    with ``M = Lᵀ·dL - dQ·Qᵀ`` made symmetric from its lower triangle (``S``),
+    ``dA = L⁻ᵀ·(dQ + S·Q)``; it is linear in ``(dQ, dL)``, so each output's node carries
+    its own share.
     """
     xp = A.xp
     # LAPACK's LQ of A is its Householder QR of Aᵀ, which numpy's qr runs: same signs
     q, r = xp.linalg.qr(_t(A._data))
     q_rows, l_low = _t(q), _t(r)
 
-    def no_grad(g: Any) -> tuple[Any]:
-        raise NotImplementedError("linalg.gelqf is not differentiable in the engine")
+    def through(d_q: Any, m: Any) -> tuple[Any]:
+        lower = xp.tril(m)
+        sym = lower + _t(xp.tril(m, -1))
+        rhs = sym @ q_rows if d_q is None else d_q + sym @ q_rows
+        return (xp.linalg.solve(_t(l_low), rhs).astype(A._data.dtype, copy=False),)
 
-    return [apply_op(q_rows, (A,), no_grad), apply_op(l_low, (A,), no_grad)]
+    return [apply_op(q_rows, (A,), lambda g: through(g, -(g @ _t(q_rows)))),
+            apply_op(l_low, (A,), lambda g: through(None, _t(l_low) @ g))]
 
 
 def syevd(A: NDArray, **_: Any) -> list[NDArray]:  # noqa: N803

@@ -60,7 +60,10 @@ def fully_connected(
             return gx, gw, autograd.WRITTEN
         return gx, gw
 
-    return apply_op(out, inputs, backward)  # type: ignore[arg-type]
+    result = apply_op(out, inputs, backward)  # type: ignore[arg-type]
+    if result._node is not None:  # differentiable again by higher_order's rule
+        result._node.op = ("fully_connected", flatten)
+    return result
 
 
 def _matmul_into(a: Any, b: Any, out: Any) -> Any:
@@ -258,4 +261,7 @@ def dropout(data: NDArray, p: float = 0.5, axes: tuple[int, ...] = (),
     rng = _random.generator(xp)
     keep = (rng.random(tuple(shape), dtype=numpy.float32) >= p).astype(data._data.dtype)
     mask = keep / (1 - p)
-    return apply_op(data._data * mask, (data,), lambda g: (g * mask,))
+    result = apply_op(data._data * mask, (data,), lambda g: (g * mask,))
+    if result._node is not None:  # the gradient scales by a constant mask (second order 0)
+        result._node.op = ("scale", mask)
+    return result

@@ -216,7 +216,11 @@ def clip(x: NDArray, a_min: Any, a_max: Any) -> NDArray:
     out = x.xp.clip(data, a_min, a_max)
     lo = -numpy.inf if a_min is None else a_min
     hi = numpy.inf if a_max is None else a_max
-    return apply_op(out, (x,), lambda g: (g * ((data >= lo) & (data <= hi)),))
+    inside = (data >= lo) & (data <= hi)
+    result = apply_op(out, (x,), lambda g: (g * inside,))
+    if result._node is not None:  # the gradient scales by a constant mask (second order 0)
+        result._node.op = ("scale", inside)
+    return result
 
 
 def where(cond: Any, x: NDArray, y: NDArray) -> NDArray:
@@ -368,6 +372,7 @@ def dot(
         )
     xp = lhs.xp
     out = xp.tensordot(a, b, axes=1) if a.ndim and b.ndim else a * b
+    matrices = lhs.ndim == 2 and rhs.ndim == 2  # the products higher_order differentiates
 
     def backward(g: Any) -> tuple[Any, Any]:
         a2 = a.reshape(-1, a.shape[-1])
@@ -382,7 +387,10 @@ def dot(
             gb = gb.T if transpose_b else gb
         return (ga, gb)
 
-    return apply_op(out, (lhs, rhs), backward)
+    result = apply_op(out, (lhs, rhs), backward)
+    if matrices and result._node is not None:
+        result._node.op = ("dot", transpose_a, transpose_b)
+    return result
 
 
 def batch_dot(

@@ -30,9 +30,11 @@ from .symbol import Symbol
 from .validation import Bounds, GraphTooLarge, check_params, inspect_symbol, inspect_symbol_json
 
 
-def _operator(op: str) -> Any:
+def _operator(op: str, hint: str | None = None) -> Any:
     def make(*args: Any, name: str | None = None, attr: dict[str, str] | None = None,
              **kwargs: Any) -> Symbol:
+        if name is None and hint is not None:  # named after the function (elemwise_add0),
+            name = NameManager.current().get(None, hint)  # where ``a + b`` gives _plus0
         return _make_op(op, args, kwargs, name, attr)
 
     spec = OPS[op]
@@ -82,10 +84,10 @@ def ctc_loss(*args: Any, name: str | None = None, attr: dict[str, str] | None = 
              **kwargs: Any) -> Symbol:
     """MXNet's ``ctc_loss``: the ``CTCLoss`` operator, named ``ctc_loss<n>``."""
     return _make_op("CTCLoss", args, kwargs, NameManager.current().get(name, "ctc_loss"), attr)
-elemwise_add = _operator("elemwise_add")
-elemwise_sub = _operator("elemwise_sub")
-elemwise_mul = _operator("elemwise_mul")
-elemwise_div = _operator("elemwise_div")
+elemwise_add = _operator("elemwise_add", "elemwise_add")
+elemwise_sub = _operator("elemwise_sub", "elemwise_sub")
+elemwise_mul = _operator("elemwise_mul", "elemwise_mul")
+elemwise_div = _operator("elemwise_div", "elemwise_div")
 broadcast_add = _operator("broadcast_add")
 broadcast_sub = _operator("broadcast_sub")
 broadcast_mul = _operator("broadcast_mul")
@@ -134,13 +136,13 @@ concat = Concat
 _NOT_OPERATORS = {"Any", "NDArray", "annotations", "apply_op", "array", "load", "save",
                   "waitall", "random", "ndarray", "binary", "unary"}
 _NAMESPACES = {"random": "namespaces.random", "linalg": "namespaces.linalg",
-               "op": "namespaces.op"}
+               "op": "namespaces.op", "_internal": "namespaces.internal"}
 _FLUENT_EXCLUDED = {"zeros", "ones", "full", "arange", "eye", "linspace", "var", "Variable",
                     "Group", "load", "load_json"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _NAMESPACES:  # mx.sym.random, mx.sym.linalg, mx.sym.op
+    if name in _NAMESPACES:  # mx.sym.random, mx.sym.linalg, mx.sym.op, mx.sym._internal
         import importlib
 
         return importlib.import_module(f"engine.symbol.{_NAMESPACES[name]}")

@@ -51,6 +51,8 @@ for _name, _fn in (
     _op(OpSpec(_name, ("lhs", "rhs"), {}, _broadcast_infer,
                lambda p, x, _f=_fn: _f(x[0], x[1]), hint=_name))
 
+# (MXNet's names: the older operators keep their CamelCase creator's, ``_plusscalar0``; the
+# comparisons and ``_rpower_scalar`` their own, ``_greater_scalar0``)
 for _name, _hint, _fn in (
     ("_plus_scalar", "_plusscalar", lambda a, s: a + s),
     ("_minus_scalar", "_minusscalar", lambda a, s: a - s),
@@ -59,20 +61,26 @@ for _name, _hint, _fn in (
     ("_div_scalar", "_divscalar", lambda a, s: a / s),
     ("_rdiv_scalar", "_rdivscalar", lambda a, s: s / a),
     ("_power_scalar", "_powerscalar", lambda a, s: a ** s),
-    ("_rpower_scalar", "_rpowerscalar", lambda a, s: s ** a),
+    ("_rpower_scalar", "_rpower_scalar", lambda a, s: s ** a),
     ("_mod_scalar", "_modscalar", lambda a, s: _nd("modulo")(a, s)),
     ("_rmod_scalar", "_rmodscalar", lambda a, s: _nd("modulo")(s, a)),
     ("_maximum_scalar", "_maximumscalar", lambda a, s: _nd("maximum")(a, s)),
     ("_minimum_scalar", "_minimumscalar", lambda a, s: _nd("minimum")(a, s)),
     ("_hypot_scalar", "_hypotscalar", lambda a, s: _nd("hypot")(a, s)),
-    ("_greater_scalar", "_greaterscalar", lambda a, s: a > s),
-    ("_greater_equal_scalar", "_greaterequalscalar", lambda a, s: a >= s),
-    ("_lesser_scalar", "_lesserscalar", lambda a, s: a < s),
-    ("_lesser_equal_scalar", "_lesserequalscalar", lambda a, s: a <= s),
-    ("_equal_scalar", "_equalscalar", lambda a, s: a == s),
-    ("_not_equal_scalar", "_notequalscalar", lambda a, s: a != s),
+    ("_greater_scalar", "_greater_scalar", lambda a, s: a > s),
+    ("_greater_equal_scalar", "_greater_equal_scalar", lambda a, s: a >= s),
+    ("_lesser_scalar", "_lesser_scalar", lambda a, s: a < s),
+    ("_lesser_equal_scalar", "_lesser_equal_scalar", lambda a, s: a <= s),
+    ("_equal_scalar", "_equal_scalar", lambda a, s: a == s),
+    ("_not_equal_scalar", "_not_equal_scalar", lambda a, s: a != s),
 ):
     _op(OpSpec(_name, ("data",), {"scalar": (float, _REQUIRED)}, _same,
                lambda p, x, _f=_fn: _f(x[0], p["scalar"]), hint=_hint))
 
 _op(OpSpec("negative", ("data",), {}, _same, lambda p, x: -x[0]))
+
+# MXNet's internal helper that gives its first input the shape of its second (a shape
+# constraint for backward shape inference); it computes the identity of ``lhs``
+_op(OpSpec("_identity_with_attr_like_rhs", ("lhs", "rhs"), {},
+           lambda p, s: (s, s[1] if s[1] is not None else s[0]),
+           lambda p, x: _nd("identity")(x[0]), hint="_identity_with_attr_like_rhs"))

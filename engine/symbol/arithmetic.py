@@ -13,7 +13,11 @@ from typing import Any
 
 def _make_op(op: str, args: Any, kwargs: dict[str, Any], name: str | None) -> Any:
     from .build import _make_op as make  # build imports the Symbol class
+    from .build import make_generic
+    from .generic import generic_spec
 
+    if generic_spec(op) is not None:  # the comparisons: served by their engine.nd functions
+        return make_generic(op, tuple(args), kwargs, name)
     return make(op, args, kwargs, name)
 
 
@@ -53,7 +57,7 @@ class SymbolArithmetic:
         return self._binary(other, "_power", "_power_scalar")
 
     def __neg__(self) -> Any:
-        return _make_op("negative", [self], {}, None)
+        return self.__mul__(-1.0)  # MXNet's -x is x * -1 (``_mulscalar0``)
 
     def __rpow__(self, other: Any) -> Any:
         return _make_op("_rpower_scalar", [self], {"scalar": other}, None)
@@ -65,7 +69,17 @@ class SymbolArithmetic:
         return _make_op("_rmod_scalar", [self], {"scalar": other}, None)
 
     def __abs__(self) -> Any:
-        return _make_op("abs", [self], {}, None)
+        from .build import make_generic
+
+        return make_generic("abs", (self,), {}, None)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._binary(other, "_equal", "_equal_scalar")
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._binary(other, "_not_equal", "_not_equal_scalar")
+
+    __hash__ = object.__hash__  # symbols stay usable as dict keys (MXNet's are too)
 
     def __gt__(self, other: Any) -> Any:
         return self._binary(other, "_greater", "_greater_scalar")

@@ -28,7 +28,8 @@ def Variable(name: str, attr: dict[str, str] | None = None, shape: Any = None,  
     """
     if not isinstance(name, str) or not name:
         raise TypeError("Expect a string for variable `name`")
-    attrs = AttrScope.current().get({str(k): str(v) for k, v in (attr or {}).items()})
+    attrs = AttrScope.current().get({_stored_key(str(k)): str(v)
+                                     for k, v in (attr or {}).items()})
     if shape is not None:
         attrs["__shape__"] = to_attr_string(tuple(shape))
     if lr_mult is not None:
@@ -83,11 +84,30 @@ def split_call(spec: OpSpec, args: Sequence[Any], kwargs: dict[str, Any]) -> tup
     return inputs, kwargs
 
 
+def _stored_key(key: str) -> str:
+    """MXNet stores the keys it reserves (``lr_mult``, ``ctx_group``, ...) as ``__key__``."""
+    return f"__{key}__" if key in _HIDDEN_KEYS else key
+
+
+def _split_attr(attr: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any]]:
+    """An operator's ``attr=``: MXNet's reserved and ``__dunder__`` keys are attributes;
+    any other key is an argument of the operator (so an unknown one is an error)."""
+    attributes, arguments = {}, {}
+    for key, value in (attr or {}).items():
+        key = _stored_key(str(key))
+        if key.startswith("__") and key.endswith("__"):
+            attributes[key] = str(value)
+        else:
+            arguments[key] = value
+    return attributes, arguments
+
+
 def _make_op(op: str, args: Sequence[Any], kwargs: dict[str, Any], name: str | None,
              attr: dict[str, str] | None = None) -> Symbol:
     """Create an operator node; missing inputs become variables ``<name>_<input>``."""
     spec = OPS[op]
-    kwargs = dict(kwargs)
+    attr, arguments = _split_attr(attr)
+    kwargs = {**arguments, **kwargs}
     for key in _HIDDEN_KEYS:
         if key in kwargs and key not in spec.params:
             attr = {**(attr or {}), f"__{key}__": str(kwargs.pop(key))}
@@ -143,8 +163,8 @@ def make_generic(op: str, args: Sequence[Any], kwargs: dict[str, Any], name: str
     spec = generic_spec(op)
     if spec is None:
         raise AttributeError(f"engine.symbol has no operator {op!r}")
-    kwargs = dict(kwargs)
-    user_attrs = {str(k): str(v) for k, v in (attr or {}).items()}
+    user_attrs, arguments = _split_attr(attr)
+    kwargs = {**arguments, **kwargs}
     for key in _HIDDEN_KEYS:
         if key in kwargs:
             user_attrs[f"__{key}__"] = str(kwargs.pop(key))

@@ -43,9 +43,11 @@ class CompiledGraph:
         self.programs: dict[tuple[Any, ...], Any] = {}
         self.failure: str | None = None
 
-    def forward(self, values: dict[str, NDArray], is_train: bool) -> list[NDArray] | None:
+    def forward(self, values: dict[str, NDArray], is_train: bool,
+                record: bool | None = None) -> list[NDArray] | None:
         """The graph's outputs, by the program (traced on a new signature); None where the
-        graph runs node by node instead."""
+        graph runs node by node instead. ``record`` (default: ``is_train``) records the
+        run for backward, in the mode ``is_train`` says."""
         if self.failure is not None:
             return None
         arrays = [values.get(name) for name in self.names]
@@ -56,7 +58,9 @@ class CompiledGraph:
         key = (is_train, tuple((a.shape, a.raw.dtype.str, a._ctx.device_type, a._ctx.device_id)
                                for a in arrays))
         program = self.programs.get(key)
-        with autograd.record(train_mode=True) if is_train else autograd.predict_mode():
+        if record is None:
+            record = is_train
+        with autograd.record(train_mode=is_train) if record else autograd.predict_mode():
             if program is not None:
                 return list(program(arrays, arrays[0]._ctx))
             return self._trace(key, values, arrays)

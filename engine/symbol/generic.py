@@ -70,8 +70,6 @@ MULTI_OUTPUT = {
 }
 # attributes MXNet writes that only describe the graph, never an argument of the function
 BOOKKEEPING = {"num_args", "workspace", "cudnn_tune", "cudnn_off"}
-# MXNet's type for operators whose output dtype is not their input's
-_INT_OUTPUT = {"shape_array", "size_array"}
 
 
 def _transpose(data: Any, axes: Any = ()) -> Any:
@@ -164,7 +162,7 @@ class GenericSpec(OpSpec):
 
     def __init__(self, op: str, fn: Any) -> None:
         super().__init__(op, (), {}, self._infer, self._forward, hint=op.lower(),
-                         outputs=MULTI_OUTPUT.get(op), dtype_rule=self._dtype)
+                         outputs=MULTI_OUTPUT.get(op))
         self.fn = fn
         self.num_outputs = 1
         self.rule = rule_for(op)
@@ -220,13 +218,6 @@ class GenericSpec(OpSpec):
         if isinstance(result, (list, tuple)):
             return shapes, [tuple(r.shape) for r in result]
         return shapes, tuple(result.shape)
-
-    def _dtype(self, params: dict[str, Any], in_types: list[Any], default: Any) -> Any:
-        if params.get("dtype") not in (None, "None"):
-            return numpy.dtype(params["dtype"])
-        if self.name in _INT_OUTPUT:
-            return numpy.dtype(numpy.int64)
-        return in_types[0] if in_types else default
 
 
 def generic_spec(op: str) -> GenericSpec | None:

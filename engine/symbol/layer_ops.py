@@ -47,7 +47,6 @@ _op(OpSpec(
      "dtype": (_DTYPE, "float32"),
      "sparse_grad": (_bool, False)},
     _embedding_infer, _embedding_forward,
-    dtype_rule=lambda p, types, default: types[1] if len(types) > 1 else default,
 ))
 
 

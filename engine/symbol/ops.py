@@ -132,7 +132,6 @@ class OpSpec:
     variadic: bool = False
     aux_init: dict[str, str] = field(default_factory=dict)  # __init__ of created variables
     outputs: Callable[[dict[str, Any]], list[str]] | None = None  # visible output suffixes
-    dtype_rule: Callable[[dict[str, Any], list[Any], Any], Any] | None = None
     # How a compiled program records the node, where ``forward`` is one engine.nd operator
     # call: ``step(params, n_inputs)`` -> (operator name, function, keyword arguments) with
     # ``function(*inputs, **kwargs)`` computing what ``forward`` does, or None. The program
@@ -146,12 +145,6 @@ class OpSpec:
 
     def count_outputs(self, params: dict[str, Any]) -> int:
         return len(self.output_suffixes(params))
-
-    def out_dtype(self, params: dict[str, Any], in_types: list[Any], default: Any) -> Any:
-        """The output dtype: the rule's, else the first input's (``default`` without one)."""
-        if self.dtype_rule is not None:
-            return self.dtype_rule(params, in_types, default)
-        return in_types[0] if in_types else default
 
     def parse(self, attrs: dict[str, str]) -> dict[str, Any]:
         unknown = [k for k in attrs if k not in self.params and not k.startswith("__")]

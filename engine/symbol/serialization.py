@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..base import MXNetError
+from ..util import is_np_shape
 from .generic import generic_spec
 from .ops import OPS
 from .symbol import Symbol, _Node
@@ -61,6 +62,8 @@ def to_json(symbol: Symbol) -> str:
         "heads": [[index[id(n)], i, 0] for n, i in symbol._outputs],
         "attrs": {"mxnet_version": ["int", 10901]},
     }
+    if is_np_shape():  # MXNet marks graphs whose shapes use -1 for unknown sizes
+        graph["attrs"]["is_np_shape"] = ["int", 1]
     return json.dumps(graph, indent=2)
 
 
@@ -89,7 +92,23 @@ def load_json(json_str: str) -> Symbol:
     if not head_refs:
         raise SymbolFormatError("symbol graph has no heads (outputs)")
     order = _topological_order(entries, [h[0] for h in head_refs])
+    if is_np_shape() and "is_np_shape" not in (graph.get("attrs") or {}):
+        _legacy_shapes_to_numpy(entries)
     return _build(entries, order, head_refs)
+
+
+def _legacy_shapes_to_numpy(entries: list[_Entry]) -> None:
+    """A graph saved outside ``np_shape`` marks unknown sizes with 0; read under it (where 0
+    is a size), they become -1, as MXNet converts them."""
+    from .ops import _tuple, to_attr_string
+
+    for entry in entries:
+        if entry.op == "null" and "__shape__" in entry.attrs:
+            try:
+                shape = _tuple(entry.attrs["__shape__"])
+            except (ValueError, SyntaxError):
+                continue  # reported where the shape is used
+            entry.attrs["__shape__"] = to_attr_string(tuple(-1 if d == 0 else d for d in shape))
 
 
 def load(fname: str) -> Symbol:

@@ -16,15 +16,15 @@ or an operator with input entries and string attributes, exactly as MXNet's
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
-
-import numpy
 
 from ..attribute import dunder
 from ..ndarray import NDArray
 from .arithmetic import SymbolArithmetic
-from .ops import OPS, OpSpec, dtype_of_flag
+from .ops import OPS, OpSpec
+from .protocol import SymbolProtocol
 
 Shape = tuple[int, ...]
 
@@ -66,6 +66,8 @@ class _Node:
         if self.op is None:
             return [self.name]
         suffixes = self.spec.output_suffixes(self.params())
+        if not self.name:  # an unnamed (atomic) operator: MXNet lists the bare suffixes
+            return list(suffixes)
         return [f"{self.name}_{suffix}" for suffix in suffixes]
 
 
@@ -91,18 +93,19 @@ def _topo(heads: Iterable[_Node]) -> list[_Node]:
     return order
 
 
-def _parse_shape(text: str) -> Shape:
-    from .ops import _tuple
-
-    return _tuple(text)
+def _complete(shape: Any) -> bool:
+    return shape is not None and -1 not in shape
 
 
-class Symbol(SymbolArithmetic):
+class Symbol(SymbolArithmetic, SymbolProtocol):
     """A symbolic output list; combine with operators and ``engine.symbol`` functions."""
 
     def __init__(self, outputs: Sequence[tuple[_Node, int]]) -> None:
         self._outputs = list(outputs)
         self._order: list[_Node] | None = None  # graphs never change once built
+        self._deferred: list[_Node] | None = None  # see _resolved_creation_nodes
+        self._resolved: dict[int, _Node] = {}
+        self._resolved_key: Any = None
 
     # ------------------------------------------------------------------ structure
     @property
@@ -144,7 +147,9 @@ class Symbol(SymbolArithmetic):
         return Symbol([(n, i) for n in self._nodes() for i in range(n.visible_outputs())])
 
     def get_children(self) -> Symbol | None:
-        children = [entry for node, _ in self._outputs for entry in node.inputs]
+        """The inputs of the output nodes (each node once), grouped; None for a variable."""
+        nodes = list({id(node): node for node, _ in self._outputs}.values())
+        children = [entry for node in nodes for entry in node.inputs]
         return Symbol(children) if children else None
 
     def __getitem__(self, index: int | str) -> Symbol:
@@ -190,29 +195,36 @@ class Symbol(SymbolArithmetic):
         name = self.name
         return f"<Symbol {name}>" if name else f"<Symbol group [{', '.join(self.list_outputs())}]>"
 
-    # ------------------------------------------------------------------- shapes
-    def infer_shape(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
-        """``(arg_shapes, out_shapes, aux_shapes)`` from known input shapes, or
-        ``(None, None, None)`` when they do not determine every shape."""
-        arg, out, aux = self._infer_shapes(*args, **kwargs)
-        if any(s is None for s in arg + out + aux):
-            return None, None, None
-        return arg, out, aux
+    # ------------------------------------------------------------- shapes, types
+    def infer_shape(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
+        """``(arg_shapes, out_shapes, aux_shapes)`` from known input shapes (tuples, by
+        position or by name; 0 marks an unknown size, -1 under ``mx.np_shape()``), or
+        ``(None, None, None)`` with a warning naming the arguments left undetermined.
+        Shapes that contradict each other raise ``MXNetError`` naming the operator."""
+        from .inference_api import infer_shapes, shape_report
 
-    def infer_shape_partial(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
-        """Like :meth:`infer_shape`, with ``()`` for shapes that stay unknown (a variable's
-        declared shape, zeros for its unknown sizes, when it has one), as MXNet returns."""
-        arg, out, aux = self._infer_shapes(*args, **kwargs)
-        declared = {n.name: _parse_shape(n.attrs["__shape__"]) for n in self._nodes()
-                    if n.op is None and "__shape__" in n.attrs}
-        arg = [s if s is not None else declared.get(name, ())
-               for name, s in zip(self.list_arguments(), arg, strict=True)]
-        aux = [s if s is not None else declared.get(name, ())
-               for name, s in zip(self.list_auxiliary_states(), aux, strict=True)]
-        return arg, [s if s is not None else () for s in out], aux
+        result = infer_shapes(self, args, kwargs)
+        if all(_complete(s) for part in result for s in part):
+            return shape_report(result)
+        unknown = [f"{name}: {shown}" for name, shape, shown in
+                   zip(self.list_arguments(), result[0], shape_report(result)[0], strict=True)
+                   if not _complete(shape)]
+        warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
+                      "unknown dimensions). Consider providing them as input:\n\t"
+                      + "\n\t".join(unknown[:10] + (["..."] if len(unknown) > 10 else [])),
+                      stacklevel=2)
+        return None, None, None
 
-    def _infer_shapes(self, *args: Any, **kwargs: Shape) -> tuple[Any, Any, Any]:
-        """Known shapes, None for the unknown ones."""
+    def infer_shape_partial(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
+        """Like :meth:`infer_shape`, returning what can be inferred: an unknown shape is
+        ``()`` and an unknown size 0 (``None`` and -1 under ``mx.np_shape()``)."""
+        from .inference_api import infer_shapes, shape_report
+
+        return shape_report(infer_shapes(self, args, kwargs))
+
+    def _infer_shapes(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
+        """The engine's own form: every shape a tuple of known sizes, or None (unknown in
+        part or whole); inputs may be any int sequences, sizes are always real sizes."""
         if args:
             kwargs = {**dict(zip(self.list_arguments(), args, strict=False)), **kwargs}
         return self._infer_shapes_observed(kwargs)
@@ -220,106 +232,49 @@ class Symbol(SymbolArithmetic):
     def _infer_shapes_observed(self, given: dict[str, Any], observe: Any = None
                                ) -> tuple[Any, Any, Any]:
         """:meth:`_infer_shapes` from ``given`` (input name -> shape); ``observe(node,
-        input_shapes, output_shapes)``, when given, sees each operator node as soon as its
-        shapes are known, before the next one is inferred (a bound can stop there)."""
-        known: dict[str, Shape] = {}
-        for node in self._nodes():  # shapes declared on variables: Variable(shape=...)
-            if node.op is None and "__shape__" in node.attrs:
-                declared = _parse_shape(node.attrs["__shape__"])
-                if all(d > 0 for d in declared):
-                    known[node.name] = declared
-        for key, value in given.items():
-            if value is not None:
-                known[key] = tuple(int(v) for v in value)
-        inputs = set(self.list_inputs())
-        unknown_keys = [k for k in known if k not in inputs]
-        if unknown_keys:
-            raise ValueError(f"infer_shape: {unknown_keys} are not inputs of this symbol; "
-                             f"inputs are {sorted(inputs)}")
-        shapes = self._propagate(known, observe)
-        arg = [known.get(n) for n in self.list_arguments()]
-        aux = [known.get(n) for n in self.list_auxiliary_states()]
-        out = [shapes[id(node)][index] for node, index in self._outputs]
-        return arg, out, aux
+        input_shapes, output_shapes)``, when given, sees each operator node once, as soon as
+        its output shapes are complete (in the first, forward sweep: before the next node is
+        inferred, so a bound can stop there). A contradiction raises
+        :class:`ShapeInferenceError` naming the node."""
+        from .inference_api import infer_shapes
 
-    def _propagate(self, known: dict[str, Shape], observe: Any = None
-                   ) -> dict[int, list[Shape | None]]:
-        out: dict[int, list[Shape | None]] = {}
-        for node in self._nodes():
-            if node.op is None:
-                out[id(node)] = [known.get(node.name)]
-                continue
-            in_shapes = [out[id(child)][index] for child, index in node.inputs]
-            try:
-                filled, result = node.spec.infer(node.params(), in_shapes)
-            except (TypeError, IndexError, ZeroDivisionError, ValueError) as exc:
-                raise ShapeInferenceError(
-                    f"{node.op} {node.name!r}: cannot infer shapes from inputs {in_shapes}: "
-                    f"{exc}", node.name) from None
-            for (child, _), shape, old in zip(node.inputs, filled, in_shapes, strict=False):
-                if shape is None:
-                    continue
-                if old is not None and tuple(old) != tuple(shape):
-                    raise ShapeInferenceError(
-                        f"{node.op} {node.name!r}: input {child.name!r} has shape {old} but "
-                        f"{tuple(shape)} is expected", node.name)
-                if child.op is None:
-                    known.setdefault(child.name, tuple(shape))
-                    out[id(child)] = [known[child.name]]
-            count = node.visible_outputs()
-            if result is None or isinstance(result, tuple):
-                out[id(node)] = [result] * count if result is None else [result]
-            else:
-                out[id(node)] = list(result)
-            if observe is not None:
-                observe(node, [out[id(child)][index] for child, index in node.inputs],
-                        out[id(node)])
-        return out
+        known = {k: tuple(int(d) for d in v) for k, v in given.items() if v is not None}
+        return tuple(  # type: ignore[return-value]
+            [s if _complete(s) else None for s in part]
+            for part in infer_shapes(self, (), known, literal=True, observe=observe))
 
     def infer_type(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
-        """``(arg_types, out_types, aux_types)`` as numpy type classes. Unknown inputs take
-        the first given dtype (float32 when none is given); outputs follow their operator's
-        rule (``Cast``/``cast`` its ``dtype``, index ops float32, the rest their input's)."""
-        given = {**dict(zip(self.list_arguments(), args, strict=False)), **kwargs}
-        given = {k: numpy.dtype(v) for k, v in given.items() if v is not None}
-        declared = [n.attrs["__dtype__"] for n in self._nodes()
-                    if n.op is None and "__dtype__" in n.attrs]
-        if not given and not declared:  # nothing to start from, as MXNet answers
-            return None, None, None
-        default = next(iter(given.values()), dtype_of_flag(declared[0]) if declared
-                       else numpy.dtype(numpy.float32))
-        types: dict[int, list[Any]] = {}
-        for node in self._nodes():
-            if node.op is None:
-                flag = node.attrs.get("__dtype__")
-                dtype = given.get(node.name, dtype_of_flag(flag) if flag else default)
-                types[id(node)] = [dtype]
-                continue
-            in_types = [types[id(child)][index] for child, index in node.inputs]
-            dtype = node.spec.out_dtype(node.params(), in_types, default)
-            types[id(node)] = [dtype] * node.visible_outputs()
-        by_name = {n.name: types[id(n)][0] for n in self._nodes() if n.op is None}
-        arg = [by_name[n].type for n in self.list_arguments()]
-        aux = [by_name[n].type for n in self.list_auxiliary_states()]
-        out = [types[id(node)][index].type for node, index in self._outputs]
-        return arg, out, aux
+        """``(arg_types, out_types, aux_types)`` as numpy type classes from known input
+        dtypes, or ``(None, None, None)`` with a warning when some stay undetermined."""
+        from .inference_api import infer_types
+
+        arg, out, aux = infer_types(self, args, kwargs)
+        if all(t is not None for t in arg + out + aux):
+            return arg, out, aux
+        unknown = [f"{name}: None" for name, t in zip(self.list_arguments(), arg, strict=True)
+                   if t is None]
+        warnings.warn("Cannot decide type for the following arguments. Consider providing "
+                      "them as input:\n\t" + "\n\t".join(unknown[:10]), stacklevel=2)
+        return None, None, None
 
     def infer_type_partial(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
-        arg, out, aux = self.infer_type(*args, **kwargs)
-        if arg is None:
-            return ([None] * len(self.list_arguments()), [None] * len(self._outputs),
-                    [None] * len(self.list_auxiliary_states()))
-        return arg, out, aux
+        """Like :meth:`infer_type`, with None for the dtypes that stay unknown."""
+        from .inference_api import infer_types
+
+        return infer_types(self, args, kwargs)
 
     # --------------------------------------------------------------- evaluation
     def _evaluate(self, values: dict[str, NDArray], monitor: Any = None,
                   run_node: Any = None) -> list[NDArray]:
-        """Run the graph on NDArrays (recorded when autograd is recording). ``monitor``,
-        when given, is called ``(name, array)`` with every operator output, MXNet's
-        executor monitor callback (``monitor.monitor_all`` adds the operators' inputs).
-        ``run_node(node, inputs)``, when given, computes each operator node instead of
-        ``node.spec.forward`` (a hybridize trace records each node through it)."""
+        """Run the graph on NDArrays (recorded when autograd is recording). ``monitor``, when
+        given, is a :class:`~engine.symbol.monitoring.Monitored` that sees every operator's
+        inputs and outputs (MXNet's executor monitor callback). ``run_node(node, inputs)``,
+        when given, computes each operator node instead of ``node.spec.forward`` (a
+        hybridize trace records each node through it)."""
         results: dict[int, list[NDArray]] = {}
+        if monitor is not None:
+            monitor.begin()
+        resolved = self._resolved_creation_nodes(values)
         for node in self._nodes():
             if node.op is None:
                 try:
@@ -328,17 +283,33 @@ class Symbol(SymbolArithmetic):
                     raise ValueError(f"no value bound for input {node.name!r}") from None
                 continue
             inputs = [results[id(child)][index] for child, index in node.inputs]
-            if monitor is not None and getattr(monitor, "monitor_all", False):
-                names = node.spec.input_names(node.params(), len(inputs)) + node.spec.aux
-                for input_name, array in zip(names, inputs, strict=False):
-                    monitor(f"{node.name}_{input_name}", array)
-            result = node.spec.forward(node.params(), inputs) if run_node is None \
-                else run_node(node, inputs)
+            if monitor is not None:
+                inputs = monitor.before(node, inputs)
+            runs = resolved.get(id(node), node) if resolved else node
+            result = runs.spec.forward(runs.params(), inputs) if run_node is None \
+                else run_node(runs, inputs)
             results[id(node)] = list(result) if isinstance(result, (list, tuple)) else [result]
             if monitor is not None:
-                for name, array in zip(node.output_names(), results[id(node)], strict=False):
-                    monitor(name, array)
+                monitor.after(node, results[id(node)])
         return [results[id(node)][index] for node, index in self._outputs]
+
+    def _resolved_creation_nodes(self, values: dict[str, NDArray]) -> dict[int, _Node]:
+        """Creation nodes with sizes left to shape inference (``symbol.zeros(shape=(0, 4))``,
+        the begin states of an unrolled cell), resolved for the bound inputs' shapes."""
+        from .inference_api import resolved_creation_nodes
+        from .shape_rules import deferred_nodes
+
+        if self._deferred is None:
+            self._deferred = deferred_nodes(self._nodes())
+        if not self._deferred:
+            return {}
+        shapes = {n.name: values[n.name].shape for n in self._nodes()
+                  if n.op is None and n.name in values}
+        key = tuple(sorted(shapes.items()))
+        if self._resolved_key != key:
+            self._resolved = resolved_creation_nodes(self, self._deferred, shapes)
+            self._resolved_key = key
+        return self._resolved
 
     def eval(self, ctx: Any = None, **kwargs: NDArray) -> list[NDArray]:
         """Evaluate with NDArray inputs given by name (``sym.eval(data=x, ...)``); under
@@ -346,18 +317,20 @@ class Symbol(SymbolArithmetic):
         return self._evaluate(kwargs)
 
     def bind(self, ctx: Any = None, args: Any = None, args_grad: Any = None,
-             grad_req: Any = "write", aux_states: Any = None, **_: Any) -> Any:
+             grad_req: Any = "write", aux_states: Any = None, group2ctx: Any = None,
+             shared_exec: Any = None) -> Any:
         """An :class:`~engine.symbol.executor.Executor` over the given arrays."""
         from .executor import Executor
 
-        return Executor(self, ctx, args, args_grad, grad_req, aux_states)
+        return Executor(self, ctx, args, args_grad, grad_req, aux_states, group2ctx)
 
     def simple_bind(self, ctx: Any = None, grad_req: Any = "write", type_dict: Any = None,
-                    **shapes: Any) -> Any:
+                    stype_dict: Any = None, group2ctx: Any = None, shared_arg_names: Any = None,
+                    shared_exec: Any = None, shared_buffer: Any = None, **shapes: Any) -> Any:
         """An executor with zero-filled arrays of the shapes inferred from ``shapes``."""
         from .executor import simple_bind
 
-        return simple_bind(self, ctx, grad_req, type_dict, shapes)
+        return simple_bind(self, ctx, grad_req, type_dict, shapes, group2ctx)
 
     def __call__(self, *args: Symbol, **kwargs: Symbol) -> Symbol:
         """A copy of this graph with variables replaced by the given symbols (by name)."""

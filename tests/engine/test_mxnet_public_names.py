@@ -19,7 +19,9 @@ from tests.oracle import needs_mxnet, run_mxnet
 NAMESPACES = [
     "nd", "nd.random", "nd.linalg", "sym", "random", "autograd", "init", "optimizer", "metric",
     "lr_scheduler", "gluon.nn", "gluon.loss", "gluon.rnn", "gluon.contrib.nn",
-    "gluon.contrib.estimator", "gluon.data", "gluon.model_zoo", "gluon.model_zoo.vision",
+    "gluon.contrib.estimator", "gluon.contrib.estimator.estimator",
+    "gluon.contrib.estimator.event_handler", "gluon.contrib.estimator.batch_processor",
+    "gluon.data", "gluon.model_zoo", "gluon.model_zoo.vision",
     "recordio", "gluon.data.vision", "gluon.data.vision.transforms", "gluon.data.vision.datasets",
 ]
 
@@ -48,6 +50,10 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "init": {"load": IMPORTED},
     "gluon.contrib.nn": {"SparseEmbedding": SPARSE},
     "gluon.contrib.estimator": {"utils": IMPORTED},
+    "gluon.contrib.estimator.estimator": dict.fromkeys(
+        ("Trainer", "gluon_loss", "metric_loss", "split_and_load"), IMPORTED),
+    "gluon.contrib.estimator.event_handler": dict.fromkeys(
+        ("CompositeEvalMetric", "EvalMetric", "metric_loss"), IMPORTED),
     "gluon.data.vision.transforms": {
         "HybridBlock": IMPORTED, "HybridSequential": IMPORTED,
         "Rotate": ROTATION, "RandomRotation": ROTATION,

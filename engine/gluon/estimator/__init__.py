@@ -5,11 +5,12 @@
 >>> from engine.gluon import estimator
 >>> net = nn.Dense(2); net.initialize()
 >>> trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
->>> data = [(mx.nd.ones((4, 3)), mx.nd.array([0, 1, 0, 1]))]
+>>> data = mx.gluon.data.DataLoader(mx.gluon.data.ArrayDataset(
+...     mx.nd.ones((4, 3)), mx.nd.array([0, 1, 0, 1])), batch_size=4)
 >>> est = estimator.fit(net, data, None, gloss.SoftmaxCrossEntropyLoss(), trainer, epochs=1,
 ...                     metrics=['acc'])  # doctest: +ELLIPSIS
 Training begin: using optimizer SGD with current learning rate 0.1000...
-Train finished using total ...s with 1 epochs. training accuracy: 0.5000, ...
+Train finished using total ...s with 1 epochs. training accuracy: 0.5000
 >>> [m.name for m in est.train_metrics]
 ['training accuracy']
 """
@@ -54,7 +55,8 @@ def fit(
     begin_epoch: int = 0,
     begin_batch: int = 0,
 ) -> Estimator:
-    """Build an :class:`Estimator` and train; returns it (metrics, counters).
+    """Build an :class:`Estimator` and train; returns it (metrics, counters). A Rudder
+    shortcut (MXNet has none).
 
     ``metrics`` are metric names or instances (training copies; validation gets its own),
     ``callbacks`` are event handlers.

@@ -38,10 +38,29 @@ class CachedGraph:
         self.static_alloc = static_alloc
         self.programs: OrderedDict[tuple[Any, ...], Program] = OrderedDict()
         self.fallback_reason: str | None = None
+        self.in_format: Any = None  # the arguments' structure at the first call
+
+    def _check_format(self, args: tuple[Any, ...]) -> None:
+        """As MXNet's cached graph: the arguments are (nested lists of) arrays or None, in
+        the structure of the first call (which arguments are None included)."""
+        found = tuple(_format(a, self.block) for a in args)
+        if self.in_format is None:
+            self.in_format = found
+            return
+        # trailing None arguments stand for defaults: a call may leave them out, or not
+        short, long = sorted((found, self.in_format), key=len)
+        if long[:len(short)] != short or any(f != -1 for f in long[len(short):]):
+            raise ValueError("The argument structure of HybridBlock does not match the cached "
+                             f"version. Stored format = {_shown(self.in_format)}, input format "
+                             f"= {_shown(found)}")
 
     def __call__(self, call_imperatively: Any, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
-        if self.fallback_reason is not None or kwargs:
+        if kwargs:
+            return call_imperatively(*args, **kwargs)
+        if not (len(args) == 1 and type(args[0]) is NDArray and self.in_format == _ONE_ARRAY):
+            self._check_format(args)
+        if self.fallback_reason is not None:
             return call_imperatively(*args, **kwargs)
         if len(args) == 1 and type(args[0]) is NDArray:
             # the common call, one array: its key without the general walk below
@@ -100,6 +119,29 @@ class CachedGraph:
             f"{type(self.block).__name__} '{self.block.name}': hybridize() cannot build a "
             f"static graph ({reason}); the block keeps running imperatively",
             UserWarning, stacklevel=4)
+
+
+_ONE_ARRAY = (0,)
+
+
+def _format(arg: Any, block: Any) -> Any:
+    """An argument's structure: 0 for an array, -1 for None, a tuple for a list/tuple."""
+    if isinstance(arg, NDArray):
+        return 0
+    if arg is None:
+        return -1
+    if isinstance(arg, (list, tuple)):
+        return tuple(_format(a, block) for a in arg)
+    raise ValueError(f"When hybridized, the input of HybridBlock {block.name} must be (nested) "
+                     f"list of Symbol or NDArray, but got {arg} of type {type(arg)}")
+
+
+def _shown(fmt: tuple[Any, ...]) -> Any:
+    # MXNet's notation: a flat list of 0 (array) and -1 (None), lists nested
+    def show(f: Any) -> Any:
+        return [show(x) for x in f] if isinstance(f, tuple) else f
+
+    return [show(f) for f in fmt]
 
 
 def _signature(args: Any) -> tuple[Any, ...] | None:

@@ -54,12 +54,22 @@ class HybridBlock(Block):
         self._cached_graph = None  # programs hold buffers of the old dtype
         super().cast(dtype)
 
+    def register_child(self, block: Block, name: str | None = None) -> None:
+        """As MXNet: a HybridBlock's children are HybridBlocks, and a new child makes the
+        compiled program stale (it is traced again at the next call)."""
+        if not isinstance(block, HybridBlock):
+            raise ValueError(f"Children of HybridBlock must also be HybridBlock, but {block} has "
+                             f"type {type(block)}. If you are using Sequential, please try "
+                             "HybridSequential instead.")
+        super().register_child(block, name)
+        self._cached_graph = None
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else None
-        if not isinstance(first, NDArray):  # an NDArray first input passes the check at once
-            _check_inputs(args, kwargs)
-        if self._active and current_tracer() is None and (
-                isinstance(first, NDArray) or not _is_symbol(first)):
+        symbolic = False
+        if len(args) != 1 or kwargs or not isinstance(first, NDArray):  # else: one array
+            symbolic = _check_inputs(args, kwargs, self._active)
+        if self._active and current_tracer() is None and not symbolic:
             # hybridized: hooks run around the cached program, as around MXNet's CachedOp
             if self._forward_pre_hooks:
                 for hook in list(self._forward_pre_hooks.values()):
@@ -126,6 +136,12 @@ class HybridBlock(Block):
         return export_block(self, path, epoch, remove_amp_cast)
 
 
+def graph_name(F: Any, name: str = "fwd") -> dict[str, str]:  # noqa: N803
+    """``{"name": name}`` when building a graph (F is ``engine.symbol``), else nothing: MXNet's
+    layers name their main operator ``fwd`` (``dense0_fwd``), which engine.nd ops do not take."""
+    return {"name": name} if getattr(F, "__name__", "") == "engine.symbol" else {}
+
+
 _symbol_type: list[type] = []  # engine.symbol.Symbol, imported on first use
 
 
@@ -137,14 +153,37 @@ def _is_symbol(value: Any) -> bool:
     return isinstance(value, _symbol_type[0])
 
 
-def _check_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """MXNet's rule: a HybridBlock needs at least one NDArray or Symbol among its inputs."""
+def _check_inputs(args: tuple[Any, ...], kwargs: dict[str, Any], hybridized: bool) -> bool:
+    """MXNet's rules for a HybridBlock's inputs: at least one NDArray or Symbol, not both,
+    and once hybridized the arrays on one context. Returns whether they are Symbols."""
+    arrays: list[NDArray] = []
+    symbols = False
 
-    def arrays(value: Any) -> bool:
+    def walk(value: Any) -> None:
+        nonlocal symbols
         if isinstance(value, (list, tuple)):
-            return any(arrays(v) for v in value)
-        return isinstance(value, NDArray) or _is_symbol(value)
+            for v in value:
+                walk(v)
+        elif isinstance(value, NDArray):
+            arrays.append(value)
+        elif _is_symbol(value):
+            symbols = True
 
-    if not any(arrays(v) for v in (*args, *kwargs.values())):
+    for value in (*args, *kwargs.values()):
+        walk(value)
+    if not arrays and not symbols:
         raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
                          "input. Please check the type of the args.")
+    if arrays and symbols:
+        raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols types "
+                         "for the input. Please check the type of the args.")
+    if hybridized and arrays:
+        # cpu_pinned memory is CPU memory: MXNet lets it mix with cpu arrays
+        contexts = {("cpu" if a._ctx.device_type == "cpu_pinned" else a._ctx.device_type,
+                     a._ctx.device_id) for a in arrays}
+        if len(contexts) > 1:
+            raise ValueError("Find multiple contexts in the input, After hybridized, the "
+                             "HybridBlock only supports one input context. You can print the "
+                             "ele.ctx in the input arguments to inspect their contexts. Find all "
+                             f"contexts = {sorted({str(a.context) for a in arrays})}")
+    return symbols

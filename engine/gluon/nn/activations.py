@@ -12,6 +12,7 @@ from typing import Any
 
 from ... import initializer as _init
 from ..block import HybridBlock
+from ..hybrid.hybrid_block import graph_name
 from .registry import register
 
 
@@ -27,7 +28,7 @@ class Activation(HybridBlock):
         return self._act_type
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
-        return F.Activation(x, act_type=self._act_type)
+        return F.Activation(x, act_type=self._act_type, **graph_name(F))
 
     def __repr__(self) -> str:
         return f"Activation({self._act_type})"
@@ -44,7 +45,7 @@ class LeakyReLU(HybridBlock):
         self._alpha = alpha
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
-        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha)
+        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, **graph_name(F))
 
     def __repr__(self) -> str:
         return f"LeakyReLU({self._alpha})"
@@ -62,7 +63,7 @@ class PReLU(HybridBlock):
             self.alpha = self.params.get("alpha", shape=(in_channels,), init=init)
 
     def hybrid_forward(self, F: Any, x: Any, alpha: Any) -> Any:  # noqa: N803
-        return F.LeakyReLU(x, gamma=alpha, act_type="prelu")
+        return F.LeakyReLU(x, gamma=alpha, act_type="prelu", **graph_name(F))
 
 
 @register
@@ -82,7 +83,7 @@ class SELU(HybridBlock):
     """Scaled ELU (Klambauer et al.)."""
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
-        return F.LeakyReLU(x, act_type="selu")
+        return F.LeakyReLU(x, act_type="selu", **graph_name(F))
 
 
 @register
@@ -90,7 +91,7 @@ class GELU(HybridBlock):
     """Gaussian error linear unit, computed by ``LeakyReLU(act_type='gelu')``."""
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
-        return F.LeakyReLU(x, act_type="gelu")
+        return F.LeakyReLU(x, act_type="gelu", **graph_name(F))
 
 
 @register
@@ -102,4 +103,4 @@ class Swish(HybridBlock):
         self._beta = beta
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
-        return x * F.sigmoid(self._beta * x)
+        return x * F.sigmoid(self._beta * x, **graph_name(F))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy
 
 from ..block import Block, HybridBlock
+from ..hybrid.hybrid_block import graph_name
 from .activations import Activation
 from .registry import register
 
@@ -111,7 +112,8 @@ class Dense(HybridBlock):
     def hybrid_forward(self, F: Any, x: Any, weight: Any, bias: Any = None) -> Any:  # noqa: N803
         try:
             out = F.FullyConnected(x, weight, bias, no_bias=bias is None,
-                                   num_hidden=self._units, flatten=self._flatten)
+                                   num_hidden=self._units, flatten=self._flatten,
+                                   **graph_name(F))
         except ValueError as err:
             raise ValueError(f"{self.name} (Dense {self._layout()}): {err}") from err
         return self.act(out) if self.act is not None else out
@@ -138,7 +140,7 @@ class Dropout(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
         if self._rate > 0:
-            return F.Dropout(x, p=self._rate, axes=self._axes)
+            return F.Dropout(x, p=self._rate, axes=self._axes, **graph_name(F))
         return x
 
     def __repr__(self) -> str:
@@ -204,7 +206,8 @@ class BatchNorm(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, gamma: Any, beta: Any, running_mean: Any,  # noqa: N803
                        running_var: Any) -> Any:
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs,
+                           **graph_name(F))
 
     def __repr__(self) -> str:
         channels = self.gamma.shape[0] if self.gamma.shape else None
@@ -253,7 +256,8 @@ class Embedding(HybridBlock):
                                           allow_deferred_init=True)
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any) -> Any:  # noqa: N803
-        return F.Embedding(x, weight, input_dim=self._input_dim, output_dim=self._output_dim)
+        return F.Embedding(x, weight, input_dim=self._input_dim, output_dim=self._output_dim,
+                           **graph_name(F))
 
     def __repr__(self) -> str:
         return f"Embedding({self._input_dim} -> {self._output_dim}, {self._dtype})"

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..block import HybridBlock
+from ..hybrid.hybrid_block import graph_name
 from .activations import Activation
 from .registry import register
 
@@ -102,7 +103,7 @@ class _Conv(HybridBlock):
     def hybrid_forward(self, F: Any, x: Any, weight: Any, bias: Any = None) -> Any:  # noqa: N803
         op = getattr(F, self._op_name)
         try:
-            out = op(x, weight, bias, **self._kwargs)
+            out = op(x, weight, bias, **self._kwargs, **graph_name(F))
         except ValueError as err:
             raise ValueError(f"{self.name} ({type(self).__name__}): {err}") from err
         return self.act(out) if self.act is not None else out

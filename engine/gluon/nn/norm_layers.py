@@ -13,6 +13,7 @@ from numbers import Number
 from typing import Any
 
 from ..block import HybridBlock
+from ..hybrid.hybrid_block import graph_name
 from .basic_layers import BatchNorm
 from .registry import register
 
@@ -48,7 +49,7 @@ class InstanceNorm(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, gamma: Any, beta: Any) -> Any:  # noqa: N803
         if self._axis == 1:
-            return F.InstanceNorm(x, gamma, beta, eps=self._epsilon)
+            return F.InstanceNorm(x, gamma, beta, eps=self._epsilon, **graph_name(F))
         x = x.swapaxes(1, self._axis)
         return F.InstanceNorm(x, gamma, beta, eps=self._epsilon).swapaxes(1, self._axis)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..block import HybridBlock
+from ..hybrid.hybrid_block import graph_name
 from .conv_layers import DEFAULT_LAYOUTS, check_layout, spatial
 from .registry import register
 
@@ -44,7 +45,7 @@ class _Pooling(HybridBlock):
         return "pool"
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:  # noqa: N803
-        return F.Pooling(x, **self._kwargs)
+        return F.Pooling(x, **self._kwargs, **graph_name(F))
 
     def __repr__(self) -> str:
         k = self._kwargs

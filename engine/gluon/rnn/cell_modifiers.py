@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import ndarray as nd
-from ...ndarray.ndarray import NDArray
-from .rnn_cell import HybridRecurrentCell, RecurrentCell, _context_of
-from .sequence import mask_invalid, reverse_valid, split_steps
+from .rnn_cell import HybridRecurrentCell, RecurrentCell, _context_of, begin_state_func
+from .sequence import mask_invalid, ops_for, reverse_valid, split_steps, symbolic
 
 
 class _StackMixin:
@@ -47,7 +46,8 @@ class _StackMixin:
         _, _, batch_size = split_steps(length, inputs, layout, None)
         if begin_state is None:
             with _context_of(inputs):
-                begin_state = self.begin_state(batch_size=batch_size, func=nd.zeros)
+                begin_state = self.begin_state(batch_size=batch_size,
+                                               func=begin_state_func(inputs))
         cells = list(self._children.values())
         position, next_states = 0, []
         for i, cell in enumerate(cells):
@@ -116,15 +116,17 @@ class DropoutCell(HybridRecurrentCell):
 
     def hybrid_forward(self, F: Any, inputs: Any, states: Any) -> Any:  # noqa: N803
         if self._rate > 0:
-            inputs = F.Dropout(inputs, p=self._rate, axes=self._axes)
+            name = {"name": f"t{self._counter}_fwd"} if symbolic(inputs) else {}
+            inputs = F.Dropout(inputs, p=self._rate, axes=self._axes, **name)
         return inputs, states
 
     def unroll(self, length: int, inputs: Any, begin_state: Any = None, layout: str = "NTC",
                merge_outputs: bool | None = None, valid_length: Any = None) -> tuple[Any, Any]:
         self.reset()
         merged, _, _ = split_steps(length, inputs, layout, merge_outputs)
-        if isinstance(merged, NDArray):  # one dropout over the whole sequence
-            return self.hybrid_forward(nd, merged, begin_state if begin_state else [])
+        if not isinstance(merged, list):  # one dropout over the whole sequence
+            return self.hybrid_forward(ops_for(merged), merged,
+                                       begin_state if begin_state else [])
         return super().unroll(length, inputs, begin_state, layout, merge_outputs, valid_length)
 
 
@@ -160,7 +162,7 @@ class ModifierCell(HybridRecurrentCell):
 
     def forward(self, inputs: Any, states: Any) -> Any:
         self._counter += 1
-        return self.hybrid_forward(nd, inputs, states)
+        return self.hybrid_forward(ops_for(inputs), inputs, states)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_cell!r})"
@@ -220,6 +222,8 @@ class ResidualCell(ModifierCell):
 
     def hybrid_forward(self, F: Any, inputs: Any, states: Any) -> Any:  # noqa: N803
         output, states = self.base_cell(inputs, states)
+        if symbolic(inputs):
+            return F.elemwise_add(output, inputs, name=f"t{self._counter}_fwd"), states
         return output + inputs, states
 
     def unroll(self, length: int, inputs: Any, begin_state: Any = None, layout: str = "NTC",
@@ -231,20 +235,35 @@ class ResidualCell(ModifierCell):
                                                     merge_outputs, valid_length)
         finally:
             self.base_cell._modified = True
-        merge = isinstance(outputs, NDArray) if merge_outputs is None else merge_outputs
+        merge = not isinstance(outputs, list) if merge_outputs is None else merge_outputs
         inputs, axis, _ = split_steps(length, inputs, layout, merge)
         if valid_length is not None:
+            _no_valid_length_on_symbols(inputs)
             stacked = inputs if merge else nd.stack(*inputs, axis=axis)
             masked = mask_invalid(stacked, valid_length, axis)
             inputs = masked if merge else split_steps(length, masked, layout, False)[0]
+        if symbolic(inputs):  # MXNet's operator (and name) on graphs: elemwise_add
+            from ... import symbol
+
+            if merge:
+                return symbol.elemwise_add(outputs, inputs), states
+            return [symbol.elemwise_add(o, i) for o, i in zip(outputs, inputs, strict=True)], \
+                states
         if merge:
             return outputs + inputs, states
         return [o + i for o, i in zip(outputs, inputs, strict=True)], states
 
 
+def _no_valid_length_on_symbols(inputs: Any) -> None:
+    if symbolic(inputs):
+        raise NotImplementedError("unroll with valid_length on Symbols is not supported; "
+                                  "unroll NDArrays")
+
+
 def _reverse_steps(steps: list[Any], valid_length: Any) -> list[Any]:
     if valid_length is None:
         return list(reversed(steps))
+    _no_valid_length_on_symbols(steps)
     flipped = reverse_valid(nd.stack(*steps, axis=0), valid_length)
     return [flipped[i] for i in range(len(steps))]
 
@@ -284,8 +303,10 @@ class BidirectionalCell(HybridRecurrentCell):
         reversed_steps = _reverse_steps(steps, valid_length)
         if begin_state is None:
             with _context_of(steps):
-                begin_state = self.begin_state(batch_size=batch_size, func=nd.zeros)
+                begin_state = self.begin_state(batch_size=batch_size,
+                                               func=begin_state_func(steps))
         l_cell, r_cell = self._children.values()
+        F = ops_for(steps)  # noqa: N806 - MXNet's name for nd or symbol
         n_left = len(l_cell.state_info(batch_size))
         l_outputs, l_states = l_cell.unroll(length, steps, begin_state[:n_left], layout,
                                             merge_outputs, valid_length)
@@ -293,16 +314,19 @@ class BidirectionalCell(HybridRecurrentCell):
                                             layout, False, valid_length)
         r_outputs = _reverse_steps(list(r_outputs), valid_length)
         if merge_outputs is None:
-            merge_outputs = isinstance(l_outputs, NDArray)
+            merge_outputs = not isinstance(l_outputs, list)
             l_outputs = split_steps(None, l_outputs, layout, merge_outputs)[0]
             r_outputs = split_steps(None, r_outputs, layout, merge_outputs)[0]
+        graph = symbolic(steps)
         if merge_outputs:
-            if not isinstance(r_outputs, NDArray):
-                r_outputs = nd.stack(*r_outputs, axis=axis)
-            outputs: Any = nd.concat(l_outputs, r_outputs, dim=2)
+            if isinstance(r_outputs, list):
+                r_outputs = F.stack(*r_outputs, axis=axis)
+            name = {"name": f"{self._output_prefix}out"} if graph else {}
+            outputs: Any = F.concat(l_outputs, r_outputs, dim=2, **name)
         else:
-            outputs = [nd.concat(lo, ro, dim=1)
-                       for lo, ro in zip(l_outputs, r_outputs, strict=True)]
+            outputs = [F.concat(lo, ro, dim=1,
+                                **({"name": f"{self._output_prefix}t{i}"} if graph else {}))
+                       for i, (lo, ro) in enumerate(zip(l_outputs, r_outputs, strict=True))]
         if valid_length is not None:
             stacked = outputs if merge_outputs else nd.stack(*outputs, axis=axis)
             outputs = mask_invalid(stacked, valid_length, axis)

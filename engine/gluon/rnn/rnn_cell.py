@@ -17,19 +17,58 @@ from typing import Any
 from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
 from ..block import Block, HybridBlock
-from .sequence import last_valid, mask_invalid, split_steps
+from .sequence import last_valid, mask_invalid, ops_for, split_steps, symbolic
 
 
-def _activate(F: Any, x: Any, activation: Any) -> Any:  # noqa: N803
+def _activate(F: Any, x: Any, activation: Any, **name: Any) -> Any:  # noqa: N803
     if isinstance(activation, str):
         named = {"tanh": F.tanh, "relu": F.relu, "sigmoid": F.sigmoid,
                  "softsign": F.softsign}.get(activation)
-        return named(x) if named else F.Activation(x, act_type=activation)
+        return named(x, **name) if named else F.Activation(x, act_type=activation, **name)
+    if name and type(activation).__name__ == "LeakyReLU":  # MXNet names this one on graphs
+        return F.LeakyReLU(x, act_type="leaky", slope=activation._alpha, **name)
     return activation(x)  # a Block such as nn.LeakyReLU, or any callable
 
 
+class _Names:
+    """MXNet's operator names for one step of a cell on Symbols (``t0_i2h``, ``t0_out``):
+    ``names("out")`` is ``{"name": "t0_out"}`` there and nothing on NDArrays."""
+
+    def __init__(self, F: Any, counter: int) -> None:  # noqa: N803
+        self.graph = getattr(F, "__name__", "") == "engine.symbol"
+        self.prefix = f"t{counter}_"
+
+    def __call__(self, suffix: str) -> dict[str, str]:
+        return {"name": self.prefix + suffix} if self.graph else {}
+
+
+def _add(F: Any, a: Any, b: Any, name: dict[str, str]) -> Any:  # noqa: N803
+    return F.elemwise_add(a, b, **name) if name else a + b
+
+
+def _mul(F: Any, a: Any, b: Any, name: dict[str, str]) -> Any:  # noqa: N803
+    return F.elemwise_mul(a, b, **name) if name else a * b
+
+
+class _NoContext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
 def _context_of(inputs: Any) -> Any:
+    """The context to make begin states in (none for Symbols)."""
+    if symbolic(inputs):
+        return _NoContext()
     return inputs.context if isinstance(inputs, NDArray) else inputs[0].context
+
+
+def begin_state_func(inputs: Any) -> Any:
+    """What makes begin states for ``inputs``: ``nd.zeros``, or ``symbol.zeros`` with an
+    unknown batch size that the graph's shape inference fills in."""
+    return ops_for(inputs).zeros
 
 
 class RecurrentCell(Block):
@@ -74,7 +113,8 @@ class RecurrentCell(Block):
         steps, axis, batch_size = split_steps(length, inputs, layout, False)
         if begin_state is None:
             with _context_of(steps):
-                begin_state = self.begin_state(batch_size=batch_size, func=nd.zeros)
+                begin_state = self.begin_state(batch_size=batch_size,
+                                               func=begin_state_func(steps))
         states = begin_state
         outputs, all_states = [], []
         for i in range(length):
@@ -83,6 +123,9 @@ class RecurrentCell(Block):
             if valid_length is not None:
                 all_states.append(states)
         if valid_length is not None:
+            if symbolic(steps):
+                raise NotImplementedError("unroll with valid_length on Symbols is not "
+                                          "supported; unroll NDArrays")
             states = [last_valid(nd.stack(*step_states), valid_length)
                       for step_states in zip(*all_states, strict=True)]
             outputs = mask_invalid(nd.stack(*outputs, axis=axis), valid_length, axis)
@@ -135,8 +178,9 @@ class _GatedCell(HybridRecurrentCell):
     def _projections(self, F: Any, x: Any, h: Any, i2h_weight: Any, h2h_weight: Any,  # noqa: N803
                      i2h_bias: Any, h2h_bias: Any) -> tuple[Any, Any]:
         rows = self._gates * self._hidden_size
-        i2h = F.FullyConnected(x, i2h_weight, i2h_bias, num_hidden=rows)
-        h2h = F.FullyConnected(h, h2h_weight, h2h_bias, num_hidden=rows)
+        names = _Names(F, self._counter)
+        i2h = F.FullyConnected(x, i2h_weight, i2h_bias, num_hidden=rows, **names("i2h"))
+        h2h = F.FullyConnected(h, h2h_weight, h2h_bias, num_hidden=rows, **names("h2h"))
         return i2h, h2h
 
     def __repr__(self) -> str:
@@ -146,31 +190,55 @@ class _GatedCell(HybridRecurrentCell):
         return f"{type(self).__name__}({mapping}{extra})"
 
 
-def rnn_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any) -> Any:  # noqa: N803
-    out = _activate(F, i2h + h2h, activation)
+# The steps below compute the same on NDArrays and Symbols; on Symbols each operator gets
+# the name MXNet gives it (``names``), so graphs list MXNet's outputs (``rnn_t0_out_output``)
+def rnn_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any,  # noqa: N803
+             names: _Names) -> Any:
+    out = _activate(F, _add(F, i2h, h2h, names("plus0")), activation, **names("out"))
     return out, [out]
 
 
-def lstm_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any = "tanh",  # noqa: N803
-              recurrent_activation: Any = "sigmoid") -> Any:
-    in_gate, forget_gate, in_transform, out_gate = F.split(i2h + h2h, num_outputs=4, axis=1)
-    in_gate = _activate(F, in_gate, recurrent_activation)
-    forget_gate = _activate(F, forget_gate, recurrent_activation)
-    in_transform = _activate(F, in_transform, activation)
-    out_gate = _activate(F, out_gate, recurrent_activation)
-    next_c = forget_gate * states[1] + in_gate * in_transform
-    next_h = out_gate * _activate(F, next_c, activation)
+def lstm_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any,  # noqa: N803
+              recurrent_activation: Any, names: _Names) -> Any:
+    gates = _add(F, i2h, h2h, names("plus0"))
+    if names.graph:
+        in_gate, forget_gate, in_transform, out_gate = F.SliceChannel(
+            gates, num_outputs=4, **names("slice"))
+    else:
+        in_gate, forget_gate, in_transform, out_gate = F.split(gates, num_outputs=4, axis=1)
+    in_gate = _activate(F, in_gate, recurrent_activation, **names("i"))
+    forget_gate = _activate(F, forget_gate, recurrent_activation, **names("f"))
+    in_transform = _activate(F, in_transform, activation, **names("c"))
+    out_gate = _activate(F, out_gate, recurrent_activation, **names("o"))
+    next_c = _add(F, _mul(F, forget_gate, states[1], names("mul0")),
+                  _mul(F, in_gate, in_transform, names("mul1")), names("state"))
+    squashed = F.Activation(next_c, act_type=activation, **names("activation0")) \
+        if names.graph and isinstance(activation, str) else _activate(F, next_c, activation)
+    next_h = _mul(F, out_gate, squashed, names("out"))
     return next_h, [next_h, next_c]
 
 
-def gru_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any = "tanh",  # noqa: N803
-             recurrent_activation: Any = "sigmoid") -> Any:
-    i2h_r, i2h_z, i2h_n = F.split(i2h, num_outputs=3, axis=1)
-    h2h_r, h2h_z, h2h_n = F.split(h2h, num_outputs=3, axis=1)
-    reset_gate = _activate(F, i2h_r + h2h_r, recurrent_activation)
-    update_gate = _activate(F, i2h_z + h2h_z, recurrent_activation)
-    candidate = _activate(F, i2h_n + reset_gate * h2h_n, activation)
-    next_h = (1 - update_gate) * candidate + update_gate * states[0]
+def gru_step(F: Any, i2h: Any, h2h: Any, states: list[Any], activation: Any,  # noqa: N803
+             recurrent_activation: Any, names: _Names) -> Any:
+    if names.graph:
+        i2h_r, i2h_z, i2h_n = F.SliceChannel(i2h, num_outputs=3, **names("i2h_slice"))
+        h2h_r, h2h_z, h2h_n = F.SliceChannel(h2h, num_outputs=3, **names("h2h_slice"))
+    else:
+        i2h_r, i2h_z, i2h_n = F.split(i2h, num_outputs=3, axis=1)
+        h2h_r, h2h_z, h2h_n = F.split(h2h, num_outputs=3, axis=1)
+    reset_gate = _activate(F, _add(F, i2h_r, h2h_r, names("plus0")), recurrent_activation,
+                           **names("r_act"))
+    update_gate = _activate(F, _add(F, i2h_z, h2h_z, names("plus1")), recurrent_activation,
+                            **names("z_act"))
+    candidate = _activate(F, _add(F, i2h_n, _mul(F, reset_gate, h2h_n, names("mul0")),
+                                  names("plus2")), activation, **names("h_act"))
+    if names.graph:
+        keep = F.elemwise_sub(F.ones_like(update_gate, **names("ones_like0")), update_gate,
+                              **names("minus0"))
+    else:
+        keep = 1 - update_gate
+    next_h = _add(F, _mul(F, keep, candidate, names("mul1")),
+                  _mul(F, update_gate, states[0], names("mul20")), names("out"))
     return next_h, [next_h]
 
 
@@ -193,7 +261,7 @@ class RNNCell(_GatedCell):
     def hybrid_forward(self, F: Any, x: Any, states: Any, i2h_weight: Any, h2h_weight: Any,  # noqa: N803
                        i2h_bias: Any, h2h_bias: Any) -> Any:
         i2h, h2h = self._projections(F, x, states[0], i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        return rnn_step(F, i2h, h2h, states, self._activation)
+        return rnn_step(F, i2h, h2h, states, self._activation, _Names(F, self._counter))
 
 
 class _RecurrentGatedCell(_GatedCell):
@@ -222,7 +290,8 @@ class LSTMCell(_RecurrentGatedCell):
     def hybrid_forward(self, F: Any, x: Any, states: Any, i2h_weight: Any, h2h_weight: Any,  # noqa: N803
                        i2h_bias: Any, h2h_bias: Any) -> Any:
         i2h, h2h = self._projections(F, x, states[0], i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        return lstm_step(F, i2h, h2h, states, self._activation, self._recurrent_activation)
+        return lstm_step(F, i2h, h2h, states, self._activation, self._recurrent_activation,
+                         _Names(F, self._counter))
 
 
 class GRUCell(_RecurrentGatedCell):
@@ -236,4 +305,5 @@ class GRUCell(_RecurrentGatedCell):
     def hybrid_forward(self, F: Any, x: Any, states: Any, i2h_weight: Any, h2h_weight: Any,  # noqa: N803
                        i2h_bias: Any, h2h_bias: Any) -> Any:
         i2h, h2h = self._projections(F, x, states[0], i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        return gru_step(F, i2h, h2h, states, self._activation, self._recurrent_activation)
+        return gru_step(F, i2h, h2h, states, self._activation, self._recurrent_activation,
+                        _Names(F, self._counter))

@@ -21,15 +21,35 @@ from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
 
 
+def symbolic(inputs: Any) -> bool:
+    """Whether a sequence (one array or a list of steps) is made of Symbols."""
+    from ..block import _is_symbol
+
+    first = inputs[0] if isinstance(inputs, (list, tuple)) and inputs else inputs
+    return _is_symbol(first)
+
+
+def ops_for(inputs: Any) -> Any:
+    """``engine.symbol`` for a symbolic sequence, ``engine.nd`` for arrays (MXNet's F)."""
+    if symbolic(inputs):
+        from ... import symbol
+
+        return symbol
+    return nd
+
+
 def split_steps(length: int | None, inputs: Any, layout: str, merge: bool | None,
                 in_layout: str | None = None) -> tuple[Any, int, int]:
     """Return ``inputs`` as a list of per-step arrays (``merge=False``), one array in
-    ``layout`` (``merge=True``), or as given (``None``); plus the time axis and batch size."""
+    ``layout`` (``merge=True``), or as given (``None``); plus the time axis and batch size
+    (0 for Symbols, whose batch size the graph's shape inference finds)."""
     if inputs is None:
         raise AssertionError("unroll(inputs=None) is not supported: pass the input arrays")
     axis = layout.find("T")
     batch_axis = layout.find("N")
     in_axis = in_layout.find("T") if in_layout is not None else axis
+    if symbolic(inputs):
+        return _split_symbol_steps(length, inputs, axis, in_axis, merge)
     if isinstance(inputs, NDArray):
         batch_size = inputs.shape[batch_axis]
         if merge is False:
@@ -50,6 +70,30 @@ def split_steps(length: int | None, inputs: Any, layout: str, merge: bool | None
     if isinstance(inputs, NDArray) and axis != in_axis:
         inputs = nd.swapaxes(inputs, axis, in_axis)
     return inputs, axis, batch_size
+
+
+def _split_symbol_steps(length: int | None, inputs: Any, axis: int, in_axis: int,
+                        merge: bool | None) -> tuple[Any, int, int]:
+    from ... import symbol
+
+    if isinstance(inputs, (list, tuple)):
+        inputs = list(inputs)
+        if length is not None and len(inputs) != length:
+            raise AssertionError(f"unroll length {length} does not match {len(inputs)} inputs")
+        if merge is True:
+            return symbol.stack(*inputs, axis=axis), axis, 0
+        return inputs, axis, 0
+    if len(inputs.list_outputs()) != 1:
+        raise AssertionError("unroll doesn't allow grouped symbol as input. Please convert "
+                             "to list with list(inputs) first or let unroll handle splitting.")
+    if merge is False:
+        if length is None:
+            raise AssertionError("unrolling a Symbol sequence needs its length")
+        return list(symbol.split(inputs, axis=in_axis, num_outputs=length,
+                                 squeeze_axis=True)), axis, 0
+    if axis != in_axis:
+        inputs = symbol.swapaxes(inputs, dim1=axis, dim2=in_axis)
+    return inputs, axis, 0
 
 
 def _lengths(valid_length: Any) -> numpy.ndarray:

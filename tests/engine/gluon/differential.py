@@ -60,3 +60,35 @@ def compare(cases: dict[str, str], name: str, inputs: dict[str, np.ndarray], mxn
         np.testing.assert_allclose(ours[key], theirs[key], rtol=rtol, atol=atol,
                                    err_msg=f"{name}: {key}")
     return result, mxnet.json[name]
+
+
+# MXNet source for the cases: how a call failed, as a JSON value ("MXNetError" for any of
+# MXNet's errors and the engine's subclasses of it, else the Python error's name)
+ERROR_OF = """
+def error_of(fn):
+    try:
+        fn()
+    except Exception as err:
+        return 'MXNetError' if isinstance(err, mx.base.MXNetError) else type(err).__name__
+    return None
+"""
+
+
+def oracle_fixture(cases: dict[str, str], inputs: dict[str, np.ndarray]) -> Any:
+    """A module-scoped fixture running all ``cases`` in MXNet once:
+    ``mxnet = oracle_fixture(CASES, INPUTS)`` in a test module."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def mxnet() -> Any:
+        return oracle_results(cases, inputs)
+
+    return mxnet
+
+
+def assert_same_results(cases: dict[str, str], name: str, inputs: dict[str, np.ndarray],
+                        mxnet: Any, rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """``compare``, and every JSON value the case put in ``result`` equal to MXNet's."""
+    ours, theirs = compare(cases, name, inputs, mxnet, rtol, atol)
+    for key in theirs:
+        assert ours[key] == theirs[key], f"{name}: {key}"

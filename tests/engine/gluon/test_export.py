@@ -129,7 +129,7 @@ def test_features_of_an_imported_graph_compose_into_a_new_network_that_exports(t
     base(x)
     sym_file, params_file = base.export(str(tmp_path / "base"))
     internals = symbol.load(sym_file).get_internals()
-    hidden = [n for n in internals.list_outputs() if "_activation" in n][0]
+    hidden = [n for n in internals.list_outputs() if "_relu_fwd" in n][0]  # MXNet's name
     both = gluon.SymbolBlock([internals[hidden], symbol.load(sym_file)], symbol.var("data"))
     both.collect_params().load(params_file, ignore_extra=True)
     features, logits = both(x)

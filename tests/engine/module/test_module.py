@@ -289,6 +289,9 @@ def test_fit_with_a_monitor_logs_each_interval(caplog):
     with caplog.at_level(logging.INFO):
         mod.fit(train, num_epoch=1, monitor=mon, optimizer_params={"learning_rate": 0.1})
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Batch:")]
-    # batches 0 and 2 of 4 are monitored: fc's output, then its weight and bias
-    assert [line.split()[2] for line in lines] == ["fc_output", "fc_weight", "fc_bias"] * 2
-    assert [int(line.split()[1]) for line in lines] == [1, 1, 1, 3, 3, 3]
+    # batches 0 and 2 of 4 are monitored: fc's output, the gradients its backward sent to
+    # its three inputs (as MXNet reports them), then its weight and bias
+    per_batch = ["fc_output"] + [f"fc_backward_output{i}" for i in range(3)] + \
+        ["fc_weight", "fc_bias"]
+    assert [line.split()[2] for line in lines] == per_batch * 2
+    assert [int(line.split()[1]) for line in lines] == [1] * 6 + [3] * 6

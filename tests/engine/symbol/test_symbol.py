@@ -40,7 +40,8 @@ def test_infer_shape_fills_parameters_and_outputs():
     assert arg == [(2, 3), (5, 3), (5,), (1, 2, 8, 8), (4, 2, 3, 3), (4,), (4,), (4,)]
     assert out == [(2, 5), (1, 4, 5, 5), (2, 5)]
     assert aux == [(4,), (4,)]
-    assert _mixed_graph().infer_shape(data=(2, 3)) == (None, None, None)
+    with pytest.warns(UserWarning, match="Cannot decide shape"):  # as MXNet warns
+        assert _mixed_graph().infer_shape(data=(2, 3)) == (None, None, None)
     partial = _mixed_graph().infer_shape_partial(data=(2, 3))[0]
     assert partial[:3] == [(2, 3), (5, 3), (5,)] and partial[3] == ()  # unknown, as MXNet
     with pytest.raises(ValueError, match="not inputs"):
@@ -227,3 +228,11 @@ def test_variable_shapes_feed_infer_shape():
     assert arg == [(4, 6), (2, 6), (2,)] and out == [(4, 2)]
     types = net.infer_type(data=np.float32)
     assert types[0] == [np.float32] * 3 and types[1] == [np.float32]
+
+
+def test_attr_keys_mxnet_reserves_are_attributes_and_others_are_arguments():
+    x = mx.sym.var("x")
+    fc = mx.sym.FullyConnected(x, num_hidden=2, attr={"wd_mult": "0.1"}, name="fc")
+    assert fc.attr("__wd_mult__") == "0.1" and "wd_mult" not in fc.tojson().replace("__wd", "")
+    with pytest.raises(ValueError, match="unknown argument"):  # as MXNet refuses it
+        mx.sym.FullyConnected(x, num_hidden=2, attr={"foo": "1"})

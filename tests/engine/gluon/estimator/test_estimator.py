@@ -58,9 +58,14 @@ def _weights(est, ctx=None):
 
 
 class Recorder(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
-    def __init__(self, stop_at_step=None, stop_at_epoch=None):
+    """Records the events; ``stop_at_step`` ends the epoch at that step (batch_end True) and
+    training with it (epoch_end True), the way MXNet's StoppingHandler stops."""
+
+    def __init__(self, stop_at_step=None, stop_at_epoch=None, end_epoch_only=False):
         self.events = []
         self.stop_at_step, self.stop_at_epoch = stop_at_step, stop_at_epoch
+        self.end_epoch_only = end_epoch_only
+        self.stopped = False
 
     def train_begin(self, estimator, *args, **kwargs):
         self.events.append(("train_begin",))
@@ -77,12 +82,20 @@ class Recorder(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd)
         assert estimator.resume_position == (estimator.current_epoch,
                                              estimator.current_batch + 1)
         self.events.append(("batch_end", estimator.current_batch, estimator.global_step))
-        return estimator.global_step == self.stop_at_step
+        self.stopped = estimator.global_step == self.stop_at_step
+        return self.stopped
 
     def epoch_end(self, estimator, *args, **kwargs):
-        assert estimator.resume_position == (estimator.current_epoch + 1, 0)
+        # the next epoch, or into this one when a handler ended it early
+        interrupted = (estimator.current_epoch, estimator.current_batch + 1)
+        assert estimator.resume_position in ((estimator.current_epoch + 1, 0), interrupted)
+        if self.stopped:
+            assert estimator.resume_position == interrupted
         self.events.append(("epoch_end", estimator.current_epoch))
-        return estimator.current_epoch == self.stop_at_epoch
+        stop = estimator.current_epoch == self.stop_at_epoch or (
+            self.stopped and not self.end_epoch_only)
+        self.stopped = False
+        return stop
 
     def train_end(self, estimator, *args, **kwargs):
         self.events.append(("train_end",))
@@ -105,15 +118,18 @@ def test_events_come_in_order_with_epoch_batch_and_global_step():
     assert est.trainer.optimizer.num_update == 8
 
 
-def test_batch_end_returning_true_stops_at_once_and_epoch_end_stops_after_the_epoch():
+def test_batch_end_true_ends_the_epoch_and_epoch_end_true_ends_training_as_in_mxnet():
     est = _estimator()
-    rec = Recorder(stop_at_step=6)
-    est.fit(_loader(), epochs=5, event_handlers=[rec])
+    rec = Recorder(stop_at_step=6, end_epoch_only=True)  # epoch 1 ends after its 2nd batch
+    est.fit(_loader(), epochs=3, event_handlers=[rec])
     names = [e[0] for e in rec.events]
-    assert names.count("batch_end") == 6
-    assert names.count("epoch_end") == 1  # the interrupted epoch did not end
+    assert names.count("batch_end") == 4 + 2 + 4
+    assert names.count("epoch_end") == 3  # the interrupted epoch ends too
     assert names[-1] == "train_end"
-    assert est.trainer.optimizer.num_update == 6
+    assert est.trainer.optimizer.num_update == 10
+    rec = Recorder(stop_at_step=6)  # and training with it
+    _estimator().fit(_loader(), epochs=5, event_handlers=[rec])
+    assert [e[0] for e in rec.events].count("batch_end") == 6
     rec = Recorder(stop_at_epoch=1)
     _estimator().fit(_loader(), epochs=5, event_handlers=[rec])
     assert [e for e in rec.events if e[0] == "epoch_end"] == [("epoch_end", 0), ("epoch_end", 1)]
@@ -122,25 +138,23 @@ def test_batch_end_returning_true_stops_at_once_and_epoch_end_stops_after_the_ep
     assert [e[0] for e in rec.events].count("batch_end") == 5
     with pytest.raises(ValueError, match="epochs or batches"):
         _estimator().fit(_loader())
+    with pytest.raises(ValueError, match="epochs or batches"):
+        _estimator().fit(_loader(), epochs=1, batches=2)
+    with pytest.raises(ValueError, match="DataLoader"):  # as MXNet: no DataIter, no list
+        x, y = _data()
+        _estimator().fit(mx.io.NDArrayIter(x, y, batch_size=12), epochs=1)
 
 
-class EpochSpy:
-    """A loader wrapper recording set_epoch calls and how many batches were loaded."""
+class EpochSpy(gluon.data.DataLoader):
+    """A DataLoader recording set_epoch calls."""
 
-    def __init__(self, loader):
-        self.loader, self.epochs, self.loaded = loader, [], 0
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.epochs = []
 
     def set_epoch(self, epoch):
         self.epochs.append(epoch)
-        self.loader.set_epoch(epoch)
-
-    def __len__(self):
-        return len(self.loader)
-
-    def __iter__(self):
-        for batch in self.loader:
-            self.loaded += 1
-            yield batch
+        super().set_epoch(epoch)
 
 
 def test_resuming_mid_epoch_matches_an_uninterrupted_run(tmp_path):
@@ -157,7 +171,8 @@ def test_resuming_mid_epoch_matches_an_uninterrupted_run(tmp_path):
     resumed = _estimator(seed=99)  # different init: everything must come from the checkpoint
     resumed.net.load_parameters(str(tmp_path / "p.params"))
     resumed.trainer.load_states(str(tmp_path / "t.states"))
-    spy = EpochSpy(_loader(shuffle=True, seed=5))
+    x, y = _data()
+    spy = EpochSpy(gluon.data.ArrayDataset(x, y), batch_size=12, shuffle=True, seed=5)
     rec = Recorder()
     resumed.fit(spy, epochs=3, begin_epoch=1, begin_batch=2, event_handlers=[rec])
     assert spy.epochs == [1, 2]
@@ -182,10 +197,9 @@ def test_default_metrics_and_evaluate():
     assert values["validation accuracy"] == pytest.approx((pred == y).mean())
     assert values["validation softmaxcrossentropyloss"] > 0
     assert est.train_metrics[0].get()[1] > 0.3
-    named = _estimator(train_metrics=["acc", "ce"])
-    assert [m.name for m in named.train_metrics] == ["training accuracy", "training cross-entropy"]
-    with pytest.raises(ValueError, match="EvalMetric"):
-        _estimator(train_metrics=[3])
+    for bad in ("acc", ["acc", "ce"], [3]):  # as MXNet: metric objects only
+        with pytest.raises(ValueError, match="EvalMetric"):
+            _estimator(train_metrics=bad)
 
 
 def test_logging_handler_writes_epoch_lines_to_stdout_by_default(capsys):
@@ -194,7 +208,7 @@ def test_logging_handler_writes_epoch_lines_to_stdout_by_default(capsys):
                                                                 metrics=est.train_metrics)])
     messages = capsys.readouterr().out.splitlines()
     assert any(m.startswith("Training begin: using optimizer SGD") for m in messages)
-    assert any(m.startswith("[Epoch 0][Batch 1][Samples 24]") for m in messages)
+    assert any(m.startswith("[Epoch 0][Batch 2][Samples 36]") for m in messages)
     assert any(m.startswith("[Epoch 0] Finished in") and "training accuracy" in m
                for m in messages)
     assert any(m.startswith("Train finished") for m in messages)
@@ -220,8 +234,9 @@ def test_checkpoint_handler_keeps_the_last_files_and_resumes(tmp_path):
                                 epoch_period=None, max_checkpoints=2)
     est.fit(_loader(), epochs=2, event_handlers=[handler])
     files = sorted(os.listdir(tmp_path))
-    assert files == ["net-epoch1batch6.params", "net-epoch1batch6.states",
-                     "net-epoch1batch8.params", "net-epoch1batch8.states"]
+    # MXNet's names: the handler's epoch, and its 0-based count of batches over the run
+    assert files == ["net-epoch1batch5.params", "net-epoch1batch5.states",
+                     "net-epoch1batch7.params", "net-epoch1batch7.states"]
     resumed = _estimator(seed=7)
     resume = CheckpointHandler(str(tmp_path), model_prefix="net", epoch_period=None,
                                resume_from_checkpoint=True)
@@ -233,13 +248,14 @@ def test_checkpoint_handler_keeps_the_last_files_and_resumes(tmp_path):
 def test_save_best_and_early_stopping(tmp_path):
     est = _estimator()
     acc = est.val_metrics[0]
-    best = CheckpointHandler(str(tmp_path), monitor=acc, save_best=True)
+    with pytest.warns(UserWarning, match="`greater` operator"):  # 'auto' is max, as MXNet
+        best = CheckpointHandler(str(tmp_path), monitor=acc, save_best=True)
     assert best.mode == "max"
-    stopper = EarlyStoppingHandler(monitor=acc, patience=1)
+    stopper = EarlyStoppingHandler(monitor=acc, patience=1, mode="max")
     val = _loader()
     est.fit(_loader(), val_data=val, epochs=50, event_handlers=[best, stopper])
     assert os.path.exists(tmp_path / "model-best.params")
-    assert stopper.stopped_epoch is not None and est.current_epoch < 49
+    assert stopper.stop_training and est.current_epoch < 49
 
 
 def test_two_contexts_split_the_batch_and_match_one_context():
@@ -275,7 +291,8 @@ def test_without_a_context_an_initialized_net_trains_where_its_parameters_are():
     assert est.context == [mx.cpu(1)]
     est.fit(_loader(), epochs=1)
     assert net.weight.list_ctx() == [mx.cpu(1)]
-    fresh = Estimator(nn.Dense(3, in_units=6), gluon.loss.SoftmaxCrossEntropyLoss())
+    with pytest.warns(UserWarning, match="No trainer specified"):
+        fresh = Estimator(nn.Dense(3, in_units=6), gluon.loss.SoftmaxCrossEntropyLoss())
     assert fresh.context == ([mx.gpu(0)] if mx.num_gpus() else [mx.cpu()])
 
 

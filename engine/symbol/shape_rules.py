@@ -177,12 +177,29 @@ def _forward(node: Any, ins: list[Partial], n_outs: int) -> tuple[list[Partial],
                     for s in ins]
         try:
             filled, result = spec.infer(params, concrete)
-        except Exception:  # noqa: BLE001 - the stand-ins do not fit: nothing to say yet
-            return list(ins), [None] * n_outs
+        except Exception:  # noqa: BLE001 - the stand-ins do not fit: ask without them
+            return _forward_without_partial(node, ins, n_outs)
         runs.append((_aligned(filled, ins), _outputs(result, n_outs)))
     (ins_a, outs_a), (ins_b, outs_b) = runs
     return ([_common(a, b) for a, b in zip(ins_a, ins_b, strict=True)],
             [_common(a, b) for a, b in zip(outs_a, outs_b, strict=True)])
+
+
+def _forward_without_partial(node: Any, ins: list[Partial], n_outs: int
+                             ) -> tuple[list[Partial], list[Partial]]:
+    """The operator's rule with its partial inputs left for it to fill (a deferred weight
+    such as ``(4, 0, 1, 1)``: stand-in sizes may not fit where the real ones would, e.g. a
+    ``num_group`` that must divide them). With its data (first) input known, a failure is
+    the graph's; otherwise there is nothing to say yet. What the rule fills is checked
+    against the partial shapes by the caller's merge."""
+    if not ins or not known(ins[0]):
+        return list(ins), [None] * n_outs
+    given = [s if s is None or known(s) else None for s in ins]
+    try:
+        filled, result = node.spec.infer(node.params(), given)
+    except Exception as exc:  # noqa: BLE001 - an operator's check failed
+        raise RuleError(f"cannot infer shapes from inputs {ins}: {exc}") from None
+    return _aligned(filled, ins), _outputs(result, n_outs)
 
 
 def _aligned(filled: Any, ins: list[Partial]) -> list[Partial]:

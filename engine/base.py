@@ -22,6 +22,11 @@ class MXNetShapeError(MXNetError, ValueError):
     written against the engine's earlier, numpy-style errors keeps working."""
 
 
+class MXNetValueError(MXNetError, ValueError):
+    """An operator parameter is out of its range (``normal(0, -1)``). MXNet raises
+    MXNetError; it is also a ValueError, the Python error for a bad argument value."""
+
+
 integer_types = (int, numpy.integer)
 numeric_types = (float, int, numpy.generic)
 string_types = (str,)

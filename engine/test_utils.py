@@ -18,6 +18,7 @@ import numpy
 from . import random as _random
 from .context import Context, cpu, current_context
 from .ndarray import NDArray, array
+from .scopes import per_thread
 from .util import use_np  # noqa: F401 - MXNet's test_utils re-exports it
 
 __all__ = [
@@ -29,16 +30,14 @@ __all__ = [
     "use_np",
 ]
 
-_default_context: list[Context] = []
-
-
 def default_context() -> Context:
-    """The context tests run on (the current context unless one was set)."""
-    return _default_context[-1] if _default_context else current_context()
+    """The context tests run on: this thread's default context."""
+    return current_context()
 
 
 def set_default_context(ctx: Context) -> None:
-    _default_context[:] = [ctx]
+    """Make ``ctx`` this thread's default context (``Context.default_ctx``)."""
+    per_thread(Context, "default_ctx").set(ctx)
 
 
 def default_dtype() -> Any:

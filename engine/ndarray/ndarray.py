@@ -104,7 +104,8 @@ class NDArray:
 
     @property
     def T(self) -> NDArray:  # noqa: N802 - MXNet's name
-        return self.transpose()
+        # a new transposed array; an array of fewer than two axes is its own transpose
+        return self if self.ndim < 2 else self.transpose()
 
     @property
     def handle(self) -> int:
@@ -252,18 +253,15 @@ class NDArray:
         """Write into this array's buffer.
 
         Under ``autograd.record()`` an array that is part of the graph cannot be written
-        (its gradient would silently be wrong), so this raises MXNetError as MXNet does.
+        (its gradient would silently be wrong), and a part of an array cannot be assigned a
+        value that needs a gradient (the write would have to be recorded in place): both
+        raise MXNetError, as in MXNet. A whole-array assignment (``x[:] = y``) is a plain
+        copy there, not recorded.
         """
         from .shape_ops import raw_index
 
-        if _ag._state.recording and needs_grad(self):
-            from ..base import MXNetError
-
-            raise MXNetError(
-                "Assigning to NDArrays that are already in a computational graph will cause "
-                "undefined behavior when evaluating gradients. Please call backward first to "
-                "clear the graph or do this out side of a record section."
-            )
+        if _ag._state.recording:
+            check_inplace_write(self, value, whole=_is_whole(key))
         raw_key = raw_index(key)
         raw = as_raw(value, self)
         if getattr(raw, "ndim", 0) and raw.size == 1:
@@ -277,6 +275,33 @@ class NDArray:
 # The same slot descriptor under its public name: reading ``x.raw`` costs what a plain
 # attribute read costs (a property would add ~20 ns, paid per parameter in Trainer.step).
 NDArray.raw = NDArray._data  # type: ignore[misc]
+
+
+def _is_whole(key: Any) -> bool:
+    """Whether ``x[key] = v`` assigns the whole array (``x[:]``, ``x[...]``, ``x[None]``)."""
+    if key is None or key is Ellipsis:
+        return True
+    if isinstance(key, tuple) and len(key) == 1:
+        key = key[0]
+    return isinstance(key, slice) and key == slice(None)
+
+
+def check_inplace_write(target: NDArray, value: Any, whole: bool = False) -> None:
+    """Refuse, while recording, an in-place write MXNet refuses: into an array that is in
+    the graph, or (unless ``whole``) of a value that needs a gradient."""
+    from ..base import MXNetError
+
+    if needs_grad(target):
+        raise MXNetError(
+            "Assigning to NDArrays that are already in a computational graph will cause "
+            "undefined behavior when evaluating gradients. Please call backward first to "
+            "clear the graph or do this out side of a record section."
+        )
+    if not whole and isinstance(value, NDArray) and needs_grad(value):
+        raise MXNetError(
+            "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+            "autograd."
+        )
 
 
 def as_raw(value: Any, like: NDArray | None = None) -> Any:
@@ -349,14 +374,21 @@ def legacy_shape(out: Any, inputs: Sequence[NDArray] = (), keep_0d: bool = False
 
 def apply_op(
     out: Any, inputs: tuple[NDArray, ...], backward: BackwardRule, ctx: Context | None = None,
-    keep_0d: bool = False,
+    keep_0d: bool = False, view: bool = False,
 ) -> NDArray:
     """Wrap a raw result and, when recording, remember how to differentiate it.
 
     ``backward(g)`` receives the raw gradient of the output and returns one raw gradient
     (or None) per input, each of that input's shape. A 0-d result follows
     :func:`legacy_shape` (``keep_0d`` opts out, as indexing does under ``mx.np_shape()``).
+
+    As in MXNet, an operator's result is a new array: a raw result that is a view of an
+    input's buffer (numpy's reshape, transpose, slicing, broadcast_to) is copied, unless
+    ``view`` says this is one of the few results MXNet shares memory with its input
+    (``x.reshape()``, contiguous basic indexing, the ``inplace=True`` forms).
     """
+    if not view and getattr(out, "base", None) is not None:
+        out = _unaliased(out, inputs)
     if legacy_shape(out, inputs, keep_0d):
         out = out.reshape((1,))
         backward = _reshaped_rule(backward)
@@ -367,6 +399,15 @@ def apply_op(
                 result._node = _Node(inputs, backward)
                 break
     return result
+
+
+def _unaliased(out: Any, inputs: tuple[NDArray, ...]) -> Any:
+    """``out``, or a copy of it where it may share memory with an input's buffer."""
+    may_share = backend.array_module(out).may_share_memory
+    for arr in inputs:
+        if may_share(out, arr._data):
+            return out.copy()
+    return out
 
 
 def _reshaped_rule(backward: BackwardRule) -> BackwardRule:

@@ -14,16 +14,24 @@ from typing import Any
 import numpy
 
 from ..base import MXNetShapeError
-from .ndarray import NDArray, apply_op, as_raw, legacy_shape, needs_grad, unbroadcast
+from .ndarray import (
+    NDArray,
+    apply_op,
+    as_raw,
+    check_inplace_write,
+    legacy_shape,
+    needs_grad,
+    unbroadcast,
+)
 from .shape_ops import (
     broadcast_to,
-    expand_dims,
-    flatten,
+    expand_dims_method,
+    flatten_method,
     pick,
     repeat,
-    reshape,
+    reshape_view,
     split,
-    squeeze,
+    squeeze_method,
     swapaxes,
     take,
     tile,
@@ -167,8 +175,8 @@ def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]
 _UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]] = {
     "negative": (lambda x: -x, lambda g, x, o: -g),
     "abs": (lambda x: abs(x), lambda g, x, o: g * _xp(x).sign(x)),
-    "exp": (lambda x: _xp(x).exp(x), lambda g, x, o: g * o),
-    "log": (lambda x: _xp(x).log(x), lambda g, x, o: g / x),
+    "exp": (lambda x: _rounded_float32(_xp(x).exp, x), lambda g, x, o: g * o),
+    "log": (lambda x: _rounded_float32(_xp(x).log, x), lambda g, x, o: g / x),
     "log1p": (lambda x: _xp(x).log1p(x), lambda g, x, o: g / (1 + x)),
     "expm1": (lambda x: _xp(x).expm1(x), lambda g, x, o: g * (o + 1)),
     "sqrt": (lambda x: _xp(x).sqrt(x), lambda g, x, o: g / (2 * o)),
@@ -191,6 +199,15 @@ _UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]] =
     "ceil": (lambda x: _xp(x).ceil(x), lambda g, x, o: _xp(x).zeros_like(x)),
     "round": (lambda x: _xp(x).round(x), lambda g, x, o: _xp(x).zeros_like(x)),
 }
+
+
+def _rounded_float32(ufunc: Any, x: Any) -> Any:
+    """``ufunc(x)``; float32 data on the cpu is computed in float64 and rounded. numpy's
+    vectorized float32 exp and log are up to 2-3 units in the last place off the rounded
+    result (MXNet's libm functions are within 1), which MXNet's own tolerances notice."""
+    if x.dtype != numpy.float32 or not isinstance(x, numpy.ndarray):
+        return ufunc(x)
+    return ufunc(x, out=numpy.empty_like(x), dtype=numpy.float64, casting="unsafe")
 
 
 def _sigmoid(x: Any) -> Any:
@@ -407,7 +424,8 @@ def batch_dot(
 
 
 def stop_gradient(x: NDArray) -> NDArray:
-    return NDArray(x._data, x._ctx)
+    """A new array with ``x``'s values that autograd treats as a constant (``BlockGrad``)."""
+    return NDArray(x._data.copy(), x._ctx)
 
 
 # ------------------------------------------------------ NDArray operator table
@@ -419,9 +437,8 @@ def _inplace(name: str) -> Callable[[NDArray, Any], NDArray]:
     def op(self: NDArray, other: Any) -> NDArray:
         from .. import autograd
 
-        if autograd.is_recording() and needs_grad(self):
-            # Out-of-place under recording keeps the graph correct.
-            return binary(name, self, other)
+        if autograd.is_recording():  # x += y cannot be recorded in place, as in MXNet
+            check_inplace_write(self, other)
         result = forward(self._data, _raw_operand(other, self))
         self._data[...] = result
         return self
@@ -463,11 +480,11 @@ def _install_operators() -> None:
     cls.argmax = argmax
     cls.argmin = argmin
     cls.clip = lambda self, a_min=None, a_max=None: clip(self, a_min, a_max)
-    cls.reshape = reshape
+    cls.reshape = reshape_view
     cls.transpose = transpose
-    cls.expand_dims = expand_dims
-    cls.squeeze = squeeze
-    cls.flatten = flatten
+    cls.expand_dims = expand_dims_method
+    cls.squeeze = squeeze_method
+    cls.flatten = flatten_method
     cls.broadcast_to = broadcast_to
     cls.broadcast_like = lambda self, other: broadcast_to(self, other.shape)
     cls.tile = lambda self, reps: tile(self, reps)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import name as _name
 from ..name import NameManager, Prefix
 from .build import Group, Variable, _make_op, make_generic, var
 from .generic import generic_spec
@@ -81,7 +82,7 @@ CTCLoss = _operator("CTCLoss")
 def ctc_loss(*args: Any, name: str | None = None, attr: dict[str, str] | None = None,
              **kwargs: Any) -> Symbol:
     """MXNet's ``ctc_loss``: the ``CTCLoss`` operator, named ``ctc_loss<n>``."""
-    return _make_op("CTCLoss", args, kwargs, NameManager.current().get(name, "ctc_loss"), attr)
+    return _make_op("CTCLoss", args, kwargs, _name.current().get(name, "ctc_loss"), attr)
 elemwise_add = _operator("elemwise_add")
 elemwise_sub = _operator("elemwise_sub")
 elemwise_mul = _operator("elemwise_mul")

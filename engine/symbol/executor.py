@@ -68,7 +68,7 @@ class Executor:
                 array = self.arg_dict[name]
                 array.attach_grad(reqs[name])
                 if name in self.grad_dict:
-                    array._grad = self.grad_dict[name].raw
+                    array._grad = self.grad_dict[name]  # backward writes the caller's array
                 self.grad_dict[name] = array.grad
         self.outputs: list[NDArray] = []
         self._monitor: Any = None

@@ -177,7 +177,37 @@ def color_normalize(src: Any, mean: Any, std: Any = None) -> Any:
     return src
 
 
+# isort: split
+from . import image  # noqa: E402 - mx.image.image, MXNet's module of the same API
+from .augmenters import (  # noqa: E402 - they use the functions above
+    Augmenter,
+    BrightnessJitterAug,
+    CastAug,
+    CenterCropAug,
+    ColorJitterAug,
+    ColorNormalizeAug,
+    ContrastJitterAug,
+    CreateAugmenter,
+    ForceResizeAug,
+    HorizontalFlipAug,
+    HueJitterAug,
+    LightingAug,
+    RandomCropAug,
+    RandomGrayAug,
+    RandomOrderAug,
+    RandomSizedCropAug,
+    ResizeAug,
+    SaturationJitterAug,
+    SequentialAug,
+)
+from .image_iter import ImageIter  # noqa: E402
+
 __all__ = [
+    "Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "ColorJitterAug",
+    "ColorNormalizeAug", "ContrastJitterAug", "CreateAugmenter", "ForceResizeAug",
+    "HorizontalFlipAug", "HueJitterAug", "ImageIter", "LightingAug", "RandomCropAug",
+    "RandomGrayAug", "RandomOrderAug", "RandomSizedCropAug", "ResizeAug",
+    "SaturationJitterAug", "SequentialAug", "image",
     "ImageDecodeError", "ImageNotFoundError", "center_crop", "color_normalize", "decode",
     "decode_bgr", "encode", "encode_bgr", "fixed_crop", "imdecode", "imencode", "imread",
     "imresize", "random_crop", "random_size_crop", "resize_short", "scale_down",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy
 
 from ..base import MXNetShapeError
+from ..util import is_np_array
 from .ndarray import (
     NDArray,
     apply_op,
@@ -162,7 +163,9 @@ def _scalar_binary(name: str, lhs: Any, rhs: Any) -> Any:
 
 def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]:
     def op(self: NDArray, other: Any) -> NDArray:
-        out = fn(self._data, _raw_operand(other, self)).astype(self._data.dtype)
+        out = fn(self._data, _raw_operand(other, self))
+        if not is_np_array():  # mx.np arrays compare to bools; legacy ones to 0/1 values
+            out = out.astype(self._data.dtype)
         # recorded with zero gradients, as MXNet's comparison operators are
         inputs = (self, other) if isinstance(other, NDArray) else (self,)
         return apply_op(out, inputs, lambda g: tuple(

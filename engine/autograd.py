@@ -159,7 +159,10 @@ def depth_first_postorder(roots: list[Any], parents: Callable[[Any], Iterable[An
 
 
 def _recorded_inputs(arr: NDArray) -> list[NDArray]:
-    return [p for p in arr._node.inputs if p._node is not None]  # type: ignore[union-attr]
+    # An input whose own graph an earlier backward freed is a constant here, as in MXNet
+    # (``b = b + 1`` after ``backward()`` starts a new graph); only a freed head is an error.
+    return [p for p in arr._node.inputs  # type: ignore[union-attr]
+            if p._node is not None and p._node.backward is not None]
 
 
 def _topological_order(heads: list[NDArray]) -> list[NDArray]:

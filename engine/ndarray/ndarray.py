@@ -143,7 +143,9 @@ class NDArray:
         src = self._data
         return apply_op(src.astype(dtype), (self,), lambda g: (g.astype(src.dtype),), self._ctx)
 
-    def copy(self) -> NDArray:
+    def copy(self, order: str = "C") -> NDArray:
+        if order != "C":
+            raise NotImplementedError(f"copy(order={order!r}): only C order is supported")
         return NDArray(self._data.copy(), self._ctx)
 
     def copyto(self, other: NDArray | Context) -> NDArray:
@@ -206,11 +208,26 @@ class NDArray:
 
     # ------------------------------------------------------------------- display
     def __repr__(self) -> str:
+        if _util.is_np_array():  # mx.np's numpy-like form: array([...]) (float32 implied)
+            text = repr(self.asnumpy()).replace(", dtype=float32)", ")")
+            return text if self._ctx.device_type == "cpu" else f"{text} @{self._ctx}"
         shape = "x".join(str(s) for s in self.shape)
         return f"\n{self.asnumpy()}\n<NDArray {shape} @{self._ctx}>"
 
     def __str__(self) -> str:
+        if _util.is_np_array():
+            text = str(self.asnumpy())
+            return text if self._ctx.device_type == "cpu" else f"{text} @{self._ctx}"
         return self.__repr__()
+
+    def __format__(self, spec: str) -> str:
+        # a 0-d array formats as its number; larger ones only without a format spec
+        if self.ndim == 0:
+            return format(self.asscalar(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} for an NDArray of shape "
+                            f"{self.shape}")
+        return str(self)
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -263,6 +280,8 @@ class NDArray:
         if _ag._state.recording:
             check_inplace_write(self, value, whole=_is_whole(key))
         raw_key = raw_index(key)
+        if isinstance(value, (list, tuple)):
+            value = numpy.asarray(value)
         raw = as_raw(value, self)
         if getattr(raw, "ndim", 0) and raw.size == 1:
             # numpy 2 refuses a 1-element array where a scalar goes; MXNet broadcasts it

@@ -22,6 +22,7 @@ from .ndarray import (
     check_inplace_write,
     legacy_shape,
     needs_grad,
+    shape_rules,
     unbroadcast,
 )
 from .shape_ops import (
@@ -200,7 +201,9 @@ _UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]] =
     "sign": (lambda x: _xp(x).sign(x), lambda g, x, o: _xp(x).zeros_like(x)),
     "floor": (lambda x: _xp(x).floor(x), lambda g, x, o: _xp(x).zeros_like(x)),
     "ceil": (lambda x: _xp(x).ceil(x), lambda g, x, o: _xp(x).zeros_like(x)),
-    "round": (lambda x: _xp(x).round(x), lambda g, x, o: _xp(x).zeros_like(x)),
+    # MXNet's round takes halves away from zero (numpy's goes to even)
+    "round": (lambda x: (_xp(x).sign(x) * _xp(x).floor(abs(x) + 0.5)).astype(x.dtype),
+              lambda g, x, o: _xp(x).zeros_like(x)),
 }
 
 
@@ -294,15 +297,21 @@ def reduce_sum(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bo
     return result
 
 
-def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
+def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+                dtype: Any = None):
     axes = _axes(axis, x.ndim, exclude)
     acc = numpy.float32 if x._data.dtype == numpy.float16 else None
+    out_dtype = numpy.dtype(dtype) if dtype is not None else x._data.dtype
+    if dtype is None and out_dtype.kind in "iub" and (
+            is_np_array() or shape_rules.numpy_front_end):
+        out_dtype = numpy.dtype(numpy.float32)  # mx.np: the mean of integers is a float
+        acc = numpy.float64
     out = x._data.mean(axis=axes, keepdims=keepdims, dtype=acc)
     shape = x.shape
     count = x.size if axes is None else int(numpy.prod([shape[a] for a in axes]))
     xp = x.xp
     result = apply_op(
-        xp.asarray(out, dtype=x._data.dtype), (x,),
+        xp.asarray(out, dtype=out_dtype), (x,),
         lambda g: (xp.broadcast_to(_expand_back(g, shape, axes) / count, shape),),
     )
     if result._node is not None:

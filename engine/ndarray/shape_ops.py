@@ -252,8 +252,8 @@ def swapaxes(x: NDArray, dim1: int, dim2: int) -> NDArray:
 
 
 def raw_index(key: Any) -> Any:
-    if isinstance(key, NDArray):
-        return key._data.astype(numpy.int64)
+    if isinstance(key, NDArray):  # a boolean array is a mask, anything else indices
+        return key._data if key._data.dtype == bool else key._data.astype(numpy.int64)
     if isinstance(key, tuple):
         return tuple(raw_index(k) for k in key)
     return key
@@ -264,6 +264,10 @@ def _is_basic(key: Any) -> bool:
     return all(
         isinstance(k, (int, numpy.integer, slice)) or k is None or k is Ellipsis for k in keys
     )
+
+
+def _is_mask(key: Any) -> bool:
+    return getattr(key, "dtype", None) == numpy.bool_
 
 
 def _all_integers(key: Any, ndim: int) -> bool:
@@ -297,6 +301,8 @@ def getitem(x: NDArray, key: Any, view: bool = True) -> NDArray:
         full = xp.zeros_like(data)
         if basic:
             full[key] = g.reshape(full[key].shape)
+        elif _is_mask(key):  # a mask picks each element at most once
+            full[key] = g
         else:
             xp.add.at(full, key, g)
         return (full,)

@@ -191,6 +191,9 @@ def moveaxis(tensor: NDArray, source: Any, destination: Any, **_: Any) -> NDArra
     dst = _axes_in_range(destination, tensor.ndim, "destination")
     if len(src) != len(dst):
         raise ValueError(f"moveaxis: {len(src)} source axes but {len(dst)} destinations")
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"moveaxis: repeated axis in source {source} or destination "
+                         f"{destination}")
     order = [a for a in range(tensor.ndim) if a not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)

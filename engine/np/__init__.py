@@ -58,15 +58,26 @@ def array(object: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -
 asarray = array
 
 
-def zeros(shape: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:
+def _c_order(order: str) -> None:
+    if order != "C":
+        raise NotImplementedError(f"order={order!r}: arrays are stored in C order only")
+
+
+def zeros(shape: Any, dtype: Any = None, order: str = "C", ctx: Any = None,
+          device: Any = None) -> ndarray:
+    _c_order(order)
     return _nd.zeros(shape, ctx=ctx or device, dtype=dtype)
 
 
-def ones(shape: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:
+def ones(shape: Any, dtype: Any = None, order: str = "C", ctx: Any = None,
+         device: Any = None) -> ndarray:
+    _c_order(order)
     return _nd.ones(shape, ctx=ctx or device, dtype=dtype)
 
 
-def empty(shape: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:
+def empty(shape: Any, dtype: Any = None, order: str = "C", ctx: Any = None,
+          device: Any = None) -> ndarray:
+    _c_order(order)
     return _nd.zeros(shape, ctx=ctx or device, dtype=dtype)
 
 
@@ -98,8 +109,13 @@ def sum(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:  # noq
 
 
 @_zero_dim
-def mean(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:
-    return _nd.mean(a, axis, keepdims)
+def mean(a: ndarray, axis: Any = None, dtype: Any = None, out: ndarray | None = None,
+         keepdims: bool = False) -> ndarray:
+    """Mean over ``axis``; integer and bool arrays give float32 (mx.np's rule)."""
+    from ..ndarray.ndarray import write_out
+    from ..ndarray.ops import reduce_mean
+
+    return write_out(reduce_mean(a, axis, keepdims, dtype=dtype), out)
 
 
 @_zero_dim

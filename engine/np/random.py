@@ -109,7 +109,13 @@ def choice(a: Any, size: Any = None, replace: bool = True, p: Any = None, ctx: A
 
 def multinomial(n: int, pvals: Any, size: Any = None, **_: Any) -> NDArray:
     """Counts of ``n`` draws over categories of probabilities ``pvals`` (int64)."""
-    values = _random.generator().multinomial(n, _parameter(pvals), size)
+    probs = _numpy.asarray(_parameter(pvals), _numpy.float64)
+    # float32 probabilities may sum to a hair over 1, which numpy refuses
+    if not probs.size:  # no categories: nothing to count
+        shape = () if size is None else (size,) if isinstance(size, int) else tuple(size)
+        return _deliver(_numpy.zeros(shape + probs.shape), "int64", None)
+    probs = probs / probs.sum(axis=-1, keepdims=True)
+    values = _random.generator().multinomial(n, probs, size)
     return _deliver(values, "int64", None)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from .. import image
 from .. import ndarray as _nd
 from .. import util as _util
+from ..context import cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401 - as MXNet
 from ..ndarray import nn_ops, ops
 from ..ndarray.conv_ops import convolution, pooling
 from ..ndarray.ndarray import NDArray

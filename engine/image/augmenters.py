@@ -106,23 +106,23 @@ class RandomOrderAug(SequentialAug):
         return super().__call__(src)
 
 
-class ResizeAug(Augmenter):
-    """Resize so the shorter edge is ``size``."""
+class _Sized(Augmenter):
+    """An augmenter of one ``size`` and an interpolation method (resizes and crops)."""
 
-    def __init__(self, size: int, interp: int = 2) -> None:
+    def __init__(self, size: Any, interp: int = 2) -> None:
         super().__init__(size=size, interp=interp)
         self.size, self.interp = size, interp
+
+
+class ResizeAug(_Sized):
+    """Resize so the shorter edge is ``size``."""
 
     def __call__(self, src: NDArray) -> NDArray:
         return resize_short(src, self.size, self.interp)
 
 
-class ForceResizeAug(Augmenter):
+class ForceResizeAug(_Sized):
     """Resize to ``size`` (width, height), whatever the aspect ratio."""
-
-    def __init__(self, size: tuple[int, int], interp: int = 2) -> None:
-        super().__init__(size=size, interp=interp)
-        self.size, self.interp = size, interp
 
     def __call__(self, src: NDArray) -> NDArray:
         w, h = self.size
@@ -130,12 +130,8 @@ class ForceResizeAug(Augmenter):
         return imresize(src, w, h, interp=method)
 
 
-class RandomCropAug(Augmenter):
+class RandomCropAug(_Sized):
     """A random ``size`` (width, height) crop."""
-
-    def __init__(self, size: tuple[int, int], interp: int = 2) -> None:
-        super().__init__(size=size, interp=interp)
-        self.size, self.interp = size, interp
 
     def __call__(self, src: NDArray) -> NDArray:
         return random_crop(src, self.size, self.interp)[0]
@@ -158,68 +154,70 @@ class RandomSizedCropAug(Augmenter):
         return random_size_crop(src, self.size, self.area, self.ratio, self.interp)[0]
 
 
-class CenterCropAug(Augmenter):
+class CenterCropAug(_Sized):
     """The central ``size`` (width, height) crop."""
-
-    def __init__(self, size: tuple[int, int], interp: int = 2) -> None:
-        super().__init__(size=size, interp=interp)
-        self.size, self.interp = size, interp
 
     def __call__(self, src: NDArray) -> NDArray:
         return center_crop(src, self.size, self.interp)[0]
 
 
-class BrightnessJitterAug(Augmenter):
+class _Jitter(Augmenter):
+    """A colour jitter of one strength, named ``knob`` (MXNet's argument and attribute)."""
+
+    knob = ""
+
+    def __init__(self, strength: float) -> None:
+        super().__init__(**{self.knob: strength})
+        setattr(self, self.knob, strength)
+        self.strength = strength
+
+    def _offset(self) -> float:
+        return _uniform(-self.strength, self.strength)
+
+
+class BrightnessJitterAug(_Jitter):
     """Scale the pixels by a random factor in ``1 ± brightness``."""
 
-    def __init__(self, brightness: float) -> None:
-        super().__init__(brightness=brightness)
-        self.brightness = brightness
+    knob = "brightness"
 
     def __call__(self, src: NDArray) -> NDArray:
-        src *= 1.0 + _uniform(-self.brightness, self.brightness)
+        src *= 1.0 + self._offset()
         return src
 
 
-class ContrastJitterAug(Augmenter):
+class ContrastJitterAug(_Jitter):
     """Blend with the image's mean luma by a random factor in ``1 ± contrast``."""
 
-    def __init__(self, contrast: float) -> None:
-        super().__init__(contrast=contrast)
-        self.contrast = contrast
+    knob = "contrast"
 
     def __call__(self, src: NDArray) -> NDArray:
-        alpha = 1.0 + _uniform(-self.contrast, self.contrast)
+        alpha = 1.0 + self._offset()
         luma = (src.asnumpy() * numpy.array(_LUMA, numpy.float32)).sum(axis=2).mean()
         src *= alpha
         src += float(luma * (1.0 - alpha))
         return src
 
 
-class SaturationJitterAug(Augmenter):
+class SaturationJitterAug(_Jitter):
     """Blend each pixel with its luma by a random factor in ``1 ± saturation``."""
 
-    def __init__(self, saturation: float) -> None:
-        super().__init__(saturation=saturation)
-        self.saturation = saturation
+    knob = "saturation"
 
     def __call__(self, src: NDArray) -> NDArray:
-        alpha = 1.0 + _uniform(-self.saturation, self.saturation)
+        alpha = 1.0 + self._offset()
         raw = src.asnumpy()
         luma = (raw * numpy.array(_LUMA, raw.dtype)).sum(axis=2, keepdims=True)
         src[:] = raw * alpha + luma * (1.0 - alpha)
         return src
 
 
-class HueJitterAug(Augmenter):
+class HueJitterAug(_Jitter):
     """Rotate the hue by a random angle in ``± hue`` half-turns (a linear map in YIQ)."""
 
-    def __init__(self, hue: float) -> None:
-        super().__init__(hue=hue)
-        self.hue = hue
+    knob = "hue"
 
     def __call__(self, src: NDArray) -> NDArray:
-        angle = _uniform(-self.hue, self.hue) * math.pi
+        angle = self._offset() * math.pi
         cos, sin = math.cos(angle), math.sin(angle)
         rotate = numpy.array([[1.0, 0.0, 0.0], [0.0, cos, -sin], [0.0, sin, cos]])
         transform = (_YIQ_TO_RGB @ rotate @ _RGB_TO_YIQ).T
@@ -276,30 +274,32 @@ def _as_array(value: Any) -> NDArray | None:
     return nd.array(value)
 
 
-class RandomGrayAug(Augmenter):
-    """With probability ``p``, every channel becomes the image's gray (3 channels kept)."""
+class _Sometimes(Augmenter):
+    """An augmenter applied with probability ``p`` (``_apply`` does the work)."""
 
     def __init__(self, p: float) -> None:
         super().__init__(p=p)
         self.p = p
 
     def __call__(self, src: NDArray) -> NDArray:
-        if not _happens(self.p):
-            return src
+        return self._apply(src) if _happens(self.p) else src
+
+    def _apply(self, src: NDArray) -> NDArray:
+        raise NotImplementedError
+
+
+class RandomGrayAug(_Sometimes):
+    """With probability ``p``, every channel becomes the image's gray (3 channels kept)."""
+
+    def _apply(self, src: NDArray) -> NDArray:
         raw = src.asnumpy()
         return NDArray(src.xp.asarray(raw @ _GRAY.astype(raw.dtype)), src.context)
 
 
-class HorizontalFlipAug(Augmenter):
+class HorizontalFlipAug(_Sometimes):
     """With probability ``p``, mirror the image left to right."""
 
-    def __init__(self, p: float) -> None:
-        super().__init__(p=p)
-        self.p = p
-
-    def __call__(self, src: NDArray) -> NDArray:
-        if not _happens(self.p):
-            return src
+    def _apply(self, src: NDArray) -> NDArray:
         return NDArray(src.raw[:, ::-1].copy(), src.context)
 
 

@@ -32,8 +32,9 @@ np.savetxt(label_csv, inputs['labels'], delimiter=',', fmt='%g')
 def epoch(it, prefix):
     pads = []
     for i, batch in enumerate(it):
-        outputs[f'{prefix}{i}.data'] = batch.data[0]
-        outputs[f'{prefix}{i}.label'] = batch.label[0]
+        # copied now: MXNet's C++ iterators reuse their batch arrays for the next batch
+        outputs[f'{prefix}{i}.data'] = batch.data[0].asnumpy()
+        outputs[f'{prefix}{i}.label'] = batch.label[0].asnumpy()
         pads.append(batch.pad)
     result[prefix + 'pads'] = pads
 """
@@ -45,8 +46,8 @@ it = mx.io.NDArrayIter(inputs['rows'][:3], inputs['labels'][:3], batch_size=7,
 batches = list(it)
 result['pads'] = [b.pad for b in batches]
 for i, b in enumerate(batches):
-    outputs[f'{i}.data'] = b.data[0]
-    outputs[f'{i}.label'] = b.label[0]
+    outputs[f'{i}.data'] = b.data[0].asnumpy()
+    outputs[f'{i}.label'] = b.label[0].asnumpy()
 """,
     "ndarrayiter_discard_batch_larger_than_data": """
 it = mx.io.NDArrayIter(inputs['rows'][:3], batch_size=7, last_batch_handle='discard')
@@ -56,7 +57,7 @@ result['batches'] = len(list(it))
 it = mx.io.NDArrayIter(inputs['rows'], inputs['labels'], batch_size=3)
 for e in range(2):
     for i, b in enumerate(it):
-        outputs[f'{e}.{i}'] = b.data[0]
+        outputs[f'{e}.{i}'] = b.data[0].asnumpy()
         result[f'{e}.{i}'] = b.pad
     it.reset()
 """,
@@ -86,8 +87,8 @@ epoch(it, '')
     "csviter_getters": WRITE_CSV + """
 it = mx.io.CSVIter(data_csv=data_csv, data_shape=(4,), label_csv=label_csv, batch_size=2)
 it.iter_next()
-outputs['data'] = it.getdata()
-outputs['label'] = it.getlabel()
+outputs['data'] = it.getdata().asnumpy()
+outputs['label'] = it.getlabel().asnumpy()
 result['pad'] = it.getpad()
 result['index'] = [int(i) for i in it.getindex()]
 """,
@@ -98,7 +99,7 @@ for dtype in ['int32', 'int64']:
     source = data_csv if dtype == 'int32' else big_csv
     it = mx.io.CSVIter(data_csv=source, data_shape=(4,), batch_size=3, dtype=dtype)
     batch = next(iter(it))
-    outputs[dtype] = batch.data[0]
+    outputs[dtype] = batch.data[0].asnumpy()
     result[dtype] = [np.dtype(batch.data[0].dtype).name, np.dtype(batch.label[0].dtype).name]
 """,
     "csviter_refuses_a_wrong_row_shape_and_a_missing_file": WRITE_CSV + """
@@ -116,7 +117,7 @@ inner = mx.io.NDArrayIter(inputs['rows'], inputs['labels'], batch_size=2)
 it = mx.io.ResizeIter(inner, 5)
 for e in range(2):
     for i, b in enumerate(it):
-        outputs[f'{e}.{i}'] = b.data[0]
+        outputs[f'{e}.{i}'] = b.data[0].asnumpy()
     result[str(e)] = i + 1
     it.reset()
 """,
@@ -127,7 +128,7 @@ b = mx.io.NDArrayIter(inputs['rows'] * 10, inputs['labels'], batch_size=2, data_
 it = mx.io.PrefetchingIter([a, b])
 for i, batch in enumerate(it):
     for j, d in enumerate(batch.data):
-        outputs[f'{i}.{j}'] = d
+        outputs[f'{i}.{j}'] = d.asnumpy()
     result[str(i)] = batch.pad
 result['names'] = [d.name for d in it.provide_data + it.provide_label]
 it.reset()

@@ -169,6 +169,9 @@ MXNET_WRONG_GRADIENTS = ("polyval", "rot90", "std", "var")
 SNIPPET = f"""
 import numpy as onp
 from mxnet import np, npx
+result['types'] = {{name: onp.dtype(getattr(np, name)).name for name in dir(np)
+                   if isinstance(getattr(np, name), type) and (
+                       issubclass(getattr(np, name), onp.generic) or getattr(np, name) is bool)}}
 npx.set_np()
 for name, expr in {VALUES!r}.items():
     try:
@@ -251,3 +254,13 @@ def test_np_gradient_matches_mxnet(mxnet, np_mode, name: str, source: str) -> No
         np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
     else:
         np.testing.assert_allclose(got, mxnet["grad_" + name], rtol=1e-4, atol=1e-4)
+
+
+def test_np_dtype_names_are_mxnet_s(mxnet) -> None:
+    """``mx.np.bool``, ``mx.np.float32``, ... name the same numpy types as in MXNet."""
+    assert "bool" in mxnet.json["types"]
+    missing = sorted(set(mxnet.json["types"]) - set(dir(mx.np)))
+    assert not missing, f"mx.np lacks MXNet's type names {missing}"
+    ours = {name: np.dtype(getattr(mx.np, name)).name for name in mxnet.json["types"]}
+    assert ours == mxnet.json["types"]
+

@@ -56,37 +56,37 @@ class CSVIter(DataIter):
             raise MXNetError(f"CSVIter: batch_size must be positive, got {batch_size}")
         dtype = numpy.dtype(dtype)
         data_shape, label_shape = tuple(data_shape), tuple(label_shape)
-        self._data = _read_csv(data_csv, data_shape, dtype, "data")
+        self._rows = _read_csv(data_csv, data_shape, dtype, "data")
         if label_csv is None or label_csv == "NULL":
-            self._label = numpy.zeros((len(self._data), *label_shape), dtype)
+            self._labels = numpy.zeros((len(self._rows), *label_shape), dtype)
         else:
-            self._label = _read_csv(label_csv, label_shape, dtype, "label")
-            if len(self._label) != len(self._data):
-                raise MXNetError(f"CSVIter: {len(self._data)} data rows but "
-                                 f"{len(self._label)} label rows")
+            self._labels = _read_csv(label_csv, label_shape, dtype, "label")
+            if len(self._labels) != len(self._rows):
+                raise MXNetError(f"CSVIter: {len(self._rows)} data rows but "
+                                 f"{len(self._labels)} label rows")
         if label_shape == (1,):  # one label per row: a (batch,) label array
-            self._label = self._label.reshape(len(self._label))
+            self._labels = self._labels.reshape(len(self._labels))
         self.round_batch = round_batch
         self._names = (data_name, label_name)
         self._start = 0  # the row this epoch begins at (after rows an earlier pad used)
         self._cursor = 0
-        self._data_buffer = numpy.zeros((self.batch_size, *self._data.shape[1:]), dtype)
-        self._label_buffer = numpy.zeros((self.batch_size, *self._label.shape[1:]), dtype)
+        self._data_buffer = numpy.zeros((self.batch_size, *self._rows.shape[1:]), dtype)
+        self._label_buffer = numpy.zeros((self.batch_size, *self._labels.shape[1:]), dtype)
         self._batch: tuple[numpy.ndarray, numpy.ndarray, int, numpy.ndarray] | None = None
 
     @property
     def provide_data(self) -> list[DataDesc]:
-        return [DataDesc(self._names[0], self._data_buffer.shape, self._data.dtype.type)]
+        return [DataDesc(self._names[0], self._data_buffer.shape, self._rows.dtype.type)]
 
     @property
     def provide_label(self) -> list[DataDesc]:
-        return [DataDesc(self._names[1], self._label_buffer.shape, self._label.dtype.type)]
+        return [DataDesc(self._names[1], self._label_buffer.shape, self._labels.dtype.type)]
 
     def reset(self) -> None:
         self._cursor = self._start
 
     def iter_next(self) -> bool:
-        n, bs = len(self._data), self.batch_size
+        n, bs = len(self._rows), self.batch_size
         if self._cursor >= n:
             return False
         rows = numpy.arange(self._cursor, min(self._cursor + bs, n))
@@ -99,8 +99,8 @@ class CSVIter(DataIter):
         elif self._cursor >= n:
             self._start = 0
         # the buffers persist: without round_batch the unfilled rows keep the last batch's
-        self._data_buffer[: len(rows)] = self._data[rows]
-        self._label_buffer[: len(rows)] = self._label[rows]
+        self._data_buffer[: len(rows)] = self._rows[rows]
+        self._label_buffer[: len(rows)] = self._labels[rows]
         self._batch = (self._data_buffer.copy(), self._label_buffer.copy(), pad,
                        rows.astype(numpy.uint64))
         return True

@@ -275,10 +275,11 @@ class NDArray:
         raise MXNetError, as in MXNet. A whole-array assignment (``x[:] = y``) is a plain
         copy there, not recorded.
         """
+        from .inplace import check_inplace_write, is_whole
         from .shape_ops import raw_index
 
         if _ag._state.recording:
-            check_inplace_write(self, value, whole=_is_whole(key))
+            check_inplace_write(self, value, whole=is_whole(key))
         raw_key = raw_index(key)
         if isinstance(value, (list, tuple)):
             value = numpy.asarray(value)
@@ -294,33 +295,6 @@ class NDArray:
 # The same slot descriptor under its public name: reading ``x.raw`` costs what a plain
 # attribute read costs (a property would add ~20 ns, paid per parameter in Trainer.step).
 NDArray.raw = NDArray._data  # type: ignore[misc]
-
-
-def _is_whole(key: Any) -> bool:
-    """Whether ``x[key] = v`` assigns the whole array (``x[:]``, ``x[...]``, ``x[None]``)."""
-    if key is None or key is Ellipsis:
-        return True
-    if isinstance(key, tuple) and len(key) == 1:
-        key = key[0]
-    return isinstance(key, slice) and key == slice(None)
-
-
-def check_inplace_write(target: NDArray, value: Any, whole: bool = False) -> None:
-    """Refuse, while recording, an in-place write MXNet refuses: into an array that is in
-    the graph, or (unless ``whole``) of a value that needs a gradient."""
-    from ..base import MXNetError
-
-    if needs_grad(target):
-        raise MXNetError(
-            "Assigning to NDArrays that are already in a computational graph will cause "
-            "undefined behavior when evaluating gradients. Please call backward first to "
-            "clear the graph or do this out side of a record section."
-        )
-    if not whole and isinstance(value, NDArray) and needs_grad(value):
-        raise MXNetError(
-            "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
-            "autograd."
-        )
 
 
 def as_raw(value: Any, like: NDArray | None = None) -> Any:

@@ -15,11 +15,11 @@ import numpy
 
 from ..base import MXNetShapeError
 from ..util import is_np_array
+from .inplace import check_inplace_write
 from .ndarray import (
     NDArray,
     apply_op,
     as_raw,
-    check_inplace_write,
     legacy_shape,
     needs_grad,
     shape_rules,

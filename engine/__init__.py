@@ -60,8 +60,18 @@ _LAZY = {
     "attribute": "engine.attribute",
     "mon": "engine.monitor",
     "monitor": "engine.monitor",
+    "context": "engine.context",
+    "ndarray": "engine.ndarray",
+    "numpy": "engine.np",
+    "numpy_extension": "engine.npx",
+    "rnd": "engine.random",
 }
-_LAZY_NAMES = {"AttrScope": ("engine.attribute", "AttrScope")}  # classes, not modules
+_LAZY_NAMES = {  # classes and functions, not modules
+    "AttrScope": ("engine.attribute", "AttrScope"),
+    **{name: ("engine.util", name) for name in (
+        "is_np_array", "is_np_shape", "np_array", "set_np_shape", "use_np", "use_np_array",
+        "use_np_shape")},
+}
 
 
 def np_shape(active: bool = True) -> Any:

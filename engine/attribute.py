@@ -1,8 +1,9 @@
 """``mx.AttrScope``: attributes attached to every symbol created inside a ``with`` block.
 
-Keys are stored in MXNet's double-underscore form (``ctx_group`` -> ``__ctx_group__``);
-``lr_mult``/``wd_mult`` set this way are read by Module's optimizer. Nested scopes merge,
-the inner value winning.
+Keys are kept as given; the ones MXNet hides (``ctx_group``, ``lr_mult``, ``wd_mult``, ...)
+reach a symbol in their double-underscore form (``__ctx_group__``), so ``lr_mult``/
+``wd_mult`` set this way are read by Module's optimizer. Nested scopes merge, the inner
+value winning.
 
 >>> import engine as mx
 >>> with mx.AttrScope(lr_mult='0.1'):
@@ -13,8 +14,13 @@ the inner value winning.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
+
+from .scopes import ThreadCurrent, per_thread
+
+# Attributes MXNet stores in their ``__key__`` form (and lists under both names).
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
+               "profiler_scope")
 
 
 def dunder(key: str) -> str:
@@ -22,48 +28,48 @@ def dunder(key: str) -> str:
     return key if key.startswith("__") and key.endswith("__") else f"__{key}__"
 
 
-class _State(threading.local):
-    def __init__(self) -> None:
-        self.current: AttrScope | None = None
+class AttrScope(metaclass=ThreadCurrent):
+    """Attributes (string values) for the symbols created in its ``with`` block.
 
+    ``AttrScope.current`` is this thread's scope (assignable, per thread, as in MXNet).
+    """
 
-_state = _State()
-
-
-class AttrScope:
-    """Attributes (string values) for the symbols created in its ``with`` block."""
+    current = ThreadCurrent.attribute("current", lambda: AttrScope())
 
     def __init__(self, **kwargs: Any) -> None:
         for value in kwargs.values():
             if not isinstance(value, str):
                 raise ValueError("Attributes need to be string")
-        self._attr = {dunder(k): v for k, v in kwargs.items()}
+        self._attr = dict(kwargs)  # as given; a symbol stores the hidden keys as __key__
         self._previous: AttrScope | None = None
 
     def get(self, attr: dict[str, str] | None) -> dict[str, str]:
-        """The scope's attributes updated with ``attr`` (the explicit ones win)."""
+        """The scope's attributes updated with ``attr`` (the explicit ones win), the
+        hidden keys (``lr_mult``, ``ctx_group``, ...) in their stored ``__key__`` form."""
         if not self._attr:
             return dict(attr or {})
-        merged = dict(self._attr)
+        merged = {dunder(k) if k in HIDDEN_KEYS else k: v for k, v in self._attr.items()}
         merged.update(attr or {})
         return merged
 
-    @staticmethod
-    def current() -> AttrScope:
-        if _state.current is None:
-            _state.current = AttrScope()
-        return _state.current
-
     def __enter__(self) -> AttrScope:
-        self._previous = AttrScope.current()
+        self._previous = _CURRENT.get()
         merged = dict(self._previous._attr)
         merged.update(self._attr)
         self._attr = merged
-        _state.current = self
+        _CURRENT.set(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _state.current = self._previous
+        _CURRENT.set(self._previous)
 
 
-__all__ = ["AttrScope", "dunder"]
+_CURRENT = per_thread(AttrScope, "current")
+
+
+def current() -> AttrScope:
+    """The attribute scope of this thread."""
+    return _CURRENT.get()  # type: ignore[no-any-return]
+
+
+__all__ = ["HIDDEN_KEYS", "AttrScope", "current", "dunder"]

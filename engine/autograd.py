@@ -164,9 +164,16 @@ def _recorded_inputs(arr: NDArray) -> list[NDArray]:
     return [p for p in arr._node.inputs if p._node is not None]  # type: ignore[union-attr]
 
 
-def _topological_order(heads: list[NDArray]) -> list[NDArray]:
+def _live_inputs(arr: NDArray) -> list[NDArray]:
+    # An input whose own graph an earlier backward freed is a constant here, as in MXNet
+    # (``b = b + 1`` after ``backward()`` starts a new graph); only a freed head is an error.
+    return [p for p in arr._node.inputs  # type: ignore[union-attr]
+            if p._node is not None and p._node.backward is not None]
+
+
+def _topological_order(heads: list[NDArray], inputs: Any = _recorded_inputs) -> list[NDArray]:
     """Arrays with a recorded node, inputs before outputs."""
-    return depth_first_postorder([h for h in heads if h._node is not None], _recorded_inputs)
+    return depth_first_postorder([h for h in heads if h._node is not None], inputs)
 
 
 def direct_grad_buffer(var: NDArray) -> Any:
@@ -216,7 +223,7 @@ def _run_backward(
     for head in heads:
         if head._node is None:
             leaves[id(head)] = (head, grads[id(head)])
-    order = _topological_order(heads)
+    order = _topological_order(heads, _live_inputs)
     if allow_direct:
         direct = _direct_targets(order)
         for head in heads:  # a head that is itself a variable is written by copy

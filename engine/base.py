@@ -44,6 +44,13 @@ class NotImplementedForSymbol(MXNetError):
 
 
 mx_real_t = numpy.float32  # MXNet's default real type
+
+
+class MXNetValueError(MXNetError, ValueError):
+    """An operator parameter is out of its range (``normal(0, -1)``). MXNet raises
+    MXNetError; it is also a ValueError, the Python error for a bad argument value."""
+
+
 integer_types = (int, numpy.integer)
 numeric_types = (float, int, numpy.generic)
 string_types = (str,)

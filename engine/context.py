@@ -10,18 +10,25 @@ cpu(0)
 
 from __future__ import annotations
 
-import threading
 from types import ModuleType
 
 from . import backend
+from .scopes import ThreadCurrent, per_thread
 
 _DEVICE_TYPES = ("cpu", "gpu", "cpu_pinned", "cpu_shared")
 
 
-class Context:
-    """A device: ``Context('cpu', 0)`` or ``Context('gpu', 1)``; also a ``with`` scope."""
+class Context(metaclass=ThreadCurrent):
+    """A device: ``Context('cpu', 0)`` or ``Context('gpu', 1)``; also a ``with`` scope.
+
+    ``Context.default_ctx`` is this thread's default context (assignable, per thread, as in
+    MXNet; :func:`current_context` reads it).
+    """
 
     __slots__ = ("device_type", "device_id", "_previous")
+    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}  # MXNet's codes
+    devstr2type = {name: code for code, name in devtype2str.items()}
+    default_ctx = ThreadCurrent.attribute("default_ctx", lambda: Context("cpu", 0))
 
     def __init__(self, device_type: str | Context, device_id: int = 0) -> None:
         if isinstance(device_type, Context):
@@ -35,6 +42,10 @@ class Context:
         self.device_type = "cpu" if device_type.startswith("cpu") else device_type
         self.device_id = int(device_id)
         self._previous: list[Context] = []
+
+    @property
+    def device_typeid(self) -> int:
+        return Context.devstr2type[self.device_type]
 
     @property
     def xp(self) -> ModuleType:
@@ -56,11 +67,11 @@ class Context:
 
     def __enter__(self) -> Context:
         self._previous.append(current_context())
-        _state.ctx = self
+        _DEFAULT.set(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _state.ctx = self._previous.pop()
+        _DEFAULT.set(self._previous.pop())
 
     def empty_cache(self) -> None:
         """Release cached device memory (a no-op on cpu)."""
@@ -68,11 +79,7 @@ class Context:
             backend.cupy.get_default_memory_pool().free_all_blocks()
 
 
-class _State(threading.local):
-    ctx: Context | None = None
-
-
-_state = _State()
+_DEFAULT = per_thread(Context, "default_ctx")
 
 
 def cpu(device_id: int = 0) -> Context:
@@ -94,9 +101,7 @@ def num_gpus() -> int:
 
 def current_context() -> Context:
     """The default context of this thread (``cpu(0)`` unless a ``with ctx:`` is active)."""
-    if _state.ctx is None:
-        _state.ctx = Context("cpu", 0)
-    return _state.ctx
+    return _DEFAULT.get()  # type: ignore[no-any-return]
 
 
 def device_of(ctx: Context | str | None) -> Context:

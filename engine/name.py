@@ -12,24 +12,20 @@ to every name made inside it, given or automatic, as MXNet 1.9 does.
 
 from __future__ import annotations
 
-import threading
+from .scopes import ThreadCurrent, per_thread
 
 
-class _State(threading.local):
-    def __init__(self) -> None:
-        self.current: NameManager | None = None
-
-
-_state = _State()
-
-
-class NameManager:
+class NameManager(metaclass=ThreadCurrent):
     """Numbers unnamed operators per type; a context manager scoping fresh counters.
 
+    ``NameManager.current`` is this thread's manager (assignable, per thread, as in MXNet).
+
     >>> with NameManager():
-    ...     NameManager.current().get(None, 'dot'), NameManager.current().get(None, 'dot')
+    ...     current().get(None, 'dot'), current().get(None, 'dot')
     ('dot0', 'dot1')
     """
+
+    current = ThreadCurrent.attribute("current", lambda: NameManager())
 
     def __init__(self) -> None:
         self._counter: dict[str, int] = {}
@@ -43,27 +39,28 @@ class NameManager:
         self._counter[hint] = count + 1
         return f"{hint}{count}"
 
-    @staticmethod
-    def current() -> NameManager:
-        """The manager naming symbols in this thread (one default per thread)."""
-        if _state.current is None:
-            _state.current = NameManager()
-        return _state.current
-
     def __enter__(self) -> NameManager:
-        self._previous = NameManager.current()
-        _state.current = self
+        self._previous = _CURRENT.get()
+        _CURRENT.set(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _state.current = self._previous
+        _CURRENT.set(self._previous)
+
+
+_CURRENT = per_thread(NameManager, "current")
+
+
+def current() -> NameManager:
+    """The manager naming symbols in this thread (one default per thread)."""
+    return _CURRENT.get()  # type: ignore[no-any-return]
 
 
 class Prefix(NameManager):
     """A :class:`NameManager` that puts ``prefix`` in front of every name it returns.
 
     >>> with Prefix('mynet_'):
-    ...     NameManager.current().get('fc', 'fullyconnected')
+    ...     current().get('fc', 'fullyconnected')
     'mynet_fc'
     """
 
@@ -74,7 +71,5 @@ class Prefix(NameManager):
     def get(self, name: str | None, hint: str) -> str:
         return self._prefix + super().get(name, hint)
 
-
-current = NameManager.current
 
 __all__ = ["NameManager", "Prefix", "current"]

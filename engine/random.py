@@ -28,11 +28,15 @@ _seed_value = 0
 
 
 def seed(seed_state: int, ctx: Any = "all") -> None:
-    """Seed every backend's generator (``ctx`` is accepted for MXNet compatibility)."""
+    """Seed every backend's generator (``ctx`` is accepted for MXNet compatibility).
+
+    Any integer is a seed, negative ones included; as in MXNet (which passes it on as a C
+    ``int``) only its low 32 bits count, so ``seed(-1)`` and ``seed(2**32 - 1)`` agree.
+    """
     global _numpy_rng, _cupy_rng, _seed_value
-    if not isinstance(seed_state, (int, numpy.integer)) or isinstance(seed_state, bool):
+    if not isinstance(seed_state, (int, numpy.integer)):
         raise ValueError(f"seed must be an integer, got {seed_state!r}")
-    _seed_value = int(seed_state)
+    _seed_value = int(seed_state) & 0xFFFFFFFF
     _numpy_rng = numpy.random.Generator(numpy.random.PCG64(_seed_value))
     _cupy_rng = None
 

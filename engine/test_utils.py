@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,14 @@ import numpy
 from . import random as _random
 from .context import Context, cpu, current_context
 from .ndarray import NDArray, array
+from .scopes import per_thread
+from .test_generators import (  # noqa: F401 - MXNet's test_utils has them
+    chi_square_check,
+    gen_buckets_probs_with_ppf,
+    mean_check,
+    var_check,
+    verify_generator,
+)
 from .util import use_np  # noqa: F401 - MXNet's test_utils re-exports it
 
 __all__ = [
@@ -26,19 +35,19 @@ __all__ = [
     "rand_shape_nd", "random_arrays", "same", "set_default_context", "assert_allclose",
     "assert_almost_equal_ignore_nan", "compare_ndarray_tuple", "compare_optimizer",
     "environment", "np_reduce", "random_sample", "random_uniform_arrays", "same_array",
-    "use_np",
+    "use_np", "chi_square_check", "check_gluon_hybridize_consistency", "collapse_sum_like",
+    "effective_dtype", "gen_buckets_probs_with_ppf", "is_op_runnable", "mean_check", "retry",
+    "var_check", "verify_generator",
 ]
 
-_default_context: list[Context] = []
-
-
 def default_context() -> Context:
-    """The context tests run on (the current context unless one was set)."""
-    return _default_context[-1] if _default_context else current_context()
+    """The context tests run on: this thread's default context."""
+    return current_context()
 
 
 def set_default_context(ctx: Context) -> None:
-    _default_context[:] = [ctx]
+    """Make ``ctx`` this thread's default context (``Context.default_ctx``)."""
+    per_thread(Context, "default_ctx").set(ctx)
 
 
 def default_dtype() -> Any:
@@ -123,9 +132,71 @@ def rand_shape_3d(dim0: int = 10, dim1: int = 10, dim2: int = 10) -> tuple[int, 
             int(rng.integers(1, dim2 + 1)))
 
 
-def rand_shape_nd(num_dim: int, dim: int = 10) -> tuple[int, ...]:
+def rand_shape_nd(num_dim: int, dim: int = 10, allow_zero_size: bool = False) -> tuple[int, ...]:
+    """A random shape of ``num_dim`` sizes up to ``dim`` (0 allowed with ``allow_zero_size``)."""
     rng = _random.generator()
-    return tuple(int(n) for n in rng.integers(1, dim + 1, size=num_dim))
+    low = 0 if allow_zero_size else 1
+    return tuple(int(n) for n in rng.integers(low, dim + 1, size=num_dim))
+
+
+def collapse_sum_like(a: numpy.ndarray, shape: tuple[int, ...]) -> numpy.ndarray:
+    """``a`` summed over the axes that ``shape`` broadcasts (the gradient of a broadcast)."""
+    from .ndarray.ndarray import unbroadcast
+
+    return unbroadcast(numpy.asarray(a), tuple(shape))
+
+
+def retry(n: int) -> Any:
+    """Decorator: run a stochastic test up to ``n`` times before letting it fail."""
+    def decorate(test: Any) -> Any:
+        @functools.wraps(test)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            for attempt in range(n):
+                try:
+                    return test(*args, **kwargs)
+                except AssertionError:
+                    if attempt == n - 1:
+                        raise
+            return None
+
+        return run
+
+    return decorate
+
+
+def is_op_runnable() -> bool:
+    """Whether operator tests can run here (always on the engine's devices)."""
+    return True
+
+
+def check_gluon_hybridize_consistency(net_builder: Any, data_l: list[Any],
+                                      numpy_func: Any = None, test_grad: bool = True,
+                                      rtol: float = 1e-4, atol: float = 1e-4) -> None:
+    """A HybridBlock gives the same outputs (and input gradients) hybridized as not, and
+    those of ``numpy_func`` when given."""
+    from . import autograd
+
+    results = []
+    for hybridize in (False, True):
+        net = net_builder()
+        net.initialize()
+        if hybridize:
+            net.hybridize()
+        inputs = [d.copy() for d in data_l]
+        for d in inputs:
+            d.attach_grad()
+        with autograd.record():
+            out = net(*inputs)
+        if test_grad:
+            out.backward()
+        results.append((out.asnumpy(), [d.grad.asnumpy() for d in inputs] if test_grad else []))
+    (plain, plain_grads), (hybrid, hybrid_grads) = results
+    assert_almost_equal(plain, hybrid, rtol=rtol, atol=atol)
+    for a, b in zip(plain_grads, hybrid_grads, strict=True):
+        assert_almost_equal(a, b, rtol=rtol, atol=atol)
+    if numpy_func is not None:
+        expected = numpy_func(*[d.asnumpy() for d in data_l])
+        assert_almost_equal(plain, expected, rtol=rtol, atol=atol)
 
 
 def random_arrays(*shapes: Any) -> Any:

@@ -33,25 +33,52 @@ __all__ = [
 
 class _Flags(threading.local):
     np_shape = False
-    np_array = False
     np_default_dtype = False
 
 
 _flags = _Flags()
+_global_np_shape = False  # set_np_shape(2): numpy shapes in every thread
 
 
-def set_np_shape(active: bool) -> bool:
-    """Turn numpy shape semantics on or off; returns the previous setting."""
-    previous, _flags.np_shape = _flags.np_shape, bool(active)
+class _NumpyArrayScope:
+    """This thread's numpy-array switch (MXNet's class of the same name): ``np_array()``
+    returns one as a ``with`` scope; ``_NumpyArrayScope._current.value`` is the active one."""
+
+    _current = threading.local()
+
+    def __init__(self, is_np_array: bool) -> None:
+        self._old_scope: _NumpyArrayScope | None = None
+        self._is_np_array = bool(is_np_array)
+
+    def __enter__(self) -> _NumpyArrayScope:
+        self._old_scope = getattr(_NumpyArrayScope._current, "value", None)
+        _NumpyArrayScope._current.value = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _NumpyArrayScope._current.value = self._old_scope
+
+
+def set_np_shape(active: bool | int) -> bool:
+    """Turn numpy shape semantics on or off in this thread; returns the previous setting.
+    ``2`` turns them on in every thread (MXNet's global switch); off turns both off."""
+    global _global_np_shape
+    previous = is_np_shape()
+    if active == 2:
+        _global_np_shape = True
+    elif not active:
+        _global_np_shape = False
+    _flags.np_shape = bool(active)
     return previous
 
 
 def is_np_shape() -> bool:
-    return _flags.np_shape
+    return _flags.np_shape or _global_np_shape
 
 
 def is_np_array() -> bool:
-    return _flags.np_array
+    scope = getattr(_NumpyArrayScope._current, "value", None)
+    return scope is not None and scope._is_np_array
 
 
 def is_np_default_dtype() -> bool:
@@ -61,26 +88,22 @@ def is_np_default_dtype() -> bool:
 @contextmanager
 def np_shape(active: bool = True) -> Iterator[None]:
     """A scope with numpy shape semantics on (or off)."""
-    previous = set_np_shape(active)
+    previous, _flags.np_shape = _flags.np_shape, bool(active)
     try:
         yield
     finally:
-        set_np_shape(previous)
+        _flags.np_shape = previous
 
 
-@contextmanager
-def np_array(active: bool = True) -> Iterator[None]:
+def np_array(active: bool = True) -> _NumpyArrayScope:
     """A scope with numpy array semantics on (or off)."""
-    previous, _flags.np_array = _flags.np_array, bool(active)
-    try:
-        yield
-    finally:
-        _flags.np_array = previous
+    return _NumpyArrayScope(active)
 
 
 def set_np(shape: bool = True, array: bool = True, dtype: bool = False) -> None:
     """Turn numpy semantics on (MXNet: ``npx.set_np``)."""
-    _flags.np_shape, _flags.np_array, _flags.np_default_dtype = bool(shape), bool(array), dtype
+    _flags.np_shape, _flags.np_default_dtype = bool(shape), dtype
+    _NumpyArrayScope._current.value = _NumpyArrayScope(array)
 
 
 def reset_np() -> None:

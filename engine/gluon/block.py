@@ -30,16 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import initializer as _init
+from .. import name as _name
 from .parameter import Parameter
 from .parameter_dict import ParameterDict, ParameterFileError, _brief, load_arrays, save_arrays
-
-
-class _NameCounter(threading.local):
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-
-
-_global_names = _NameCounter()
 
 
 class _BlockScope:
@@ -51,6 +44,7 @@ class _BlockScope:
         self._block = block
         self._counter: dict[str, int] = {}
         self._old_scope: _BlockScope | None = None
+        self._name_scope: _name.Prefix | None = None
 
     @staticmethod
     def create(prefix: str | None, params: ParameterDict | None,
@@ -58,9 +52,9 @@ class _BlockScope:
         current: _BlockScope | None = getattr(_BlockScope._current, "value", None)
         if current is None:
             if prefix is None:
-                count = _global_names.counts.get(hint, 0)
-                _global_names.counts[hint] = count + 1
-                prefix = f"{hint}{count}_"
+                # numbered by this thread's NameManager, as MXNet does (so a fresh
+                # ``with mx.name.NameManager():`` starts again from dense0_)
+                prefix = _name.current().get(None, hint) + "_"
             params = ParameterDict(prefix) if params is None else ParameterDict(
                 params.prefix, params)
             return prefix, params
@@ -80,11 +74,17 @@ class _BlockScope:
             return self
         self._old_scope = getattr(_BlockScope._current, "value", None)
         _BlockScope._current.value = self
+        # symbols made inside are named under the block's prefix, as in MXNet
+        self._name_scope = _name.Prefix(self._block.prefix)
+        self._name_scope.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._block._empty_prefix:
             return
+        if self._name_scope is not None:
+            self._name_scope.__exit__(*exc)
+            self._name_scope = None
         _BlockScope._current.value = self._old_scope
 
 

@@ -68,8 +68,9 @@ class Loss(HybridBlock):
     def _mean(self, loss: NDArray) -> NDArray:
         if _is_symbol(loss):
             return symbol.mean(loss, axis=self._batch_axis, exclude=True)
-        if loss.ndim <= 1:
-            return loss
+        if loss.ndim <= 1 and loss.dtype.__name__.startswith("float"):
+            return loss  # nothing to average; an integer loss still goes through mean(),
+            # which makes it float32 under mx.np's rules, as MXNet's np losses are
         return loss.mean(axis=self._batch_axis, exclude=True)
 
     def forward(self, pred: Any, label: Any, *args: Any, **kwargs: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy
 
 from .. import random as _random
+from ..base import MXNetError, MXNetValueError
 from ..context import cpu
 from ..ndarray.ndarray import NDArray
 from .codec import ImageDecodeError, decode, decode_bgr, encode, encode_bgr
@@ -50,8 +51,12 @@ def imdecode(buf: Any, flag: int = 1, to_rgb: int = 1, out: Any = None) -> NDArr
 def imread(filename: str | os.PathLike[str], flag: int = 1, to_rgb: int = 1,
            out: Any = None) -> NDArray:
     """Read and decode an image file (see :func:`imdecode`)."""
-    with open(filename, "rb") as f:
-        return imdecode(f.read(), flag, to_rgb)
+    try:
+        with open(filename, "rb") as f:
+            data = f.read()
+    except FileNotFoundError as err:
+        raise ImageNotFoundError(f"imread: no image file {os.fspath(filename)!r}") from err
+    return imdecode(data, flag, to_rgb)
 
 
 def imencode(img: Any, img_fmt: str = ".jpg", quality: int = 95) -> bytes:
@@ -59,9 +64,20 @@ def imencode(img: Any, img_fmt: str = ".jpg", quality: int = 95) -> bytes:
     return encode(_numpy(img), img_fmt, quality)
 
 
+class ImageNotFoundError(MXNetError, FileNotFoundError):
+    """``imread`` of a file that does not exist (MXNet raises MXNetError)."""
+
+
+# OpenCV's codes that MXNet's imresize passes through: 5 is OpenCV's bit-exact bilinear
+_RESIZE_CODES = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 1}
+
+
 def imresize(src: Any, w: int, h: int, interp: int = 1, out: Any = None) -> NDArray:
-    """Resize to width ``w`` and height ``h``."""
-    return _wrap(_resize(_numpy(src), w, h, _get_interp_method(interp)))
+    """Resize to width ``w`` and height ``h`` with interpolation ``interp`` (0 to 5; the
+    augmenters' 9 and 10 are resolved before they call this, as in MXNet)."""
+    if interp not in _RESIZE_CODES:
+        raise MXNetValueError(f"imresize: unknown interpolation method {interp}")
+    return _wrap(_resize(_numpy(src), w, h, _RESIZE_CODES[interp]))
 
 
 def scale_down(src_size: tuple[int, int], size: tuple[int, int]) -> tuple[int, int]:
@@ -87,9 +103,9 @@ def _get_interp_method(interp: int, sizes: tuple[int, int, int, int] | tuple[()]
         return 1
     if interp == 10:
         return int(_random.generator().integers(0, 5))
-    if interp not in (0, 1, 2, 3, 4):
-        raise ValueError(f"Unknown interp method {interp}")
-    return interp
+    if interp not in _RESIZE_CODES:
+        raise MXNetValueError(f"Unknown interp method {interp}")
+    return _RESIZE_CODES[interp]
 
 
 def resize_short(src: Any, size: int, interp: int = 2) -> NDArray:
@@ -161,8 +177,38 @@ def color_normalize(src: Any, mean: Any, std: Any = None) -> Any:
     return src
 
 
+# isort: split
+from . import image  # noqa: E402 - mx.image.image, MXNet's module of the same API
+from .augmenters import (  # noqa: E402 - they use the functions above
+    Augmenter,
+    BrightnessJitterAug,
+    CastAug,
+    CenterCropAug,
+    ColorJitterAug,
+    ColorNormalizeAug,
+    ContrastJitterAug,
+    CreateAugmenter,
+    ForceResizeAug,
+    HorizontalFlipAug,
+    HueJitterAug,
+    LightingAug,
+    RandomCropAug,
+    RandomGrayAug,
+    RandomOrderAug,
+    RandomSizedCropAug,
+    ResizeAug,
+    SaturationJitterAug,
+    SequentialAug,
+)
+from .image_iter import ImageIter  # noqa: E402
+
 __all__ = [
-    "ImageDecodeError", "center_crop", "color_normalize", "decode", "decode_bgr", "encode",
-    "encode_bgr", "fixed_crop", "imdecode", "imencode", "imread", "imresize", "random_crop",
-    "random_size_crop", "resize_short", "scale_down",
+    "Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "ColorJitterAug",
+    "ColorNormalizeAug", "ContrastJitterAug", "CreateAugmenter", "ForceResizeAug",
+    "HorizontalFlipAug", "HueJitterAug", "ImageIter", "LightingAug", "RandomCropAug",
+    "RandomGrayAug", "RandomOrderAug", "RandomSizedCropAug", "ResizeAug",
+    "SaturationJitterAug", "SequentialAug", "image",
+    "ImageDecodeError", "ImageNotFoundError", "center_crop", "color_normalize", "decode",
+    "decode_bgr", "encode", "encode_bgr", "fixed_crop", "imdecode", "imencode", "imread",
+    "imresize", "random_crop", "random_size_crop", "resize_short", "scale_down",
 ]

@@ -18,13 +18,15 @@ import numpy
 import simplejpeg
 from PIL import Image
 
+from ..base import MXNetError
+
 # A decoded image larger than this is refused (Pillow warns at 89 Mpx and we turn warnings
 # into errors elsewhere); an uploaded "image" announcing more is a decompression bomb.
 MAX_PIXELS = 178_956_970
 
 
-class ImageDecodeError(ValueError):
-    """The bytes are not an image Pillow can decode."""
+class ImageDecodeError(MXNetError, ValueError):
+    """The bytes are not an image Pillow can decode (MXNet raises MXNetError here)."""
 
 
 def _open(buf: bytes | bytearray | memoryview) -> Image.Image:

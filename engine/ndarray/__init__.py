@@ -167,7 +167,12 @@ def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
 from . import contrib, linalg, output_ops, sampler_ops  # noqa: E402
 from .cached_op import CachedOp  # noqa: E402
 from .contrib import isfinite, isinf, isnan  # noqa: E402
-from .fluent import accepting_out, install_methods, methods_accept_out  # noqa: E402
+from .fluent import (  # noqa: E402
+    accepting_out,
+    ignoring_unknown_keywords,
+    install_methods,
+    methods_accept_out,
+)
 from .im2col_ops import col2im, im2col  # noqa: E402
 from .interop import (  # noqa: E402
     amp_multicast,
@@ -414,6 +419,28 @@ __all__ = [
     "waitall", "where", "zeros", "zeros_like"
 ]
 
+# MXNet's operators without parameters (element-wise math, broadcast arithmetic, ...) accept
+# any keyword and ignore it, its operator registry having no parameters to parse it into:
+# nd.broadcast_maximum(a, b, axis=1) runs there, so it runs here.
+_PARAMETERLESS = (
+    "BlockGrad", "ElementWiseSum", "Flatten", "abs", "add_n", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctanh", "argmax_channel", "batch_take", "broadcast_add",
+    "broadcast_div", "broadcast_equal", "broadcast_greater", "broadcast_greater_equal",
+    "broadcast_hypot", "broadcast_lesser", "broadcast_lesser_equal", "broadcast_logical_and",
+    "broadcast_logical_or", "broadcast_logical_xor", "broadcast_maximum", "broadcast_minimum",
+    "broadcast_minus", "broadcast_mod", "broadcast_mul", "broadcast_not_equal",
+    "broadcast_plus", "broadcast_power", "broadcast_sub", "cbrt", "ceil", "cos", "cosh",
+    "degrees", "elemwise_add", "elemwise_div", "elemwise_mul", "elemwise_sub", "erf", "erfinv",
+    "exp", "expm1", "fill_element_0index", "fix", "flatten", "floor", "gamma", "gammaln",
+    "gather_nd", "identity", "khatri_rao", "linalg_det", "linalg_gelqf", "linalg_inverse",
+    "linalg_potrf", "linalg_potri", "linalg_slogdet", "linalg_sumlogdiag", "log", "log10",
+    "log1p", "log2", "logical_not", "make_loss", "negative", "ones_like", "radians", "rcbrt",
+    "reciprocal", "relu", "rint", "round", "rsqrt", "shape_array", "shuffle", "sigmoid",
+    "sign", "sin", "sinh", "size_array", "softmax_cross_entropy", "softsign", "sqrt",
+    "square", "stop_gradient", "tan", "tanh", "trunc", "where", "zeros_like",
+)
+for _name in _PARAMETERLESS:
+    globals()[_name] = ignoring_unknown_keywords(globals()[_name])
 # Every operator takes out= (MXNet's convention); creation, I/O and the random draws handle
 # it themselves or have no result to write.
 _NO_OUT = {"NDArray", "CachedOp", "array", "load", "load_frombuffer", "save", "waitall",

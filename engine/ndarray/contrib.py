@@ -17,7 +17,7 @@ from .ndarray import NDArray, as_raw
 from .shape_ops import getitem
 
 __all__ = ["arange_like", "boolean_mask", "div_sqrt_dim", "index_copy", "isfinite", "isinf",
-           "isnan"]
+           "isnan", "rand_zipfian"]
 
 
 def boolean_mask(data: NDArray, index: NDArray, axis: int = 0, **_: Any) -> NDArray:
@@ -48,3 +48,24 @@ def arange_like(data: NDArray, start: float = 0.0, step: float = 1.0, repeat: in
 def div_sqrt_dim(data: NDArray, **_: Any) -> NDArray:
     """``data / √(last dimension)``."""
     return data / math.sqrt(data.shape[-1])
+
+
+def rand_zipfian(true_classes: NDArray, num_sampled: int, range_max: int,
+                 ctx: Any = None) -> tuple[NDArray, NDArray, NDArray]:
+    """``num_sampled`` classes in [0, range_max) drawn with replacement from the log-uniform
+    (Zipfian) distribution ``P(c) = log((c + 2) / (c + 1)) / log(range_max + 1)``, and the
+    expected counts of ``true_classes`` and of the samples (float64), as MXNet's op."""
+    from .. import random as _random
+
+    log_range = math.log(range_max + 1)
+    draws = _random.generator().uniform(0.0, log_range, num_sampled)
+    samples = (numpy.exp(draws).astype(numpy.int64) - 1) % range_max
+
+    def expected(classes: numpy.ndarray) -> numpy.ndarray:
+        c = classes.astype(numpy.float64)
+        return numpy.log((c + 2.0) / (c + 1.0)) / log_range * num_sampled
+
+    ctx = ctx or true_classes.context
+    true = numpy.asarray(as_raw(true_classes.asnumpy()))
+    return (NDArray(ctx.xp.asarray(samples), ctx), NDArray(ctx.xp.asarray(expected(true)), ctx),
+            NDArray(ctx.xp.asarray(expected(samples)), ctx))

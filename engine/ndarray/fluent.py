@@ -43,6 +43,20 @@ def accepting_out(fn: Callable[..., Any]) -> Callable[..., Any]:
     return with_out
 
 
+def ignoring_unknown_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` that drops keywords it has no parameter for (``out=`` passes through)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn
+    known = set(params) | {"out"}
+
+    @functools.wraps(fn)
+    def tolerant(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **{k: v for k, v in kwargs.items() if k in known})
+
+    return tolerant
+
+
 def install_methods(functions: Mapping[str, Callable[..., Any]], names: Iterable[str],
                     replace: bool = False) -> None:
     """Make ``functions[name]`` a method of NDArray for each name (``self`` first)."""

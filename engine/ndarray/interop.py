@@ -41,6 +41,11 @@ def from_numpy(ndarray: Any, zero_copy: bool = True, array_cls: Any = None) -> N
         raise ValueError("from_numpy needs a C-contiguous numpy.ndarray")
     if not zero_copy:
         return NDArray(ndarray.copy())
+    if not ndarray.flags.writeable:
+        try:  # frozen by an earlier from_numpy: a view made now must still be writable
+            ndarray.flags.writeable = True
+        except ValueError:
+            pass  # a view of someone else's read-only memory stays read-only
     shared = ndarray.view()  # stays writable while the caller's array is frozen
     ndarray.flags.writeable = False
     return NDArray(shared)

@@ -88,7 +88,7 @@ _UNARY.update({
     "trunc": (lambda x: _xp(x).trunc(x), _zero),
     # fix == trunc (round toward zero, same dtype); numpy 2.5 deprecates numpy.fix
     "fix": (lambda x: _xp(x).trunc(x), _zero),
-    "rint": (lambda x: _xp(x).rint(x), _zero),
+    "rint": (lambda x: _round_half_down(x), _zero),
     "erf": (_erf, lambda g, x, o: g * 2 / math.sqrt(math.pi) * _xp(x).exp(-x * x)),
     "erfinv": (_erfinv, lambda g, x, o: g * math.sqrt(math.pi) / 2 * _xp(x).exp(o * o)),
     "gamma": (_gamma, lambda g, x, o: g * o * _digamma(x)),
@@ -102,6 +102,13 @@ _NEW_UNARY = (
     "degrees", "radians", "log2", "log10", "cbrt", "rcbrt", "trunc", "fix", "rint", "erf",
     "erfinv", "gamma", "gammaln", "identity", "logical_not",
 )
+
+
+def _round_half_down(x: Any) -> Any:
+    """MXNet's ``rint``: the nearest integer, halves going down (``rint(1.5) == 1``,
+    ``rint(-0.5) == -1``), unlike numpy's halves-to-even."""
+    low = _xp(x).floor(x)
+    return (low + (x - low > 0.5)).astype(x.dtype, copy=False)
 
 
 def _unary_fn(name: str) -> Callable[..., NDArray]:

@@ -104,7 +104,8 @@ class NDArray:
 
     @property
     def T(self) -> NDArray:  # noqa: N802 - MXNet's name
-        return self.transpose()
+        # a new transposed array; an array of fewer than two axes is its own transpose
+        return self if self.ndim < 2 else self.transpose()
 
     @property
     def handle(self) -> int:
@@ -142,7 +143,9 @@ class NDArray:
         src = self._data
         return apply_op(src.astype(dtype), (self,), lambda g: (g.astype(src.dtype),), self._ctx)
 
-    def copy(self) -> NDArray:
+    def copy(self, order: str = "C") -> NDArray:
+        if order != "C":
+            raise NotImplementedError(f"copy(order={order!r}): only C order is supported")
         return NDArray(self._data.copy(), self._ctx)
 
     def copyto(self, other: NDArray | Context) -> NDArray:
@@ -205,11 +208,26 @@ class NDArray:
 
     # ------------------------------------------------------------------- display
     def __repr__(self) -> str:
+        if _util.is_np_array():  # mx.np's numpy-like form: array([...]) (float32 implied)
+            text = repr(self.asnumpy()).replace(", dtype=float32)", ")")
+            return text if self._ctx.device_type == "cpu" else f"{text} @{self._ctx}"
         shape = "x".join(str(s) for s in self.shape)
         return f"\n{self.asnumpy()}\n<NDArray {shape} @{self._ctx}>"
 
     def __str__(self) -> str:
+        if _util.is_np_array():
+            text = str(self.asnumpy())
+            return text if self._ctx.device_type == "cpu" else f"{text} @{self._ctx}"
         return self.__repr__()
+
+    def __format__(self, spec: str) -> str:
+        # a 0-d array formats as its number; larger ones only without a format spec
+        if self.ndim == 0:
+            return format(self.asscalar(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} for an NDArray of shape "
+                            f"{self.shape}")
+        return str(self)
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -252,19 +270,19 @@ class NDArray:
         """Write into this array's buffer.
 
         Under ``autograd.record()`` an array that is part of the graph cannot be written
-        (its gradient would silently be wrong), so this raises MXNetError as MXNet does.
+        (its gradient would silently be wrong), and a part of an array cannot be assigned a
+        value that needs a gradient (the write would have to be recorded in place): both
+        raise MXNetError, as in MXNet. A whole-array assignment (``x[:] = y``) is a plain
+        copy there, not recorded.
         """
+        from .inplace import check_inplace_write, is_whole
         from .shape_ops import raw_index
 
-        if _ag._state.recording and needs_grad(self):
-            from ..base import MXNetError
-
-            raise MXNetError(
-                "Assigning to NDArrays that are already in a computational graph will cause "
-                "undefined behavior when evaluating gradients. Please call backward first to "
-                "clear the graph or do this out side of a record section."
-            )
+        if _ag._state.recording:
+            check_inplace_write(self, value, whole=is_whole(key))
         raw_key = raw_index(key)
+        if isinstance(value, (list, tuple)):
+            value = numpy.asarray(value)
         raw = as_raw(value, self)
         if getattr(raw, "ndim", 0) and raw.size == 1:
             # numpy 2 refuses a 1-element array where a scalar goes; MXNet broadcasts it
@@ -349,14 +367,21 @@ def legacy_shape(out: Any, inputs: Sequence[NDArray] = (), keep_0d: bool = False
 
 def apply_op(
     out: Any, inputs: tuple[NDArray, ...], backward: BackwardRule, ctx: Context | None = None,
-    keep_0d: bool = False,
+    keep_0d: bool = False, view: bool = False,
 ) -> NDArray:
     """Wrap a raw result and, when recording, remember how to differentiate it.
 
     ``backward(g)`` receives the raw gradient of the output and returns one raw gradient
     (or None) per input, each of that input's shape. A 0-d result follows
     :func:`legacy_shape` (``keep_0d`` opts out, as indexing does under ``mx.np_shape()``).
+
+    As in MXNet, an operator's result is a new array: a raw result that is a view of an
+    input's buffer (numpy's reshape, transpose, slicing, broadcast_to) is copied, unless
+    ``view`` says this is one of the few results MXNet shares memory with its input
+    (``x.reshape()``, contiguous basic indexing, the ``inplace=True`` forms).
     """
+    if not view and getattr(out, "base", None) is not None:
+        out = _unaliased(out, inputs)
     if legacy_shape(out, inputs, keep_0d):
         out = out.reshape((1,))
         backward = _reshaped_rule(backward)
@@ -367,6 +392,15 @@ def apply_op(
                 result._node = _Node(inputs, backward)
                 break
     return result
+
+
+def _unaliased(out: Any, inputs: tuple[NDArray, ...]) -> Any:
+    """``out``, or a copy of it where it may share memory with an input's buffer."""
+    may_share = backend.array_module(out).may_share_memory
+    for arr in inputs:
+        if may_share(out, arr._data):
+            return out.copy()
+    return out
 
 
 def _reshaped_rule(backward: BackwardRule) -> BackwardRule:

@@ -14,16 +14,26 @@ from typing import Any
 import numpy
 
 from ..base import MXNetShapeError
-from .ndarray import NDArray, apply_op, as_raw, legacy_shape, needs_grad, unbroadcast
+from ..util import is_np_array
+from .inplace import check_inplace_write
+from .ndarray import (
+    NDArray,
+    apply_op,
+    as_raw,
+    legacy_shape,
+    needs_grad,
+    shape_rules,
+    unbroadcast,
+)
 from .shape_ops import (
     broadcast_to,
-    expand_dims,
-    flatten,
+    expand_dims_method,
+    flatten_method,
     pick,
     repeat,
-    reshape,
+    reshape_view,
     split,
-    squeeze,
+    squeeze_method,
     swapaxes,
     take,
     tile,
@@ -154,7 +164,9 @@ def _scalar_binary(name: str, lhs: Any, rhs: Any) -> Any:
 
 def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]:
     def op(self: NDArray, other: Any) -> NDArray:
-        out = fn(self._data, _raw_operand(other, self)).astype(self._data.dtype)
+        out = fn(self._data, _raw_operand(other, self))
+        if not is_np_array():  # mx.np arrays compare to bools; legacy ones to 0/1 values
+            out = out.astype(self._data.dtype)
         # recorded with zero gradients, as MXNet's comparison operators are
         inputs = (self, other) if isinstance(other, NDArray) else (self,)
         return apply_op(out, inputs, lambda g: tuple(
@@ -167,8 +179,8 @@ def _compare(fn: Callable[[Any, Any], Any]) -> Callable[[NDArray, Any], NDArray]
 _UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]] = {
     "negative": (lambda x: -x, lambda g, x, o: -g),
     "abs": (lambda x: abs(x), lambda g, x, o: g * _xp(x).sign(x)),
-    "exp": (lambda x: _xp(x).exp(x), lambda g, x, o: g * o),
-    "log": (lambda x: _xp(x).log(x), lambda g, x, o: g / x),
+    "exp": (lambda x: _rounded_float32(_xp(x).exp, x), lambda g, x, o: g * o),
+    "log": (lambda x: _rounded_float32(_xp(x).log, x), lambda g, x, o: g / x),
     "log1p": (lambda x: _xp(x).log1p(x), lambda g, x, o: g / (1 + x)),
     "expm1": (lambda x: _xp(x).expm1(x), lambda g, x, o: g * (o + 1)),
     "sqrt": (lambda x: _xp(x).sqrt(x), lambda g, x, o: g / (2 * o)),
@@ -189,8 +201,19 @@ _UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]] =
     "sign": (lambda x: _xp(x).sign(x), lambda g, x, o: _xp(x).zeros_like(x)),
     "floor": (lambda x: _xp(x).floor(x), lambda g, x, o: _xp(x).zeros_like(x)),
     "ceil": (lambda x: _xp(x).ceil(x), lambda g, x, o: _xp(x).zeros_like(x)),
-    "round": (lambda x: _xp(x).round(x), lambda g, x, o: _xp(x).zeros_like(x)),
+    # MXNet's round takes halves away from zero (numpy's goes to even)
+    "round": (lambda x: (_xp(x).sign(x) * _xp(x).floor(abs(x) + 0.5)).astype(x.dtype),
+              lambda g, x, o: _xp(x).zeros_like(x)),
 }
+
+
+def _rounded_float32(ufunc: Any, x: Any) -> Any:
+    """``ufunc(x)``; float32 data on the cpu is computed in float64 and rounded. numpy's
+    vectorized float32 exp and log are up to 2-3 units in the last place off the rounded
+    result (MXNet's libm functions are within 1), which MXNet's own tolerances notice."""
+    if x.dtype != numpy.float32 or not isinstance(x, numpy.ndarray):
+        return ufunc(x)
+    return ufunc(x, out=numpy.empty_like(x), dtype=numpy.float64, casting="unsafe")
 
 
 def _sigmoid(x: Any) -> Any:
@@ -278,15 +301,21 @@ def reduce_sum(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bo
     return result
 
 
-def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False):
+def reduce_mean(x: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+                dtype: Any = None):
     axes = _axes(axis, x.ndim, exclude)
     acc = numpy.float32 if x._data.dtype == numpy.float16 else None
+    out_dtype = numpy.dtype(dtype) if dtype is not None else x._data.dtype
+    if dtype is None and out_dtype.kind in "iub" and (
+            is_np_array() or shape_rules.numpy_front_end):
+        out_dtype = numpy.dtype(numpy.float32)  # mx.np: the mean of integers is a float
+        acc = numpy.float64
     out = x._data.mean(axis=axes, keepdims=keepdims, dtype=acc)
     shape = x.shape
     count = x.size if axes is None else int(numpy.prod([shape[a] for a in axes]))
     xp = x.xp
     result = apply_op(
-        xp.asarray(out, dtype=x._data.dtype), (x,),
+        xp.asarray(out, dtype=out_dtype), (x,),
         lambda g: (xp.broadcast_to(_expand_back(g, shape, axes) / count, shape),),
     )
     if result._node is not None:
@@ -415,7 +444,8 @@ def batch_dot(
 
 
 def stop_gradient(x: NDArray) -> NDArray:
-    return NDArray(x._data, x._ctx)
+    """A new array with ``x``'s values that autograd treats as a constant (``BlockGrad``)."""
+    return NDArray(x._data.copy(), x._ctx)
 
 
 # ------------------------------------------------------ NDArray operator table
@@ -427,9 +457,8 @@ def _inplace(name: str) -> Callable[[NDArray, Any], NDArray]:
     def op(self: NDArray, other: Any) -> NDArray:
         from .. import autograd
 
-        if autograd.is_recording() and needs_grad(self):
-            # Out-of-place under recording keeps the graph correct.
-            return binary(name, self, other)
+        if autograd.is_recording():  # x += y cannot be recorded in place, as in MXNet
+            check_inplace_write(self, other)
         result = forward(self._data, _raw_operand(other, self))
         self._data[...] = result
         return self
@@ -471,11 +500,11 @@ def _install_operators() -> None:
     cls.argmax = argmax
     cls.argmin = argmin
     cls.clip = lambda self, a_min=None, a_max=None: clip(self, a_min, a_max)
-    cls.reshape = reshape
+    cls.reshape = reshape_view
     cls.transpose = transpose
-    cls.expand_dims = expand_dims
-    cls.squeeze = squeeze
-    cls.flatten = flatten
+    cls.expand_dims = expand_dims_method
+    cls.squeeze = squeeze_method
+    cls.flatten = flatten_method
     cls.broadcast_to = broadcast_to
     cls.broadcast_like = lambda self, other: broadcast_to(self, other.shape)
     cls.tile = lambda self, reps: tile(self, reps)

@@ -18,10 +18,13 @@ from typing import Any
 import numpy
 
 from .. import random as _random
-from ..base import numeric_types  # noqa: F401 - MXNet exports it here
+from ..base import (
+    MXNetValueError,
+    numeric_types,  # noqa: F401 - MXNet exports it here
+)
 from ..context import Context, current_context, device_of  # noqa: F401 - also exported
 from .creation import DEFAULT_DTYPE, _shape
-from .ndarray import NDArray, as_raw
+from .ndarray import NDArray, apply_op, as_raw
 
 __all__ = [
     "exponential", "exponential_like", "gamma", "gamma_like", "generalized_negative_binomial",
@@ -31,11 +34,37 @@ __all__ = [
 ]
 
 
+# MXNet's range checks on scalar distribution parameters (its sampling kernels fail on
+# them); parameters given as arrays are not checked, as in MXNet.
+_CHECKS: dict[str, list[tuple[int, str, Any]]] = {
+    "uniform": [(1, "high must be >= low", lambda a: a[1] >= a[0])],
+    "normal": [(1, "scale must be > 0", lambda a: a[1] > 0)],
+    "gamma": [(0, "alpha must be > 0", lambda a: a[0] > 0),
+              (1, "beta must be > 0", lambda a: a[1] > 0)],
+    "exponential": [(0, "scale must be > 0", lambda a: a[0] > 0)],
+    "poisson": [(0, "lam must be >= 0", lambda a: a[0] >= 0)],
+    "negative_binomial": [(0, "k must be a non-negative integer",
+                           lambda a: float(a[0]).is_integer() and a[0] >= 0),
+                          (1, "p must be in (0, 1]", lambda a: a[1] > 0)],
+    "generalized_negative_binomial": [(0, "mu must be >= 0", lambda a: a[0] >= 0),
+                                      (1, "alpha must be >= 0", lambda a: a[1] >= 0)],
+    "randint": [(1, "high must be > low", lambda a: a[1] > a[0])],
+}
+
+
+def _check_params(kind: str, args: tuple[Any, ...]) -> None:
+    for _, message, ok in _CHECKS.get(kind, ()):
+        if not ok(args):
+            raise MXNetValueError(f"random.{kind}: {message}, got {args}")
+
+
 def _sample(rng: Any, kind: str, size: Any, args: tuple[Any, ...]) -> Any:
+    # uniform and normal as numpy's Generator computes them (the same draws), written out so
+    # that parameter arrays with high < low or a negative scale sample as MXNet's do
     if kind == "uniform":
-        return rng.uniform(args[0], args[1], size)
+        return args[0] + (args[1] - args[0]) * rng.random(size)
     if kind == "normal":
-        return rng.normal(args[0], args[1], size)
+        return args[0] + args[1] * rng.standard_normal(size)
     if kind == "randint":
         return rng.integers(args[0], args[1], size)
     if kind == "exponential":
@@ -45,7 +74,9 @@ def _sample(rng: Any, kind: str, size: Any, args: tuple[Any, ...]) -> Any:
     if kind == "poisson":
         return rng.poisson(args[0], size)
     if kind == "negative_binomial":
-        return rng.negative_binomial(args[0], args[1], size)
+        if args[0] == 0:  # no success needed: no failures
+            return numpy.zeros(size)
+        return rng.negative_binomial(args[0], min(args[1], 1.0), size)
     if kind == "generalized_negative_binomial":
         # a gamma-poisson mixture with mean mu and dispersion alpha, as MXNet defines it
         mu, alpha = args
@@ -58,7 +89,8 @@ def _draw(kind: str, shape: Any, ctx: Context | str | None, dtype: Any, *args: A
           out: NDArray | None = None) -> NDArray:
     params = [a for a in args if isinstance(a, NDArray)]
     if params:
-        return _draw_per_element(kind, shape, dtype, args, params[0], out)
+        return _draw_per_element(kind, shape, dtype, args, params, out)
+    _check_params(kind, args)
     device = out.context if out is not None else device_of(ctx)
     rng = _random.generator(device.xp)
     dt = numpy.dtype(dtype or (out.dtype if out is not None else DEFAULT_DTYPE))
@@ -70,17 +102,26 @@ def _draw(kind: str, shape: Any, ctx: Context | str | None, dtype: Any, *args: A
 
 
 def _draw_per_element(kind: str, shape: Any, dtype: Any, args: tuple[Any, ...],
-                      like: NDArray, out: NDArray | None) -> NDArray:
-    """``shape`` draws for every element of the parameter arrays (MXNet's ``sample_*``)."""
+                      params: list[NDArray], out: NDArray | None) -> NDArray:
+    """``shape`` draws for every element of the parameter arrays (MXNet's ``sample_*``).
+
+    Under ``autograd.record()`` the draws depend on the parameter arrays with a zero
+    gradient, as MXNet's sampling operators have."""
+    like = params[0]
     rng = _random.generator(like.xp)
     host = [numpy.asarray(a.asnumpy() if isinstance(a, NDArray) else a, dtype=numpy.float64)
             for a in args]
     per = _shape(shape)
     flat = [numpy.broadcast_to(h, like.shape).reshape(-1) for h in host]
-    draws = [_sample(rng, kind, per, tuple(p[i] for p in flat)) for i in range(like.size)]
+    try:
+        draws = [_sample(rng, kind, per, tuple(p[i] for p in flat)) for i in range(like.size)]
+    except ValueError as err:  # numpy's own range checks (a negative gamma shape...)
+        raise MXNetValueError(f"random.{kind}: {err}") from err
     dt = numpy.dtype(dtype or like.dtype)
     data = numpy.asarray(draws).reshape(like.shape + per)
-    return _deliver(NDArray(like.xp.asarray(data.astype(dt)), like.context), out)
+    result = apply_op(like.xp.asarray(data.astype(dt)), tuple(params),
+                      lambda g: tuple(p.xp.zeros_like(p.raw) for p in params))
+    return _deliver(result, out)
 
 
 def _deliver(result: NDArray, out: NDArray | None) -> NDArray:
@@ -116,6 +157,9 @@ def randint(low: int, high: int, shape: Any = None, ctx: Context | str | None = 
 
 def exponential(scale: Any = 1.0, shape: Any = None, ctx: Any = None, dtype: Any = None,
                 out: NDArray | None = None, **_: Any) -> NDArray:
+    if not isinstance(scale, NDArray) and scale == 0:
+        # MXNet samples at rate 1/scale, computed in Python
+        raise ZeroDivisionError("random.exponential: scale 0 is an infinite rate")
     return _draw("exponential", shape, ctx, dtype, scale, out=out)
 
 

@@ -74,12 +74,23 @@ def _reverse_codes(shape: Sequence[int]) -> list[int]:
 
 
 def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
+    """``nd.reshape(x, shape)``: a new array of the given shape (MXNet's Reshape operator
+    copies; the method ``x.reshape(shape)`` is the view, see :func:`reshape_view`)."""
+    return _reshape(x, shape, kwargs, view=False)
+
+
+def reshape_view(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
+    """``x.reshape(shape)``: the same buffer under a new shape, as MXNet's method is."""
+    return _reshape(x, shape, kwargs, view=True)
+
+
+def _reshape(x: NDArray, shape: Any, kwargs: dict[str, Any], view: bool) -> NDArray:
     if "shape" in kwargs:
         shape = kwargs.pop("shape")
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     reverse = bool(kwargs.pop("reverse", False))
-    kwargs.pop("inplace", None)  # MXNet's hint; a reshape here is always a view
+    kwargs.pop("inplace", None)  # MXNet's hint for its executor's memory planning
     kwargs.pop("target_shape", None)
     kwargs.pop("keep_highest", None)
     if kwargs:
@@ -91,7 +102,7 @@ def reshape(x: NDArray, *shape: Any, **kwargs: Any) -> NDArray:
     except ValueError as err:
         raise ValueError(f"cannot reshape array of shape {src} into {tuple(shape)}") from err
     # an explicit reshape to () is MXNet's one legacy way to ask for a 0-d array
-    result = apply_op(out, (x,), lambda g: (g.reshape(src),), keep_0d=not target)
+    result = apply_op(out, (x,), lambda g: (g.reshape(src),), keep_0d=not target, view=view)
     if result._node is not None:
         result._node.op = ("reshape",)
     return result
@@ -111,19 +122,40 @@ def transpose(x: NDArray, *axes: Any, **kwargs: Any) -> NDArray:
     return apply_op(x._data.transpose(perm), (x,), lambda g: (g.transpose(inverse),))
 
 
-def expand_dims(x: NDArray, axis: int, inplace: bool = False) -> NDArray:
+# The operators (nd.expand_dims, nd.squeeze, nd.flatten) make new arrays; the NDArray methods
+# of the same names take ``inplace=True`` for a view of the same buffer, as MXNet's do.
+
+
+def expand_dims(x: NDArray, axis: int) -> NDArray:
+    """A new array with a length-1 axis inserted at ``axis``."""
+    return expand_dims_method(x, axis)
+
+
+def expand_dims_method(x: NDArray, axis: int, inplace: bool = False) -> NDArray:
     src = x.shape
-    return apply_op(x.xp.expand_dims(x._data, axis), (x,), lambda g: (g.reshape(src),))
+    return apply_op(x.xp.expand_dims(x._data, axis), (x,), lambda g: (g.reshape(src),),
+                    view=inplace)
 
 
-def squeeze(x: NDArray, axis: Any = None, inplace: bool = False) -> NDArray:
+def squeeze(x: NDArray, axis: Any = None) -> NDArray:
+    """A new array without the length-1 axes (those of ``axis`` only, when given)."""
+    return squeeze_method(x, axis)
+
+
+def squeeze_method(x: NDArray, axis: Any = None, inplace: bool = False) -> NDArray:
     src = x.shape
-    return apply_op(x.xp.squeeze(x._data, axis=axis), (x,), lambda g: (g.reshape(src),))
+    return apply_op(x.xp.squeeze(x._data, axis=axis), (x,), lambda g: (g.reshape(src),),
+                    view=inplace)
 
 
-def flatten(x: NDArray, inplace: bool = False) -> NDArray:
-    """Collapse all axes but the first (MXNet's ``Flatten``)."""
-    return reshape(x, (x.shape[0], -1) if x.ndim else (1, 1))
+def flatten(x: NDArray) -> NDArray:
+    """Collapse all axes but the first (MXNet's ``Flatten``) into a new array."""
+    return flatten_method(x)
+
+
+def flatten_method(x: NDArray, inplace: bool = False) -> NDArray:
+    shape = (x.shape[0], -1) if x.ndim else (1, 1)
+    return _reshape(x, (shape,), {}, view=inplace)
 
 
 def broadcast_to(x: NDArray, shape: Sequence[int]) -> NDArray:
@@ -205,7 +237,7 @@ def split(x: NDArray, num_outputs: int, axis: int = 1, squeeze_axis: bool = Fals
     for i in range(num_outputs):
         index = [slice(None)] * x.ndim
         index[axis] = slice(i * step, (i + 1) * step)
-        part = getitem(x, tuple(index))
+        part = getitem(x, tuple(index), view=False)  # MXNet's split makes new arrays
         outs.append(squeeze(part, axis) if squeeze_axis and step == 1 else part)
     return outs
 
@@ -220,8 +252,8 @@ def swapaxes(x: NDArray, dim1: int, dim2: int) -> NDArray:
 
 
 def raw_index(key: Any) -> Any:
-    if isinstance(key, NDArray):
-        return key._data.astype(numpy.int64)
+    if isinstance(key, NDArray):  # a boolean array is a mask, anything else indices
+        return key._data if key._data.dtype == bool else key._data.astype(numpy.int64)
     if isinstance(key, tuple):
         return tuple(raw_index(k) for k in key)
     return key
@@ -234,28 +266,49 @@ def _is_basic(key: Any) -> bool:
     )
 
 
-def getitem(x: NDArray, key: Any) -> NDArray:
+def _is_mask(key: Any) -> bool:
+    return getattr(key, "dtype", None) == numpy.bool_
+
+
+def _all_integers(key: Any, ndim: int) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return len(keys) == ndim and all(isinstance(k, (int, numpy.integer)) for k in keys)
+
+
+def getitem(x: NDArray, key: Any, view: bool = True) -> NDArray:
+    """``x[key]``. Basic indexing (integers, slices, None, ...) whose elements are contiguous
+    in memory gives a view that shares ``x``'s buffer, as MXNet's does (``x[i]``,
+    ``x[i:j]``, ``x[i, :]``, a single element); any other key gives a new array."""
     key = raw_index(key)
     data = x._data
-    out = data[key]
     xp = x.xp
-    if not hasattr(out, "shape"):
-        out = xp.asarray(out)
-    if isinstance(key, (int, numpy.integer)) or (
-        isinstance(key, tuple) and all(isinstance(k, (int, numpy.integer)) for k in key)
-    ):
-        out = out.copy()  # scalar-like results must not alias the source
+    basic = _is_basic(key)
+    if basic and _all_integers(key, x.ndim):
+        # numpy hands out a detached scalar for a full integer index; one element more
+        # (a new length-1 axis) keeps it a view, as MXNet's single-element index is
+        key = (*(key if isinstance(key, tuple) else (key,)), None)
+        out = data[key]
+        if is_np_shape() or not x.ndim:
+            out = out.reshape(())
+    else:
+        out = data[key]
+        if not hasattr(out, "shape"):
+            out = xp.asarray(out)
+        if basic and not out.flags.c_contiguous:
+            out = out.copy()  # MXNet copies what a flat range of the buffer cannot hold
 
     def backward(g: Any) -> tuple[Any]:
         full = xp.zeros_like(data)
-        if _is_basic(key):
+        if basic:
+            full[key] = g.reshape(full[key].shape)
+        elif _is_mask(key):  # a mask picks each element at most once
             full[key] = g
         else:
             xp.add.at(full, key, g)
         return (full,)
 
     # legacy indexing down to one element gives shape (1,); numpy shape semantics give 0-d
-    return apply_op(out, (x,), backward, keep_0d=is_np_shape())
+    return apply_op(out, (x,), backward, keep_0d=is_np_shape(), view=view and basic)
 
 
 def take(x: NDArray, indices: Any, axis: int = 0, mode: str = "clip") -> NDArray:

@@ -41,14 +41,14 @@ def slice(data: NDArray, begin: Sequence[Any], end: Sequence[Any],  # noqa: A001
     key = tuple(
         _pyslice(_opt(b), _opt(e), _opt(s)) for b, e, s in zip(begin, end, steps, strict=True)
     )
-    return getitem(data, key)
+    return getitem(data, key, view=False)
 
 
 def slice_axis(data: NDArray, axis: int, begin: int, end: int | None, **_: Any) -> NDArray:
     """``data[..., begin:end, ...]`` on one axis."""
     key = [_pyslice(None)] * data.ndim
     key[axis] = _pyslice(_opt(begin), _opt(end))
-    return getitem(data, tuple(key))
+    return getitem(data, tuple(key), view=False)
 
 
 def slice_like(data: NDArray, shape_like: NDArray, axes: Sequence[int] = (), **_: Any):
@@ -61,7 +61,7 @@ def slice_like(data: NDArray, shape_like: NDArray, axes: Sequence[int] = (), **_
                 f"slice_like: axis {a} of size {shape_like.shape[a]} exceeds {data.shape[a]}"
             )
         key[a] = _pyslice(0, shape_like.shape[a])
-    return getitem(data, tuple(key))
+    return getitem(data, tuple(key), view=False)
 
 
 def reshape_like(lhs: NDArray, rhs: NDArray, lhs_begin: int | None = None,
@@ -80,7 +80,7 @@ def flip(data: NDArray, axis: Any, **_: Any) -> NDArray:
     key = [_pyslice(None)] * data.ndim
     for a in axes:
         key[a] = _pyslice(None, None, -1)
-    return getitem(data, tuple(key))
+    return getitem(data, tuple(key), view=False)
 
 
 def crop(*data: NDArray, num_args: int = 1, offset: Sequence[int] = (0, 0),
@@ -97,7 +97,7 @@ def crop(*data: NDArray, num_args: int = 1, offset: Sequence[int] = (0, 0),
     if top + h > x.shape[2] or left + w > x.shape[3]:
         raise MXNetShapeError(f"Crop: {h}x{w} at {(top, left)} exceeds input {x.shape}")
     return getitem(x, (_pyslice(None), _pyslice(None), _pyslice(top, top + h),
-                       _pyslice(left, left + w)))
+                       _pyslice(left, left + w)), view=False)
 
 
 def depth_to_space(data: NDArray, block_size: int, **_: Any) -> NDArray:
@@ -175,11 +175,25 @@ def _pad_grad(xp: Any, g: Any, pairs: list[tuple[int, int]], shape: tuple[int, .
     return out.reshape(shape)
 
 
+def _axes_in_range(axes: Any, ndim: int, what: str) -> list[int]:
+    """Axes as non-negative ints; one outside ``[-ndim, ndim)`` is a ValueError (MXNet)."""
+    out = []
+    for a in (axes,) if isinstance(axes, int) else axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"moveaxis: {what} axis {a} is out of range for {ndim} dimensions")
+        out.append(a % ndim)
+    return out
+
+
 def moveaxis(tensor: NDArray, source: Any, destination: Any, **_: Any) -> NDArray:
     """Move axes to new positions, keeping the order of the others."""
-    src = [s % tensor.ndim for s in ((source,) if isinstance(source, int) else source)]
-    dst = [d % tensor.ndim
-           for d in ((destination,) if isinstance(destination, int) else destination)]
+    src = _axes_in_range(source, tensor.ndim, "source")
+    dst = _axes_in_range(destination, tensor.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: {len(src)} source axes but {len(dst)} destinations")
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"moveaxis: repeated axis in source {source} or destination "
+                         f"{destination}")
     order = [a for a in range(tensor.ndim) if a not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
@@ -203,7 +217,7 @@ def split_v2(ary: NDArray, indices_or_sections: Any, axis: int = 0,
     for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
         key = [_pyslice(None)] * ary.ndim
         key[axis] = _pyslice(lo, hi)
-        part = getitem(ary, tuple(key))
+        part = getitem(ary, tuple(key), view=False)
         parts.append(squeeze(part, axis) if squeeze_axis and hi - lo == 1 else part)
     return parts
 
@@ -227,6 +241,8 @@ def broadcast_like(lhs: NDArray, rhs: NDArray, lhs_axes: Any = None, rhs_axes: A
         return lhs.broadcast_to(rhs.shape)
     la = (lhs_axes,) if isinstance(lhs_axes, int) else tuple(lhs_axes)
     ra = (rhs_axes,) if isinstance(rhs_axes, int) else tuple(rhs_axes)
+    if not la or not ra:
+        raise MXNetShapeError("broadcast_like: an empty axes tuple is not allowed")
     if len(la) != len(ra):
         raise MXNetShapeError(f"broadcast_like: lhs_axes {la} and rhs_axes {ra} differ")
     target = list(lhs.shape)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as _numpy
 
 from .. import ndarray as _nd
+from .. import util as _util
 from ..ndarray import NDArray as ndarray  # noqa: N813 - numpy's lowercase type name
 from ..ndarray.ndarray import numpy_shapes as _numpy_shapes
 from . import random
@@ -22,6 +23,7 @@ from . import random
 float16, float32, float64 = _numpy.float16, _numpy.float32, _numpy.float64
 int8, int32, int64 = _numpy.int8, _numpy.int32, _numpy.int64
 uint8, bool_ = _numpy.uint8, _numpy.bool_
+bool = bool_  # noqa: A001 - mx.np's name for numpy's bool type
 pi, e, inf, nan = _numpy.pi, _numpy.e, _numpy.inf, _numpy.nan
 newaxis = None
 
@@ -39,27 +41,43 @@ def _zero_dim(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def array(object: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:  # noqa: A002
-    """As numpy's ``array``; python floats default to float32, integer data keeps integers."""
+    """As numpy's ``array``, with mx.np's default dtype: Python numbers, lists and bools
+    become float32 (float64 under ``npx.set_np(dtype=True)``); numpy arrays and NDArrays keep
+    their dtype."""
     if isinstance(object, ndarray):
-        return _nd.array(object, ctx=ctx or device, dtype=dtype)
+        return _nd.array(object, ctx=ctx or device, dtype=dtype or object.dtype)
     host = _numpy.asarray(object)
     if dtype is None:
-        dtype = host.dtype if host.dtype.kind in "iub" else _numpy.float32
+        if isinstance(object, (_numpy.ndarray, _numpy.generic)):
+            dtype = host.dtype
+        else:
+            dtype = _numpy.float64 if _util.is_np_default_dtype() else _numpy.float32
     return _nd.array(host, ctx=ctx or device, dtype=dtype)
 
 
 asarray = array
 
 
-def zeros(shape: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:
+def _c_order(order: str) -> None:
+    if order != "C":
+        raise NotImplementedError(f"order={order!r}: arrays are stored in C order only")
+
+
+def zeros(shape: Any, dtype: Any = None, order: str = "C", ctx: Any = None,
+          device: Any = None) -> ndarray:
+    _c_order(order)
     return _nd.zeros(shape, ctx=ctx or device, dtype=dtype)
 
 
-def ones(shape: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:
+def ones(shape: Any, dtype: Any = None, order: str = "C", ctx: Any = None,
+         device: Any = None) -> ndarray:
+    _c_order(order)
     return _nd.ones(shape, ctx=ctx or device, dtype=dtype)
 
 
-def empty(shape: Any, dtype: Any = None, ctx: Any = None, device: Any = None) -> ndarray:
+def empty(shape: Any, dtype: Any = None, order: str = "C", ctx: Any = None,
+          device: Any = None) -> ndarray:
+    _c_order(order)
     return _nd.zeros(shape, ctx=ctx or device, dtype=dtype)
 
 
@@ -91,8 +109,13 @@ def sum(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:  # noq
 
 
 @_zero_dim
-def mean(a: ndarray, axis: Any = None, keepdims: bool = False) -> ndarray:
-    return _nd.mean(a, axis, keepdims)
+def mean(a: ndarray, axis: Any = None, dtype: Any = None, out: ndarray | None = None,
+         keepdims: bool = False) -> ndarray:
+    """Mean over ``axis``; integer and bool arrays give float32 (mx.np's rule)."""
+    from ..ndarray.ndarray import write_out
+    from ..ndarray.ops import reduce_mean
+
+    return write_out(reduce_mean(a, axis, keepdims, dtype=dtype), out)
 
 
 @_zero_dim
@@ -203,5 +226,54 @@ sin, cos, floor, ceil, negative, reciprocal = (_nd.sin, _nd.cos, _nd.floor, _nd.
 add, subtract, multiply, divide, true_divide, power = (
     _nd.add, _nd.subtract, _nd.multiply, _nd.divide, _nd.divide, _nd.power)
 maximum, minimum = _nd.maximum, _nd.minimum
+
+
+def identity(n: int, dtype: Any = None, ctx: Any = None) -> ndarray:
+    return eye(n, dtype=dtype, ctx=ctx)
+
+
+def empty_like(prototype: ndarray, dtype: Any = None, order: str = "C", subok: bool = False,
+               shape: Any = None) -> ndarray:
+    return _nd.zeros(shape or prototype.shape, ctx=prototype.context,
+                     dtype=dtype or prototype.dtype)
+
+
+def logspace(start: float, stop: float, num: int = 50, endpoint: bool = True,
+             base: float = 10.0, dtype: Any = None, axis: int = 0, ctx: Any = None) -> ndarray:
+    values = _numpy.logspace(start, stop, num, endpoint, base, axis=axis)
+    return array(values.astype(dtype or _numpy.float32), ctx=ctx)
+
+
+def _window(name: str) -> Any:
+    def window(M: int, dtype: Any = None, ctx: Any = None) -> ndarray:  # noqa: N803
+        return array(getattr(_numpy, name)(M).astype(dtype or _numpy.float32), ctx=ctx)
+
+    window.__name__ = name
+    window.__doc__ = f"numpy's ``{name}`` window, float32 by default."
+    return window
+
+
+hamming, hanning, blackman = _window("hamming"), _window("hanning"), _window("blackman")
+
+
+def genfromtxt(*args: Any, **kwargs: Any) -> ndarray:
+    """numpy's ``genfromtxt``, as an array (float32 unless ``dtype`` says)."""
+    kwargs.setdefault("dtype", _numpy.float32)
+    return array(_numpy.genfromtxt(*args, **kwargs))
+
+
+def set_printoptions(precision: int | None = None, threshold: int | None = None,
+                     **kwargs: Any) -> None:
+    """How arrays print (numpy's options; NDArray prints through numpy)."""
+    _numpy.set_printoptions(precision=precision, threshold=threshold, **kwargs)
+
+
+# isort: split
+from . import linalg  # noqa: E402
+from .elementwise import *  # noqa: E402,F403
+from .manipulation import *  # noqa: E402,F403
+from .statistics import *  # noqa: E402,F403
+from .statistics import all_ as all  # noqa: E402,A004 - numpy's names
+from .statistics import any_ as any  # noqa: E402,A004
 
 __all__ = [n for n in dir() if not n.startswith("_")]

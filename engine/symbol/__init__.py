@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import name as _name
 from ..name import NameManager, Prefix
 from .build import Group, Variable, _make_op, make_generic, var
 from .generic import generic_spec
@@ -34,7 +35,7 @@ def _operator(op: str, hint: str | None = None) -> Any:
     def make(*args: Any, name: str | None = None, attr: dict[str, str] | None = None,
              **kwargs: Any) -> Symbol:
         if name is None and hint is not None:  # named after the function (elemwise_add0),
-            name = NameManager.current().get(None, hint)  # where ``a + b`` gives _plus0
+            name = _name.current().get(None, hint)  # where ``a + b`` gives _plus0
         return _make_op(op, args, kwargs, name, attr)
 
     spec = OPS[op]
@@ -83,7 +84,7 @@ CTCLoss = _operator("CTCLoss")
 def ctc_loss(*args: Any, name: str | None = None, attr: dict[str, str] | None = None,
              **kwargs: Any) -> Symbol:
     """MXNet's ``ctc_loss``: the ``CTCLoss`` operator, named ``ctc_loss<n>``."""
-    return _make_op("CTCLoss", args, kwargs, NameManager.current().get(name, "ctc_loss"), attr)
+    return _make_op("CTCLoss", args, kwargs, _name.current().get(name, "ctc_loss"), attr)
 elemwise_add = _operator("elemwise_add", "elemwise_add")
 elemwise_sub = _operator("elemwise_sub", "elemwise_sub")
 elemwise_mul = _operator("elemwise_mul", "elemwise_mul")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..attribute import AttrScope
-from ..name import NameManager
+from .. import attribute as _attribute
+from .. import name as _name
 from .generic import CANONICAL, bind_arguments, generic_spec
 from .ops import OPS, OpSpec, dtype_flag, to_attr_string
 from .symbol import _HIDDEN_KEYS, Symbol, _Node
@@ -28,8 +28,8 @@ def Variable(name: str, attr: dict[str, str] | None = None, shape: Any = None,  
     """
     if not isinstance(name, str) or not name:
         raise TypeError("Expect a string for variable `name`")
-    attrs = AttrScope.current().get({_stored_key(str(k)): str(v)
-                                     for k, v in (attr or {}).items()})
+    attrs = _attribute.current().get({_stored_key(str(k)): str(v)
+                                      for k, v in (attr or {}).items()})
     if shape is not None:
         attrs["__shape__"] = to_attr_string(tuple(shape))
     if lr_mult is not None:
@@ -134,8 +134,8 @@ def _make_op(op: str, args: Sequence[Any], kwargs: dict[str, Any], name: str | N
         by_name = dict(zip(full, inputs, strict=False))
         by_name.update(symbol_kwargs)
         inputs = [by_name.get(key) for key in arg_names]
-    node_name = NameManager.current().get(name, spec.hint or op.lower())
-    user_attrs = AttrScope.current().get({str(k): str(v) for k, v in (attr or {}).items()})
+    node_name = _name.current().get(name, spec.hint or op.lower())
+    user_attrs = _attribute.current().get({str(k): str(v) for k, v in (attr or {}).items()})
     attrs.update(user_attrs)
     entries = []
     for key, sym in zip(arg_names, inputs, strict=True):
@@ -179,8 +179,8 @@ def make_generic(op: str, args: Sequence[Any], kwargs: dict[str, Any], name: str
     graph_op = CANONICAL.get(op, op)  # the name MXNet writes in the JSON
     if graph_op != op and generic_spec(graph_op) is None:
         graph_op = op
-    node_name = NameManager.current().get(name, op.lower())
-    attrs.update(AttrScope.current().get(user_attrs))
+    node_name = _name.current().get(name, op.lower())
+    attrs.update(_attribute.current().get(user_attrs))
     node = _Node(graph_op, node_name, attrs, entries)
     node.params()
     return Symbol([(node, i) for i in range(node.visible_outputs())])

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..attribute import dunder
+from ..attribute import HIDDEN_KEYS, dunder
 from ..ndarray import NDArray
 from .arithmetic import SymbolArithmetic
 from .ops import OPS, OpSpec
@@ -382,8 +382,7 @@ class Symbol(SymbolArithmetic, SymbolProtocol):
 
 # MXNet lists these attributes under their plain names too, and accepts them as keyword
 # arguments of any operator (stored as ``__key__``).
-_HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
-                "profiler_scope")
+_HIDDEN_KEYS = HIDDEN_KEYS
 
 
 def _with_plain_keys(attrs: dict[str, str]) -> dict[str, str]:

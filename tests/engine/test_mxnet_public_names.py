@@ -24,6 +24,7 @@ NAMESPACES = [
     "gluon.data", "gluon.model_zoo", "gluon.model_zoo.vision",
     "recordio", "gluon.data.vision", "gluon.data.vision.transforms", "gluon.data.vision.datasets",
 ]
+NAMESPACES += ["np", "np.random", "np.linalg", "npx", "npx.random", "image", "io"]  # issue 27
 
 SPARSE = "sparse storage (CSR/row_sparse): the engine stores every array densely"
 C_API = "MXNet's C++ operator plumbing (generated modules, registration, indexing internals)"
@@ -32,6 +33,8 @@ RECORDIO = "MXNet's C++ image operators (nd.image, nd.imdecode): engine.image do
 ROTATION = "image rotation (mx.image.imrotate) is not implemented"
 DOWNLOAD = "Rudder never downloads data sets: the vision datasets read local files only"
 NUMPY_FRONT = "MXNet's numpy front end (mx.np / mx.npx) is engine.np / engine.npx at the top level"
+DETECTION = "object detection (SSD's multibox operators, box-aware augmenters and iterators)"
+NP_LAYOUT = "mx.np's internal file layout: the functions are at mx.np's top level, as here"
 GENERATED = ("gen_op", "gen__internal", "gen_contrib", "gen_image", "gen_linalg", "gen_sparse")
 OUT_OF_SCOPE: dict[str, dict[str, str]] = {
     "nd": {
@@ -59,6 +62,19 @@ OUT_OF_SCOPE: dict[str, dict[str, str]] = {
         "Rotate": ROTATION, "RandomRotation": ROTATION,
     },
     "gluon.data.vision.datasets": {"check_sha1": DOWNLOAD, "download": DOWNLOAD},
+    "np": dict.fromkeys(("arrayprint", "fallback", "fallback_linalg", "function_base", "io",
+                         "multiarray", "stride_tricks", "utils"), NP_LAYOUT),
+    "npx": dict.fromkeys(("multibox_detection", "multibox_prior", "multibox_target"), DETECTION),
+    "image": {
+        **dict.fromkeys(("CreateDetAugmenter", "CreateMultiRandCropAugmenter", "DetAugmenter",
+                         "DetBorrowAug", "DetHorizontalFlipAug", "DetRandomCropAug",
+                         "DetRandomPadAug", "DetRandomSelectAug", "ImageDetIter", "det",
+                         "detection"), DETECTION),
+        "imrotate": ROTATION, "random_rotate": ROTATION,
+    },
+    "io": {"ImageDetRecordIter": DETECTION, "LibSVMIter": SPARSE, "MXDataIter": C_API,
+           "ImageRecordInt8Iter": "int8 (quantized) image batches: quantization is not "
+                                  "implemented"},
 }
 
 LIST_PUBLIC = """

@@ -66,9 +66,18 @@ def _flatten(batch: Any, leaves: list[numpy.ndarray]) -> Layout:
     if isinstance(batch, (list, tuple)):
         kind = "list" if isinstance(batch, list) else "tuple"
         return (kind, [_flatten(item, leaves) for item in batch])
+    if isinstance(batch, dict):
+        return ("dict", [(key, _flatten(item, leaves)) for key, item in batch.items()])
+    if batch is None or isinstance(batch, _PLAIN):
+        return ("value", batch)  # travels in the layout itself
     raise TypeError(
-        f"a DataLoader worker process can only return arrays (NDArray or numpy) in lists or "
-        f"tuples, got {type(batch).__name__}; use thread_pool=True for other batch types")
+        f"a DataLoader worker process can return arrays (NDArray or numpy), numbers, strings "
+        f"and lists, tuples or dicts of them, got {type(batch).__name__}; use "
+        f"thread_pool=True for other batch types")
+
+
+# values a batch may hold besides arrays: they go back to the parent inside the layout
+_PLAIN = (bool, int, float, complex, str, bytes)
 
 
 def _unflatten(layout: Layout, arrays: list[numpy.ndarray]) -> Any:
@@ -77,6 +86,10 @@ def _unflatten(layout: Layout, arrays: list[numpy.ndarray]) -> Any:
         return NDArray(arrays[value], _CPU)
     if kind == "np":
         return arrays[value]
+    if kind == "value":
+        return value
+    if kind == "dict":
+        return {key: _unflatten(item, arrays) for key, item in value}
     items = [_unflatten(item, arrays) for item in value]
     return items if kind == "list" else tuple(items)
 

@@ -15,8 +15,9 @@ rng = np.random.default_rng(5)
 
 
 def channels_last(x):
-    """An (N, C, H, W) NDArray whose memory is (N, H, W, C), as a convolution's output."""
-    return nd.array(np.ascontiguousarray(x.transpose(0, 2, 3, 1))).transpose((0, 3, 1, 2))
+    """An (N, C, H, W) NDArray whose memory is (N, H, W, C), as a convolution's output
+    (nd.transpose would copy it back to channels-first, as MXNet's operator does)."""
+    return nd.NDArray(np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose((0, 3, 1, 2)))
 
 
 def test_numba_is_there_so_the_compiled_path_is_what_these_tests_exercise():

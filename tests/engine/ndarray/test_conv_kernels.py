@@ -24,13 +24,12 @@ GEOMETRIES = [
 
 def _run(x, w, b, layout, kwargs, channels_last_memory=False):
     arrays = [nd.array(a, dtype=a.dtype) for a in (x, w, b)]
+    if channels_last_memory:  # an NCHW view of NHWC memory, as every hidden layer gets
+        arrays[0] = nd.NDArray(arrays[0].raw.transpose(0, 3, 1, 2))
     for a in arrays:
         a.attach_grad()
     with autograd.record():
-        data = arrays[0]
-        if channels_last_memory:  # an NCHW view of NHWC memory, as every hidden layer gets
-            data = nd.transpose(data, axes=(0, 3, 1, 2))
-        y = nd.Convolution(data, *arrays[1:], num_filter=w.shape[0], layout=layout, **kwargs)
+        y = nd.Convolution(*arrays, num_filter=w.shape[0], layout=layout, **kwargs)
     head = np.cos(np.arange(y.size, dtype=np.float64)).reshape(y.shape).astype(x.dtype)
     y.backward(nd.array(head, dtype=head.dtype))
     return [y.asnumpy(), *(a.grad.asnumpy() for a in arrays)]

@@ -15,7 +15,8 @@ def test_creation_defaults_to_float32_like_mxnet():
     assert nd.ones((2,), dtype="float64").dtype == np.float64
     np.testing.assert_allclose(nd.full((2,), 7).asnumpy(), [7, 7])
     np.testing.assert_allclose(nd.arange(0, 6, 2).asnumpy(), [0, 2, 4])
-    assert enp.array([1, 2]).dtype == np.int64  # numpy semantics for integer data
+    assert enp.array([1, 2]).dtype == np.float32  # mx.np's default for Python data
+    assert enp.array(np.arange(2)).dtype == np.int64  # a numpy array keeps its dtype
     assert enp.random.uniform(size=(4, 2)).shape == (4, 2)
     assert nd.random.normal(shape=(3,)).shape == (3,)
 

@@ -1,5 +1,5 @@
-"""Data iterators for the Module API (``mxnet.io``): ``DataDesc``, ``DataBatch``,
-``DataIter``, ``NDArrayIter``.
+"""Data iterators for the Module API (``mxnet.io.io``): ``DataDesc``, ``DataBatch``,
+``DataIter``, ``NDArrayIter``, and the wrappers ``ResizeIter`` and ``PrefetchingIter``.
 
 >>> import numpy as np
 >>> from engine.io import NDArrayIter
@@ -12,13 +12,15 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
+from collections import namedtuple
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy
 
-from . import random as _random
-from .ndarray.ndarray import NDArray
+from .. import random as _random
+from ..ndarray.ndarray import NDArray
+from .utils import init_data
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -110,38 +112,6 @@ class DataIter:
         return 0
 
 
-def _init_data(data: Any, allow_empty: bool, default_name: str) -> list[tuple[str, Any]]:
-    """Normalise data/label arguments to a name-sorted list of (name, array)."""
-    from . import nd
-
-    if data is None:
-        data = []
-    if isinstance(data, (numpy.ndarray, NDArray)):
-        data = [data]
-    if isinstance(data, list):
-        if not allow_empty and not data:
-            raise ValueError(f"NDArrayIter needs at least one {default_name} array")
-        if len(data) == 1:
-            data = OrderedDict([(default_name, data[0])])
-        else:
-            data = OrderedDict((f"_{i}_{default_name}", d) for i, d in enumerate(data))
-    if not isinstance(data, dict):
-        raise TypeError(
-            "Input must be NDArray, numpy.ndarray, a list of them or dict with them as values"
-        )
-    out = []
-    for key, value in data.items():
-        if not isinstance(value, NDArray):
-            try:
-                value = nd.array(value)
-            except Exception as err:
-                raise TypeError(
-                    f"Invalid type '{type(value)}' for {key}, should be NDArray or numpy.ndarray"
-                ) from err
-        out.append((key, value))
-    return sorted(out, key=lambda kv: kv[0])
-
-
 class NDArrayIter(DataIter):
     """Iterate over in-memory arrays in batches.
 
@@ -162,8 +132,8 @@ class NDArrayIter(DataIter):
             )
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        self.data = _init_data(data, False, data_name)
-        self.label = _init_data(label, True, label_name)
+        self.data = init_data(data, False, data_name)
+        self.label = init_data(label, True, label_name)
         lengths = {v.shape[0] for _, v in self.data + self.label}
         if len(lengths) != 1:
             raise ValueError(f"All data and labels must have the same first dimension, got "
@@ -174,10 +144,7 @@ class NDArrayIter(DataIter):
         self.idx = numpy.arange(self.num_data)
         if shuffle:
             self.idx = _random.generator(numpy).permutation(self.num_data)
-        if last_batch_handle == "discard":
-            if self.num_data < batch_size:
-                raise ValueError(f"batch_size {batch_size} is larger than the data size "
-                                 f"{self.num_data} with last_batch_handle='discard'")
+        if last_batch_handle == "discard":  # a batch larger than the data: no batches
             self.num_data -= self.num_data % batch_size
             self.idx = self.idx[: self.num_data]
         self.cursor = -self.batch_size
@@ -237,7 +204,8 @@ class NDArrayIter(DataIter):
             cached = self._cache[which]
             return [_concat(a, b) for a, b in zip(cached, head, strict=True)]
         if self.last_batch_handle == "pad" and cur + bs > n:
-            rows = numpy.concatenate([self.idx[cur:], self.idx[: cur + bs - n]])
+            # wrap around to the start, as often as a batch larger than the data needs
+            rows = numpy.concatenate([self.idx[cur:], numpy.resize(self.idx, cur + bs - n)])
             return self._take(source, rows)
         return self._take(source, self.idx[cur : min(cur + bs, n)])
 
@@ -259,14 +227,141 @@ def _concat(a: NDArray, b: NDArray) -> NDArray:
     return NDArray(a.xp.concatenate([a.raw, b.raw], axis=0), a.context)
 
 
-def __getattr__(name: str) -> Any:
-    # ImageRecordIter needs Pillow: imported on first use so `engine.io` stays light
-    if name in ("ImageRecordIter", "ImageRecordUInt8Iter"):
-        from .image import record_iter
+class ResizeIter(DataIter):
+    """``data_iter`` cut or stretched to ``size`` batches per epoch: when it runs out
+    first, it is reset and continues. ``reset_internal=False`` lets the next epoch carry on
+    where this one stopped instead of resetting it."""
 
-        return getattr(record_iter, name)
-    raise AttributeError(f"module 'engine.io' has no attribute {name!r}")
+    def __init__(self, data_iter: DataIter, size: int, reset_internal: bool = True) -> None:
+        super().__init__(data_iter.batch_size)
+        self.data_iter = data_iter
+        self.size = size
+        self.reset_internal = reset_internal
+        self.cur = 0
+        self.current_batch: DataBatch | None = None
+        self.provide_data = data_iter.provide_data  # type: ignore[attr-defined]
+        self.provide_label = data_iter.provide_label  # type: ignore[attr-defined]
+        if hasattr(data_iter, "default_bucket_key"):
+            self.default_bucket_key = data_iter.default_bucket_key
+
+    def reset(self) -> None:
+        self.cur = 0
+        if self.reset_internal:
+            self.data_iter.reset()
+
+    def iter_next(self) -> bool:
+        if self.cur == self.size:
+            return False
+        try:
+            self.current_batch = self.data_iter.next()
+        except StopIteration:
+            self.data_iter.reset()
+            self.current_batch = self.data_iter.next()
+        self.cur += 1
+        return True
+
+    def _batch(self) -> DataBatch:
+        if self.current_batch is None:
+            raise RuntimeError("ResizeIter: call iter_next() first")
+        return self.current_batch
+
+    def getdata(self) -> list[NDArray]:
+        return self._batch().data
+
+    def getlabel(self) -> list[NDArray] | None:
+        return self._batch().label
+
+    def getindex(self) -> Any:
+        return self._batch().index
+
+    def getpad(self) -> int:
+        return self._batch().pad or 0
 
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]
-__all__ += ["ImageRecordIter", "ImageRecordUInt8Iter"]  # noqa: F822 - from __getattr__
+class PrefetchingIter(DataIter):
+    """Several iterators read together, each one batch ahead on its own thread: a batch's
+    ``data`` (``label``) is every iterator's data (labels) in order. ``rename_data`` /
+    ``rename_label`` (one ``{old: new}`` dict per iterator) rename the descriptions."""
+
+    def __init__(self, iters: Any, rename_data: list[dict[str, str]] | None = None,
+                 rename_label: list[dict[str, str]] | None = None) -> None:
+        iters = iters if isinstance(iters, list) else [iters]
+        super().__init__(iters[0].batch_size)
+        self.iters = iters
+        self.rename_data = rename_data
+        self.rename_label = rename_label
+        self._pool = ThreadPoolExecutor(max_workers=len(iters))
+        self._pending: list[Future[DataBatch | None]] = []
+        self.current_batch: DataBatch | None = None
+        self._prefetch()
+
+    def _prefetch(self) -> None:
+        self._pending = [self._pool.submit(_next_or_none, it) for it in self.iters]
+
+    @staticmethod
+    def _renamed(descs: list[DataDesc], names: dict[str, str] | None) -> list[DataDesc]:
+        if names is None:
+            return descs
+        return [DataDesc(names.get(d.name, d.name), d.shape, d.dtype, d.layout) for d in descs]
+
+    @property
+    def provide_data(self) -> list[DataDesc]:
+        names = self.rename_data or [None] * len(self.iters)
+        return [d for it, n in zip(self.iters, names, strict=True)
+                for d in self._renamed(it.provide_data, n)]
+
+    @property
+    def provide_label(self) -> list[DataDesc]:
+        names = self.rename_label or [None] * len(self.iters)
+        return [d for it, n in zip(self.iters, names, strict=True)
+                for d in self._renamed(it.provide_label, n)]
+
+    def reset(self) -> None:
+        for future in self._pending:
+            future.result()  # let every read in flight finish before rewinding
+        for it in self.iters:
+            it.reset()
+        self._prefetch()
+
+    def iter_next(self) -> bool:
+        batches = [future.result() for future in self._pending]
+        if any(b is None for b in batches):
+            if not all(b is None for b in batches):
+                raise ValueError("PrefetchingIter: the iterators have different lengths")
+            return False
+        done = [b for b in batches if b is not None]
+        if len({b.pad for b in done}) > 1:
+            raise ValueError("PrefetchingIter: the iterators' batches differ in padding")
+        self.current_batch = DataBatch(
+            [d for b in done for d in b.data], [lb for b in done for lb in (b.label or [])],
+            done[0].pad, done[0].index, provide_data=self.provide_data,
+            provide_label=self.provide_label)
+        self._prefetch()
+        return True
+
+    def next(self) -> DataBatch:
+        if self.iter_next():
+            return self.current_batch  # type: ignore[return-value]
+        raise StopIteration
+
+    def getdata(self) -> list[NDArray]:
+        return self.current_batch.data if self.current_batch else []
+
+    def getlabel(self) -> list[NDArray] | None:
+        return self.current_batch.label if self.current_batch else None
+
+    def getindex(self) -> Any:
+        return self.current_batch.index if self.current_batch else None
+
+    def getpad(self) -> int:
+        return (self.current_batch.pad or 0) if self.current_batch else 0
+
+
+def _next_or_none(it: DataIter) -> DataBatch | None:
+    try:
+        return it.next()
+    except StopIteration:
+        return None
+
+
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "PrefetchingIter", "ResizeIter"]

@@ -14,11 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import util as _util
-from .ndarray import nn_ops, ops
-from .ndarray.conv_ops import convolution, pooling
-from .ndarray.ndarray import NDArray
-from .ndarray.norm_ops import batch_norm, embedding, layer_norm
+from .. import image
+from .. import ndarray as _nd
+from .. import util as _util
+from ..context import cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401 - as MXNet
+from ..ndarray import nn_ops, ops
+from ..ndarray.conv_ops import convolution, pooling
+from ..ndarray.ndarray import NDArray
+from ..ndarray.norm_ops import batch_norm, embedding, layer_norm
+from . import random, utils
+from .shapes import arange_like, constraint_check, nonzero, reshape
 
 softmax = nn_ops.softmax
 log_softmax = nn_ops.log_softmax
@@ -51,6 +56,25 @@ use_np = _util.use_np
 
 
 def seed(seed_state: int, ctx: Any = "all") -> None:
-    from . import random
+    from .. import random as _random
 
-    random.seed(seed_state, ctx)
+    _random.seed(seed_state, ctx)
+
+
+# the legacy operators under their numpy-extension names
+deconvolution = _nd.Deconvolution
+rnn = _nd.RNN
+roi_pooling = _nd.ROIPooling
+batch_dot = _nd.batch_dot
+batch_flatten = _nd.flatten
+cast = _nd.cast
+erf, erfinv, gamma, gammaln = _nd.erf, _nd.erfinv, _nd.gamma, _nd.gammaln
+gather_nd = _nd.gather_nd
+reshape_like = _nd.reshape_like
+sequence_mask = _nd.SequenceMask
+shape_array = _nd.shape_array
+slice = _nd.slice  # noqa: A001 - MXNet's name
+smooth_l1 = _nd.smooth_l1
+topk = _nd.topk
+waitall = _nd.waitall
+save, load = utils.save, utils.load

@@ -9,6 +9,7 @@ communicator (NCCL) can be joined later through it.
 
 from __future__ import annotations
 
+import atexit
 import threading
 from datetime import timedelta
 from typing import Any
@@ -56,6 +57,8 @@ class World:
             comm.close()
         self._gpu.clear()
         self.cpu.close()
+        # The store last: on rank 0 it is the server the other ranks' groups were built on.
+        self.store = None
 
 
 def _meet(dist: Any, rdv: Rendezvous) -> tuple[Any, int]:
@@ -91,11 +94,12 @@ def _meet(dist: Any, rdv: Rendezvous) -> tuple[Any, int]:
 
 _lock = threading.Lock()
 _current: World | None = None
+_exit_hook_registered = False
 
 
 def init(rendezvous: Rendezvous | None = None) -> World:
     """Join the job (from the launch environment when ``rendezvous`` is None); idempotent."""
-    global _current
+    global _current, _exit_hook_registered
     with _lock:
         if _current is not None:
             if rendezvous is not None and rendezvous != _current.rendezvous:
@@ -103,6 +107,13 @@ def init(rendezvous: Rendezvous | None = None) -> World:
                                       "call engine.distributed.shutdown() first")
             return _current
         _current = World(rendezvous if rendezvous is not None else from_env())
+        if not _exit_hook_registered:
+            # Gloo's worker threads must be joined before the interpreter tears down: left
+            # to static destructors at exit, a still-joinable std::thread aborts the process
+            # ("terminate called without an active exception", exit status 134) after the
+            # script itself has finished cleanly.
+            atexit.register(shutdown)
+            _exit_hook_registered = True
         return _current
 
 

@@ -15,6 +15,7 @@ class CheckpointMixin:
 
     _symbol: Any
     _kvstore: Any
+    _update_on_kvstore: bool
     _updater: Any
     logger: Any
     optimizer_initialized: bool
@@ -51,7 +52,7 @@ class CheckpointMixin:
     def save_optimizer_states(self, fname: str) -> None:
         if not self.optimizer_initialized:
             raise RuntimeError("no optimizer to save: call init_optimizer first")
-        if self._kvstore is not None:
+        if self._kvstore is not None and self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
             return
         blob = self._updater.get_states(dump_optimizer=True)
@@ -63,7 +64,7 @@ class CheckpointMixin:
     def load_optimizer_states(self, fname: str) -> None:
         if not self.optimizer_initialized:
             raise RuntimeError("call init_optimizer before load_optimizer_states")
-        if self._kvstore is not None:
+        if self._kvstore is not None and self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
             return
         with open(fname, "rb") as handle:

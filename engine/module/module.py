@@ -20,6 +20,7 @@ MXNet's Module sets it.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -120,6 +121,8 @@ class Module(CheckpointMixin, BaseModule):
         self._optimizer: Any = None
         self._updater: Any = None
         self._kvstore: Any = None
+        self._update_on_kvstore = False
+        self._compression_params = compression_params
         self._preload_opt_states: str | None = None
         self._data_shapes: list[tuple[str, Shape]] = []
         self._label_shapes: list[tuple[str, Shape]] = []
@@ -281,13 +284,19 @@ class Module(CheckpointMixin, BaseModule):
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
             return
-        if isinstance(kvstore, str) and "dist" in kvstore:
-            raise NotImplementedError("distributed kvstores are not supported by Module")
         group = self._exec_group
         assert group is not None
+        store, update_on_kvstore = self._create_kvstore(kvstore)
         batch_size = self._data_shapes[0][1][0]
+        if store is not None and "dist" in store.type and "_sync" in store.type:
+            batch_size *= store.num_workers  # the gradients of all workers are summed
         rescale_grad = 1.0 / batch_size
-        idx2name = dict(enumerate(self._param_names))
+        devices = len(self._contexts)
+        if update_on_kvstore:  # one optimizer state per parameter, kept by the store
+            idx2name = dict(enumerate(self._param_names))
+        else:  # one per parameter and device, as MXNet numbers them
+            idx2name = {i * devices + k: name for i, name in enumerate(self._param_names)
+                        for k in range(devices)}
         if isinstance(optimizer, str):
             params = dict(optimizer_params or {})
             params.setdefault("rescale_grad", rescale_grad)
@@ -304,27 +313,56 @@ class Module(CheckpointMixin, BaseModule):
             if not optimizer.idx2name:
                 optimizer.idx2name = idx2name.copy()
         self._optimizer = optimizer
-        self._trainable = [i for i, name in idx2name.items()
+        self._trainable = [i for i, name in enumerate(self._param_names)
                            if group.params[0][name]._grad_req != "null"]
-        if len(self._contexts) > 1 and kvstore:
-            # as MXNet: a kvstore sums the contexts' gradients and updates one copy
-            self._kvstore = kv_mod.create(kvstore) if isinstance(kvstore, str) else kvstore
-            for i in self._trainable:
-                self._kvstore.init(i, group.params[0][idx2name[i]])
-            self._kvstore.set_optimizer(optimizer)
-            self._updater = None
-        else:
-            self._kvstore = None
+        self._kvstore, self._update_on_kvstore = store, update_on_kvstore
+        self._updater = None
+        if store is not None:
+            if self._compression_params:
+                store.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                store.set_optimizer(optimizer)
+            # every parameter enters the store (on a dist store rank 0's value wins); only
+            # a store that updates hands it back: otherwise each worker keeps its own
+            for i, name in enumerate(self._param_names):
+                store.init(i, group.params[0][name])
+                if update_on_kvstore:
+                    store.pull(i, out=[params[name] for params in group.params])
+        if not update_on_kvstore:
             self._updater = opt_mod.get_updater(optimizer)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
 
+    def _create_kvstore(self, kvstore: Any) -> tuple[Any, bool]:
+        """The store ``init_optimizer`` uses (or None) and whether it runs the optimizer, by
+        MXNet's rules: one device and a non-dist name need no store; a store updates unless
+        ``MXNET_UPDATE_ON_KVSTORE=0`` or a 'local' store holds a parameter of more than 16M
+        elements."""
+        update_on_kvstore = bool(int(os.environ.get("MXNET_UPDATE_ON_KVSTORE", "1")))
+        if kvstore is None:
+            return None, False
+        if isinstance(kvstore, str):
+            if len(self._contexts) == 1 and "dist" not in kvstore:
+                return None, False
+            store = kv_mod.create(kvstore)
+            if kvstore == "local":
+                assert self._exec_group is not None
+                largest = max((int(numpy.prod(p.shape)) for p in
+                               self._exec_group.params[0].values()), default=0)
+                update_on_kvstore = update_on_kvstore and largest <= 16 * 1024 * 1024
+            return store, update_on_kvstore
+        if not isinstance(kvstore, kv_mod.KVStoreBase):
+            raise TypeError(f"kvstore must be a name, a KVStore or None, not "
+                            f"{type(kvstore).__name__}")
+        return kvstore, update_on_kvstore
+
     def borrow_optimizer(self, shared_module: Module) -> None:
         self._optimizer = shared_module._optimizer
         self._updater = shared_module._updater
         self._kvstore = shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
         self._trainable = list(shared_module._trainable)
         self.optimizer_initialized = True
 
@@ -368,17 +406,23 @@ class Module(CheckpointMixin, BaseModule):
         group = self._exec_group
         assert group is not None
         names = self._param_names
-        if self._kvstore is not None:
-            for i in self._trainable:
-                copies = [params[names[i]] for params in group.params]
-                self._kvstore.push(i, [w.grad for w in copies])
-                self._kvstore.pull(i, out=copies)
-            return
+        store = self._kvstore
+        keys = self._trainable
+        if store is not None:
+            # all keys in one push (a dist store fuses them into a few flat buffers)
+            weights = [[params[names[i]] for params in group.params] for i in keys]
+            grads = [[w.grad for w in copies] for copies in weights]
+            store.push(keys, grads)
+            if self._update_on_kvstore:  # gradients in, updated weights out
+                store.pull(keys, out=weights)
+                return
+            store.pull(keys, out=grads)  # the sums over devices (and workers) come back
         updater = self._updater
-        params = group.params[0]
+        devices = len(group.params)
         for i in self._trainable:
-            weight = params[names[i]]
-            updater(i, weight._grad, weight)
+            for k, params in enumerate(group.params):
+                weight = params[names[i]]
+                updater(i * devices + k, weight._grad, weight)
 
     def update_metric(self, eval_metric: Any, labels: Any, pre_sliced: bool = False) -> None:
         """Update ``eval_metric`` with ``labels`` and the latest outputs (by name)."""

@@ -20,7 +20,7 @@ from tests.oracle import anchors, needs_mxnet
 pytestmark = [needs_mxnet, pytest.mark.slow]
 
 SCRIPT = launching.SCRIPTS / "mxnet_semantics.py"
-SCENARIOS = ["kv", "trainer_kv", "trainer_local", "compression"]
+SCENARIOS = ["kv", "trainer_kv", "trainer_local", "compression", "module_kv", "module_local"]
 TIMEOUT = 600  # the shared machine can be slow; a hang still ends here
 
 
@@ -102,6 +102,21 @@ def test_trainer_steps_match(runs: dict, scenario: str) -> None:
     _assert_same(runs, scenario, f"{scenario}_w", rtol=1e-5, atol=1e-6)
     expected = scenario == "trainer_kv"
     assert launching.facts(runs["engine"][0])[f"{scenario}_update_on_kvstore"] is expected
+
+
+@pytest.mark.parametrize("scenario", ["module_kv", "module_local"])
+def test_module_fit_on_a_dist_store_matches(runs: dict, scenario: str) -> None:
+    """Module.fit with kvstore='dist_sync': rescale_grad is 1/(batch·workers); updating on
+    the store, rank 0's starting weights win and the replicas stay equal; updating on the
+    workers (MXNET_UPDATE_ON_KVSTORE=0), each keeps its own start and steps on the sums."""
+    _assert_same(runs, scenario, f"{scenario}_", rtol=1e-5, atol=1e-6)
+    for rank in range(2):
+        facts = launching.facts(runs["engine"][rank])
+        assert facts[f"{scenario}_rescale_grad"] == 1 / 8
+    ranks = runs["engine"]
+    same = all(np.array_equal(ranks[0][k], ranks[1][k]) for k in ranks[0]
+               if k.startswith(scenario))
+    assert same is (scenario == "module_kv")
 
 
 def test_two_bit_compression_pushes_and_training(runs: dict) -> None:

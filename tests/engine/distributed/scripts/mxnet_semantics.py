@@ -9,6 +9,10 @@ second Trainer would re-initialise the first one's keys):
   the 'test' optimizer on the store, a Trainer on the same store (the gluon step check);
 - trainer_kv / trainer_local: three Trainer steps of a small MLP, updating on the kvstore
   (SGD with momentum) or locally (Adam), ranks starting from different weights;
+- module_kv / module_local: ``Module.fit`` on each rank's own batches with
+  ``kvstore='dist_sync'``, updating on the store (SGD with momentum, rank 0's weights win)
+  or, with ``MXNET_UPDATE_ON_KVSTORE=0``, on the workers (Adam on the summed gradients,
+  each rank keeping its own starting weights);
 - compression: 2-bit pushes (residuals, the 'test' optimizer) and a training loop of
   push gradients / pull weights with SGD on the store. Rudder also runs the same loop
   through a Trainer with compression_params (MXNet 1.9.1's Trainer refuses that
@@ -197,11 +201,44 @@ def scenario_compression() -> None:
     facts["compr_n"] = n
 
 
+def scenario_module(update_on_kvstore: bool) -> None:
+    os.environ["MXNET_UPDATE_ON_KVSTORE"] = "1" if update_on_kvstore else "0"
+    kv = mx.kv.create("dist_sync")
+    rank = kv.rank
+    facts["rank"] = rank
+    data = mx.sym.Variable("data")
+    hidden = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=8, name="fc1"),
+                               act_type="relu")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"),
+                               name="softmax")
+    arg_shapes, _, _ = net.infer_shape(data=(4, 6))
+    init = np.random.RandomState(20 + rank)  # different on each rank
+    arg_params = {name: mx.nd.array(init.uniform(-0.5, 0.5, shape))
+                  for name, shape in zip(net.list_arguments(), arg_shapes, strict=True)
+                  if name not in ("data", "softmax_label")}
+    rows = np.random.RandomState(3000 + rank)  # this rank's shard of the data
+    train = mx.io.NDArrayIter(rows.standard_normal((12, 6)).astype(np.float32),
+                              rows.randint(0, 3, 12).astype(np.float32), batch_size=4,
+                              label_name="softmax_label")
+    mod = mx.mod.Module(net, context=mx.cpu())
+    optimizer, opt_params = ("sgd", {"learning_rate": 0.1, "momentum": 0.9}) \
+        if update_on_kvstore else ("adam", {"learning_rate": 0.01})
+    mod.fit(train, kvstore=kv, optimizer=optimizer, optimizer_params=opt_params,
+            arg_params=arg_params, num_epoch=2)
+    tag = "module_kv" if update_on_kvstore else "module_local"
+    weights, _ = mod.get_params()
+    for name in sorted(weights):
+        results[f"{tag}_{name}"] = weights[name].asnumpy()
+    facts[f"{tag}_rescale_grad"] = float(mod._optimizer.rescale_grad)
+
+
 for name in SCENARIOS:
     if name == "kv":
         scenario_kv()
     elif name in ("trainer_kv", "trainer_local"):
         scenario_trainer(name == "trainer_kv")
+    elif name in ("module_kv", "module_local"):
+        scenario_module(name == "module_kv")
     elif name == "compression":
         scenario_compression()
     else:

@@ -1,0 +1,151 @@
+"""Ranks of a distributed job as real processes over Gloo on loopback (no Celery, no
+service): two ranks train what one worker trains, apply a learning-rate change at the same
+step, and a run stopped mid-way resumes from rank 0's checkpoint bit-identically."""
+
+from __future__ import annotations
+
+import copy
+import io
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from core.commands import SetLRCommand
+from core.storage import LocalStore
+from tests.services import free_port
+from tests.workers.jobs import ScriptedIO
+from workers.checkpoints import latest_complete_checkpoint
+
+SPEC: dict[str, Any] = {
+    "name": "gang",
+    "model": [{"type": "Dense", "units": 16, "activation": "relu"},
+              {"type": "Dense", "units": 10}],
+    "data": {"train": {"builtin": "digits", "split": "train"}, "batch_size": 64,
+             "shuffle": True},
+    "loss": {"type": "softmax_cross_entropy"},
+    "initializer": {"type": "xavier"},
+    "optimizer": {"type": "adam", "learning_rate": 0.01},
+    "epochs": 2,  # 1257 samples: 19 full batches and one of 41 an epoch
+    "metrics": ["accuracy"],
+    "checkpoint": {"every_steps": 7, "keep_last": 10},
+    "seed": 5,
+    "device": "cpu",
+}
+LR_AT = 12  # decided at the boundary after step 11: steps 12.. run with the new rate
+
+
+def _spec(workers: int) -> dict[str, Any]:
+    spec = copy.deepcopy(SPEC)
+    spec["resources"] = {"workers": workers}
+    return spec
+
+
+def _script() -> dict[int, list[Any]]:
+    return {LR_AT: [SetLRCommand(command_id="lr-1", learning_rate=0.002)]}
+
+
+def _rank(rank: int, size: int, port: int, job_id: str, root: str, out: str,
+          crash_at: int | None) -> None:
+    """One rank's process: join, train, write what it ended with."""
+    import json
+
+    import engine.distributed
+    from workers.gang.handler import NullIO
+    from workers.gang.runner import GangRunner
+
+    world = engine.distributed.init(engine.distributed.Rendezvous(
+        rank, size, "127.0.0.1", port, timeout=30))
+    scripted = ScriptedIO(_script(), crash_at=crash_at)
+    job_io: Any = scripted if rank == 0 else NullIO()
+    runner = GangRunner(job_id, _spec(size), LocalStore(root), job_io, world=world)
+    scripted.runner = runner
+    result = runner.run()
+    params = {p.name: p.data().asnumpy() for p in runner.trainer.parameters}
+    np.savez(f"{out}/rank{rank}.npz", **params)
+    outcomes = [o.model_dump(mode="json") for o in scripted.outcomes]
+    Path(f"{out}/rank{rank}.json").write_text(json.dumps(
+        {"outcome": result.outcome, "step": result.step, "outcomes": outcomes,
+         "digests": runner.handler.digests if runner.handler else []}))
+    engine.distributed.shutdown()
+
+
+def _run_gang(size: int, job_id: str, root: Path, out: Path,
+              crash_at: int | None = None) -> list[dict[str, Any]]:
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_rank, args=(r, size, port, job_id, str(root),
+                                                     str(out), crash_at))
+                 for r in range(size)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=240)
+        assert process.exitcode == 0, f"a rank exited with {process.exitcode}"
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(size)]
+
+
+def _params(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def _one_worker(root: Path) -> dict[str, np.ndarray]:
+    from workers.runner import JobRunner
+
+    scripted = ScriptedIO(_script())
+    runner = JobRunner("single", _spec(1), LocalStore(root), scripted)  # type: ignore[arg-type]
+    scripted.runner = runner
+    assert runner.run().outcome == "succeeded"
+    applied = [o for o in scripted.outcomes if o.command.command_id == "lr-1"]
+    assert applied[0].step == LR_AT
+    return {p.name: p.data().asnumpy() for p in runner.trainer.parameters}
+
+
+@pytest.mark.timeout(300)
+def test_two_ranks_train_what_one_worker_trains_and_change_lr_at_one_step(
+        tmp_path: Path) -> None:
+    reports = _run_gang(2, "gang-2", tmp_path / "store", tmp_path / "out")
+    assert [r["outcome"] for r in reports] == ["succeeded", "succeeded"]
+    assert reports[0]["step"] == reports[1]["step"] == 2 * 20
+    # every rank ended with the same weights (compared in the closing exchange)
+    assert len(set(reports[0]["digests"])) == 1
+    # the change is confirmed by rank 0, naming the step every rank applied it at
+    (lr,) = [o for o in reports[0]["outcomes"] if o["command"]["command_id"] == "lr-1"]
+    assert lr["status"] == "applied" and lr["step"] == LR_AT
+    assert lr["result"]["rank_steps"] == [LR_AT, LR_AT]
+    gang = _params(tmp_path / "out" / "rank0.npz")
+    single = _one_worker(tmp_path / "single")
+    assert gang.keys() == single.keys()
+    for name in gang:
+        np.testing.assert_allclose(gang[name], single[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+
+
+@pytest.mark.timeout(300)
+def test_a_stopped_gang_resumes_from_rank_0s_checkpoint_bit_identically(
+        tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    whole = _run_gang(2, "whole", store, tmp_path / "whole")
+    assert whole[0]["outcome"] == "succeeded"
+    # stopped at step 25 without a checkpoint there (a cancel writes none): the latest
+    # complete one is step 21's
+    first = _run_gang(2, "stopped", store, tmp_path / "first", crash_at=25)
+    assert [r["outcome"] for r in first] == ["cancelled", "cancelled"]
+    latest = latest_complete_checkpoint(LocalStore(store), "stopped")
+    assert latest is not None and latest.meta.step == 21
+    second = _run_gang(2, "stopped", store, tmp_path / "second")
+    assert second[0]["outcome"] == "succeeded" and second[0]["step"] == 40
+    resumed, reference = (_params(tmp_path / "second" / "rank0.npz"),
+                          _params(tmp_path / "whole" / "rank0.npz"))
+    for name in reference:
+        assert np.array_equal(resumed[name], reference[name]), name
+    final = latest_complete_checkpoint(LocalStore(store), "stopped")
+    assert final is not None
+    with np.load(io.BytesIO(final.params), allow_pickle=False) as archive:
+        assert len(archive.files) == len(reference)

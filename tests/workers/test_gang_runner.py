@@ -15,7 +15,7 @@ import pytest
 
 from core.commands import SetLRCommand
 from core.storage import LocalStore
-from tests.services import free_port
+from tests.services import free_port, wait_until
 from tests.workers.jobs import ScriptedIO
 from workers.checkpoints import latest_complete_checkpoint
 
@@ -149,3 +149,60 @@ def test_a_stopped_gang_resumes_from_rank_0s_checkpoint_bit_identically(
     assert final is not None
     with np.load(io.BytesIO(final.params), allow_pickle=False) as archive:
         assert len(archive.files) == len(reference)
+
+
+def _rank_until_failure(rank: int, port: int, root: str, out: str, timeout: float) -> None:
+    """A rank of a long job: records when and how its collective failed."""
+    import json
+    import time
+
+    import engine.distributed
+    from workers.gang.handler import NullIO
+    from workers.gang.runner import GangRunner
+
+    world = engine.distributed.init(engine.distributed.Rendezvous(
+        rank, 2, "127.0.0.1", port, timeout=timeout))
+    spec = _spec(2)
+    spec["epochs"] = 10_000
+    runner = GangRunner("long", spec, LocalStore(root), NullIO(), world=world)
+    Path(f"{out}/ready{rank}").touch()
+    try:
+        runner.run()
+        failure = {"error": None}
+    except engine.distributed.DistributedError as exc:
+        failure = {"error": str(exc), "at": time.time()}
+    Path(f"{out}/failure{rank}.json").write_text(json.dumps(failure))
+    engine.distributed.shutdown()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("signal_name", "within"), [("SIGKILL", 5.0), ("SIGSTOP", 10.0 + 5.0)])
+def test_the_other_rank_stops_when_one_is_killed_or_stopped(
+        tmp_path: Path, signal_name: str, within: float) -> None:
+    import json
+    import os
+    import signal
+    import time
+
+    port = free_port()
+    context = multiprocessing.get_context("spawn")
+    ranks = [context.Process(target=_rank_until_failure,
+                             args=(r, port, str(tmp_path / "store"), str(tmp_path), 10.0))
+             for r in range(2)]
+    for process in ranks:
+        process.start()
+    wait_until(lambda: all((tmp_path / f"ready{r}").exists() for r in range(2)), 60,
+               what="both ranks met")
+    time.sleep(3)  # training under way
+    assert all(p.is_alive() for p in ranks)
+    sent = time.time()
+    os.kill(ranks[1].pid or 0, getattr(signal, signal_name))
+    ranks[0].join(timeout=30)
+    os.kill(ranks[1].pid or 0, signal.SIGKILL)
+    ranks[1].join(timeout=10)
+    assert ranks[0].exitcode == 0
+    failure = json.loads((tmp_path / "failure0.json").read_text())
+    assert failure["error"] is not None, "rank 0 trained on without its peer"
+    assert failure["at"] - sent < within, failure
+    expected = "closed its connection" if signal_name == "SIGKILL" else "timed out after 10 s"
+    assert expected in failure["error"]

@@ -64,8 +64,10 @@ def _job_row(job_id: str) -> tuple[str, str, dict[str, object]] | None:
 def _note_waiting(channel: Channel, job_id: str, reason: str) -> bool:
     """Say on the job why it waits; False when it is no longer queued (cancelled)."""
     with session_scope() as session:
+        before = repo.get_job(session, job_id=job_id)
+        changed = before is not None and before.status_reason != reason
         noted = repo.note_queued_reason(session, job_id=job_id, reason=reason)
-    if noted:
+    if noted and changed:
         announce_status(channel, job_id, StatusEvent(status=JobStatus.QUEUED.value,
                                                      reason=reason))
     return noted
@@ -110,13 +112,14 @@ def _gather(channel: Channel, seats: GangSeats, seat: Seat, lease: Lease) -> str
     """Wait for the gang to fill; None when it is full, else why it was given up."""
     settings = get_worker_settings()
     deadline = time.monotonic() + settings.gang_timeout_seconds
-    shown = -1
+    shown, looked = -1, time.monotonic()
     while True:
         online = seats.joined(seat.generation)
         if online >= seat.size:
             return None
-        if online != shown:
-            shown = online
+        # (re)say what the job waits for, and notice a cancel, at least once a second
+        if online != shown or time.monotonic() - looked >= 1.0:
+            shown, looked = online, time.monotonic()
             if not _note_waiting(channel, seat.job_id, waiting_reason(seat.size, online)):
                 seats.fail(seat.generation, "the job left the queue")
                 return "the job left the queue"

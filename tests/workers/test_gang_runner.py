@@ -37,9 +37,11 @@ SPEC: dict[str, Any] = {
 LR_AT = 12  # decided at the boundary after step 11: steps 12.. run with the new rate
 
 
-def _spec(workers: int) -> dict[str, Any]:
+def _spec(workers: int, dropout: bool = False) -> dict[str, Any]:
     spec = copy.deepcopy(SPEC)
     spec["resources"] = {"workers": workers}
+    if dropout:  # draws random numbers: the ranks' RNG state must resume too
+        spec["model"].insert(1, {"type": "Dropout", "rate": 0.3})
     return spec
 
 
@@ -48,7 +50,7 @@ def _script() -> dict[int, list[Any]]:
 
 
 def _rank(rank: int, size: int, port: int, job_id: str, root: str, out: str,
-          crash_at: int | None) -> None:
+          crash_at: int | None, dropout: bool) -> None:
     """One rank's process: join, train, write what it ended with."""
     import json
 
@@ -60,7 +62,7 @@ def _rank(rank: int, size: int, port: int, job_id: str, root: str, out: str,
         rank, size, "127.0.0.1", port, timeout=30))
     scripted = ScriptedIO(_script(), crash_at=crash_at)
     job_io: Any = scripted if rank == 0 else NullIO()
-    runner = GangRunner(job_id, _spec(size), LocalStore(root), job_io, world=world)
+    runner = GangRunner(job_id, _spec(size, dropout), LocalStore(root), job_io, world=world)
     scripted.runner = runner
     result = runner.run()
     params = {p.name: p.data().asnumpy() for p in runner.trainer.parameters}
@@ -73,14 +75,14 @@ def _rank(rank: int, size: int, port: int, job_id: str, root: str, out: str,
 
 
 def _run_gang(size: int, job_id: str, root: Path, out: Path,
-              crash_at: int | None = None) -> list[dict[str, Any]]:
+              crash_at: int | None = None, dropout: bool = False) -> list[dict[str, Any]]:
     import json
 
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_rank, args=(r, size, port, job_id, str(root),
-                                                     str(out), crash_at))
+                                                     str(out), crash_at, dropout))
                  for r in range(size)]
     for process in processes:
         process.start()
@@ -131,16 +133,19 @@ def test_two_ranks_train_what_one_worker_trains_and_change_lr_at_one_step(
 def test_a_stopped_gang_resumes_from_rank_0s_checkpoint_bit_identically(
         tmp_path: Path) -> None:
     store = tmp_path / "store"
-    whole = _run_gang(2, "whole", store, tmp_path / "whole")
+    # with Dropout: epoch 0's last batch (41 samples) splits 21/20, so the ranks' random
+    # streams part there; the checkpoint must hold every rank's
+    whole = _run_gang(2, "whole", store, tmp_path / "whole", dropout=True)
     assert whole[0]["outcome"] == "succeeded"
     # stopped at step 25 without a checkpoint there (a cancel writes none): the latest
     # complete one is step 21's
-    first = _run_gang(2, "stopped", store, tmp_path / "first", crash_at=25)
+    first = _run_gang(2, "stopped", store, tmp_path / "first", crash_at=25, dropout=True)
     assert [r["outcome"] for r in first] == ["cancelled", "cancelled"]
     latest = latest_complete_checkpoint(LocalStore(store), "stopped")
     assert latest is not None and latest.meta.step == 21
-    second = _run_gang(2, "stopped", store, tmp_path / "second")
+    second = _run_gang(2, "stopped", store, tmp_path / "second", dropout=True)
     assert second[0]["outcome"] == "succeeded" and second[0]["step"] == 40
+    assert len(set(second[0]["digests"])) == 1 and len(set(whole[0]["digests"])) == 1
     resumed, reference = (_params(tmp_path / "second" / "rank0.npz"),
                           _params(tmp_path / "whole" / "rank0.npz"))
     for name in reference:

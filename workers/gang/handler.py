@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import engine.metric
+import engine.random
 from core.commands import Command, CommandOutcome
 from core.events import JobEvent, LogEvent
 from workers.gang.link import Agreed, Contribution, Link
@@ -209,6 +210,12 @@ class GangHandler(ServiceHandler):
         return self._boundary(self._global_view(estimator))
 
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        # The ranks share one RNG stream (the same seed, the same draws) until an epoch's
+        # last batch splits unevenly and Dropout draws differ: from here on rank 0's state
+        # is every rank's again, the one its checkpoints hold.
+        shared = self.link.share_json(engine.random.get_state() if self.rank == 0 else None)
+        if self.rank != 0:
+            engine.random.set_state(shared)
         return super().epoch_end(self._global_view(estimator))
 
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:

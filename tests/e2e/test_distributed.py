@@ -134,11 +134,14 @@ def test_a_gang_that_cannot_fill_gives_its_workers_back(client: Client,
     wait_until(lambda: client.get_job(job_id)["status_reason"] ==
                "waiting for 3 workers (2 online)", 30, interval=0.05,
                what="the job saying what it waits for")
+    # given up after the timeout: back in the queue, where it says why (and keeps saying
+    # it while a next gang gathers)
     wait_until(lambda: "did not fill within" in str(client.get_job(job_id)["status_reason"]),
                GANG_TIMEOUT + 20, interval=0.1, what="the gang given up")
     job = client.get_job(job_id)
     assert job["status"] == "queued"
-    assert "(2 online); back in the queue" in job["status_reason"]
+    assert f"the gang of 3 workers did not fill within {GANG_TIMEOUT:g} s (2 online)" in \
+        job["status_reason"]
     client.cancel(job_id)
     _wait_status(client, cluster, job_id, {"cancelled"})
     # the workers are free again: a 1-worker job runs at once

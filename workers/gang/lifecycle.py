@@ -37,7 +37,7 @@ from workers import lifecycle
 from workers.db_retry import retry_db
 from workers.gang.handler import NullIO
 from workers.gang.runner import GangRunner
-from workers.gang.seats import GangSeats, Seat
+from workers.gang.seats import ABANDONED, GangSeats, Seat
 from workers.lease import Lease
 from workers.lifecycle import Outcome
 from workers.resources import dispatch_now, get_store
@@ -111,6 +111,9 @@ def _free_port(host: str) -> int:
 def _gather(channel: Channel, seats: GangSeats, seat: Seat, lease: Lease) -> str | None:
     """Wait for the gang to fill; None when it is full, else why it was given up."""
     settings = get_worker_settings()
+    # Say why the last gang ended too: a job that waits again keeps telling its user.
+    last_state, last_reason = seats.state(seat.generation - 1)
+    before = f"; before: {last_reason}" if last_state == ABANDONED and last_reason else ""
     deadline = time.monotonic() + settings.gang_timeout_seconds
     shown, looked = -1, time.monotonic()
     while True:
@@ -120,7 +123,8 @@ def _gather(channel: Channel, seats: GangSeats, seat: Seat, lease: Lease) -> str
         # (re)say what the job waits for, and notice a cancel, at least once a second
         if online != shown or time.monotonic() - looked >= 1.0:
             shown, looked = online, time.monotonic()
-            if not _note_waiting(channel, seat.job_id, waiting_reason(seat.size, online)):
+            if not _note_waiting(channel, seat.job_id,
+                                 waiting_reason(seat.size, online) + before):
                 seats.fail(seat.generation, "the job left the queue")
                 return "the job left the queue"
         if not lease.held:
@@ -128,10 +132,9 @@ def _gather(channel: Channel, seats: GangSeats, seat: Seat, lease: Lease) -> str
             return "lost the job's lease"
         if time.monotonic() > deadline:
             reason = (f"the gang of {seat.size} workers did not fill within "
-                      f"{settings.gang_timeout_seconds:g} s ({online} online); back in the "
-                      f"queue")
+                      f"{settings.gang_timeout_seconds:g} s ({online} online)")
             if seats.abandon(seat.generation, reason):
-                return reason
+                return reason + "; back in the queue"
             continue  # the last seat was taken just now: the gang is full
         time.sleep(_POLL_SECONDS)
 

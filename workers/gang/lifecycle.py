@@ -33,7 +33,7 @@ from core.models import JobStatus
 from core.queue import send_gang_joins
 from engine.distributed import DistributedError, Rendezvous, RendezvousError
 from engine.distributed.rendezvous import local_address_towards
-from workers import lifecycle
+from workers import heartbeat, lifecycle
 from workers.db_retry import retry_db
 from workers.gang.handler import NullIO
 from workers.gang.runner import GangRunner
@@ -163,6 +163,7 @@ def lead_gang(channel: Channel, job_id: str, spec: dict[str, object], lease: Lea
         seats.fail(seat.generation, "the job left the queue")
         return Outcome(job_id, "skipped:status changed")
     seats.start(seat.generation, f"{host}:{port}")
+    heartbeat.training_as_rank(0, size)
     log.info("job %s: generation %d of %d ranks meets at %s:%d", job_id, seat.generation,
              size, host, port)
     try:
@@ -216,6 +217,7 @@ def join_gang(channel: Channel, job_id: str, generation: int) -> Outcome:
         seats.fail(generation, "the job was deleted")
         return Outcome(job_id, "skipped:no such job")
     host, _, port = address.rpartition(":")
+    heartbeat.training_as_rank(seat.rank, seat.size)
     log.info("job %s: rank %d of %d joins generation %d at %s", job_id, seat.rank, seat.size,
              generation, address)
     try:

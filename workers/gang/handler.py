@@ -124,11 +124,12 @@ class GangHandler(ServiceHandler):
         commands: list[Command] = []
         lease_lost = False
         if self.rank == 0:
-            if self.io.wake.is_set():
-                self.io.wake.clear()
+            woken = self.io.wake.is_set()  # a command arrived (or the lease went)
+            if woken:
+                self.io.wake.clear()  # before draining: one arriving now sets it again
             lease_lost = not self.io.still_owner()
             rules, self._deferred = self._deferred, []
-            received = [] if lease_lost else self.io.poll_commands()
+            received = self.io.poll_commands() if woken and not lease_lost else []
             if received or rules:
                 commands, refused = self.steering.due(received, self.state.step, rules)
                 for outcome in refused:

@@ -11,6 +11,7 @@ bit-identical to an uninterrupted 2-rank run.
 from __future__ import annotations
 
 import copy
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -149,19 +150,47 @@ def test_a_gang_that_cannot_fill_gives_its_workers_back(client: Client,
     assert _wait_status(client, cluster, other, {"succeeded"}, timeout=GANG_TIMEOUT + 30)
 
 
+KILL_SPEC = _spec(2, epochs=80, checkpoint={"every_steps": 50, "keep_last": 3})
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(cluster: Stack, tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, np.ndarray]:
+    """The final weights of an uninterrupted 2-rank run of KILL_SPEC."""
+    with Client(cluster.api_url, cluster.token, timeout=30) as client:
+        job_id = client.submit(KILL_SPEC)["id"]
+        assert _wait_status(client, cluster, job_id, {"succeeded", "failed"})["status"] == \
+            "succeeded"
+        return final_params(client, job_id, tmp_path_factory.mktemp("uninterrupted"))
+
+
+def _worker_of_rank(cluster: Stack, job_id: str, rank: int) -> subprocess.Popen[bytes]:
+    """The worker that trains ``job_id`` as ``rank`` (worker ``i`` logs to
+    worker-``i``.log; a killed one stays in the list, dead)."""
+    joined = f"job {job_id}: rank 1 of 2 joins generation 1"
+
+    def logs() -> dict[int, str]:
+        return {i: (cluster.logs / f"worker-{i}.log").read_text(errors="replace")
+                for i, worker in enumerate(cluster.workers) if worker.poll() is None}
+
+    wait_until(lambda: any(joined in text for text in logs().values()), 30,
+               what="rank 1's log line")
+    live = logs()
+    (rank1,) = [i for i, text in live.items() if joined in text]
+    (rank0,) = [i for i in live if i != rank1]
+    return cluster.workers[rank1 if rank == 1 else rank0]
+
+
+@pytest.mark.parametrize("victim_rank", [1, 0])
 def test_a_killed_rank_ends_the_generation_and_the_job_resumes_bit_identically(
-        client: Client, cluster: Stack, tmp_path: Path) -> None:
-    spec = _spec(2, epochs=80, checkpoint={"every_steps": 50, "keep_last": 3})
-    reference = client.submit(spec)["id"]
-    assert _wait_status(client, cluster, reference, {"succeeded", "failed"})["status"] == \
-        "succeeded"
-    job_id = client.submit(spec)["id"]
+        client: Client, cluster: Stack, tmp_path: Path,
+        uninterrupted: dict[str, np.ndarray], victim_rank: int) -> None:
+    job_id = client.submit(KILL_SPEC)["id"]
     wait_until(lambda: any(c["step"] >= 100 for c in client.checkpoints(job_id)["data"]),
                120, interval=0.05, what="a checkpoint past step 100")
-    victim = cluster.workers[-1]
+    victim = _worker_of_rank(cluster, job_id, victim_rank)
     killed = time.monotonic()
     cluster.kill_worker(victim)
-    cluster.workers.remove(victim)
     # the other rank notices at once; the job leaves 'running' (rank 0 re-queues it, or,
     # if rank 0 was killed, the watchdog does when its lease lapses)
     wait_until(lambda: client.get_job(job_id)["status"] != "running", 5, interval=0.05,
@@ -170,7 +199,7 @@ def test_a_killed_rank_ends_the_generation_and_the_job_resumes_bit_identically(
     cluster.start_worker()  # the replacement that makes the gang whole again
     job = _wait_status(client, cluster, job_id, {"succeeded", "failed"}, timeout=180)
     assert job["status"] == "succeeded", job
+    assert job["attempts"] >= 1
     resumed = final_params(client, job_id, tmp_path)
-    whole = final_params(client, reference, tmp_path)
-    for name in whole:
-        assert np.array_equal(resumed[name], whole[name]), name
+    for name in uninterrupted:
+        assert np.array_equal(resumed[name], uninterrupted[name]), name

@@ -111,9 +111,10 @@ def test_two_workers_train_what_one_worker_trains(client: Client, cluster: Stack
     assert {"train_loss", "train_accuracy", "throughput_rank0", "throughput_rank1"} <= names
 
 
-def test_a_learning_rate_change_takes_effect_at_one_step_on_every_rank(
+def test_a_learning_rate_change_and_a_pause_take_effect_at_one_step_on_every_rank(
         client: Client, cluster: Stack) -> None:
-    job_id = client.submit(_spec(2, epochs=200))["id"]
+    job_id = client.submit(_spec(2, epochs=120, checkpoint={"every_steps": 1000,
+                                                           "keep_last": 3}))["id"]
     wait_until(lambda: client.get_job(job_id)["progress"]["step"] > 0, 60, interval=0.05,
                what="the gang training")
     change = client.set_learning_rate(job_id, 0.003)
@@ -125,8 +126,15 @@ def test_a_learning_rate_change_takes_effect_at_one_step_on_every_rank(
     assert step > 0
     assert command["result"]["ranks"] == 2
     assert command["result"]["rank_steps"] == [step, step]
-    client.cancel(job_id)
-    assert _wait_status(client, cluster, job_id, {"cancelled"})["status"] == "cancelled"
+    # a pause reaches every rank too: rank 0 checkpoints where they all stopped, and a
+    # resume gathers a new gang that trains on from there to the end
+    client.pause(job_id)
+    paused = _wait_status(client, cluster, job_id, {"paused"})
+    stopped_at = paused["progress"]["step"]
+    assert stopped_at in {c["step"] for c in client.checkpoints(job_id)["data"]}
+    client.resume(job_id)
+    done = _wait_status(client, cluster, job_id, {"succeeded", "failed"})
+    assert done["status"] == "succeeded" and done["progress"]["step"] == 120 * 20
 
 
 def test_a_gang_that_cannot_fill_gives_its_workers_back(client: Client,

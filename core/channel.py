@@ -87,6 +87,16 @@ def commands_rate_key(job_id: str) -> str:
     return job_prefix(job_id) + "commands"
 
 
+def gang_generation_key(job_id: str) -> str:
+    """A distributed job's generation counter: a new gang (after a failure) is the next."""
+    return job_prefix(job_id) + "gang"
+
+
+def gang_key(job_id: str, generation: int) -> str:
+    """One generation's gang: a hash of its size, seats taken, state and rank 0's address."""
+    return job_prefix(job_id) + f"gang:{generation}"
+
+
 def ticket_key(ticket: str) -> str:
     return f"rudder:stream-ticket:{ticket}"
 
@@ -100,7 +110,7 @@ def worker_key(worker_id: str) -> str:
 
 def job_keys(job_id: str) -> list[str]:
     return [events_key(job_id), control_key(job_id), lease_key(job_id), lr_changes_key(job_id),
-            commands_rate_key(job_id)]
+            commands_rate_key(job_id), gang_generation_key(job_id)]
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,9 @@ class RequestLimits(BaseModel):
     max_symbol_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     # A job whose model estimate (core.model_size) exceeds this is refused at submit.
     max_job_memory_bytes: int = Field(default=4 * 1024**3, ge=1)
+    # The most worker processes one job may ask for (resources.workers); a distributed
+    # job waits until that many workers are free at once.
+    max_job_workers: int = Field(default=8, ge=1)
 
 
 class InspectorSettings(BaseModel):

@@ -149,6 +149,9 @@ class WorkerHeartbeat(ContractModel):
     hostname: str
     queues: list[str]
     current_job_id: str | None = None
+    # In a job on several workers: this worker's rank, of ``ranks`` (null otherwise).
+    rank: int | None = None
+    ranks: int | None = None
     cpu_percent: float | None = None
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None

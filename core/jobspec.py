@@ -355,6 +355,15 @@ class TrainerSpec(StrictModel):
     compression: CompressionSpec | None = None
 
 
+class ResourcesSpec(StrictModel):
+    workers: int = Field(
+        default=1, ge=1, le=1024,
+        description="worker processes that train the job together, data-parallel (one "
+                    "rank each; data.batch_size is the global batch, split evenly among "
+                    "them); the api refuses more than its configured maximum",
+    )
+
+
 class CheckpointSpec(StrictModel):
     every_steps: int = Field(default=200, ge=1, le=10_000_000)
     keep_last: int = Field(default=3, ge=1, le=100)
@@ -378,6 +387,7 @@ class JobSpec(StrictModel):
     epochs: int = Field(default=1, ge=1, le=100_000)
     metrics: list[str | MetricSpec] = Field(default_factory=_default_metrics, max_length=16)
     checkpoint: CheckpointSpec = CheckpointSpec()
+    resources: ResourcesSpec = ResourcesSpec()
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     device: Literal["cpu", "gpu", "auto"] = "auto"
     rules: list[Rule] = Field(default_factory=list, max_length=MAX_RULES,
@@ -395,6 +405,15 @@ class JobSpec(StrictModel):
             if rule.metric.startswith("val_") and self.data.val is None:
                 raise ValueError(f"rules.{index}.metric: {rule.metric} needs validation "
                                  "data (data.val)")
+        return self
+
+    @model_validator(mode="after")
+    def _batch_splits_among_workers(self) -> JobSpec:
+        workers = self.resources.workers
+        if self.data.batch_size % workers:
+            raise ValueError(f"data.batch_size: {self.data.batch_size} does not split evenly "
+                             f"among resources.workers={workers} (each rank trains "
+                             f"batch_size / workers samples a step)")
         return self
 
     @field_validator("metrics")

@@ -53,12 +53,13 @@ def enqueue_training(job_id: str, *, queue: str, broker_url: str) -> str:
     return _send_training(app, job_id, queue=queue)
 
 
-def _send_training(app: Celery, job_id: str, *, queue: str, producer: Any = None) -> str:
+def _send_training(app: Celery, job_id: str, *, queue: str, producer: Any = None,
+                   generation: int | None = None) -> str:
     if queue not in QUEUES:
         raise ValueError(f"unknown queue {queue!r}; expected one of {QUEUES}")
     result = app.send_task(
         TRAIN_TASK,
-        args=[job_id],
+        args=[job_id] if generation is None else [job_id, generation],
         queue=queue,
         producer=producer,
         retry=True,
@@ -75,6 +76,17 @@ def send_training_batch(broker_url: str, batch: list[tuple[str, str]]) -> None:
     with app.producer_or_acquire() as producer, _publish_batch(producer):
         for job_id, queue_name in batch:
             _send_training(app, job_id, queue=queue_name, producer=producer)
+
+
+def send_gang_joins(broker_url: str, job_id: str, *, queue: str, generation: int,
+                    count: int) -> None:
+    """Ask ``count`` more workers to join generation ``generation`` of a distributed job:
+    ``rudder.train(job_id, generation)``, which a worker skips once that generation is
+    full, abandoned or over (workers/gang). Rank 0 sends them when it opens the gang."""
+    app = _client(broker_url)
+    with app.producer_or_acquire() as producer, _publish_batch(producer):
+        for _ in range(count):
+            _send_training(app, job_id, queue=queue, producer=producer, generation=generation)
 
 
 # Kombu's Redis transport: each queue is a list (plus one per priority step, named

@@ -253,7 +253,8 @@ def render() -> str:
                          ("`data.train` / `data.val`: an upload", jobspec.DatasetSource),
                          ("`trainer`", jobspec.TrainerSpec),
                          ("`trainer.compression`", jobspec.CompressionSpec),
-                         ("`checkpoint`", jobspec.CheckpointSpec)):
+                         ("`checkpoint`", jobspec.CheckpointSpec),
+                         ("`resources`", jobspec.ResourcesSpec)):
         sections += [f"## {title}", "", *_fields_table(model), ""]
     sections += _rules()
     sections += _model_forms()

@@ -9,12 +9,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     RUDDER_ENVIRONMENT=production
 
 WORKDIR /app
-# Dependencies first, so code edits do not re-install them.
+# Dependencies first, so code edits do not re-install them; with the `dist` extra (the CPU
+# build of torch, whose Gloo collectives a job on several workers trains through: the
+# compose CPU worker runs this image).
 COPY pyproject.toml README.md ./
 RUN mkdir -p engine api core workers rudder migrations \
     && touch engine/__init__.py api/__init__.py core/__init__.py workers/__init__.py \
        rudder/__init__.py migrations/__init__.py \
-    && pip install . && pip uninstall -y rudder
+    && pip install --extra-index-url https://download.pytorch.org/whl/cpu ".[dist]" \
+    && pip uninstall -y rudder
 COPY alembic.ini ./
 COPY engine ./engine
 COPY core ./core

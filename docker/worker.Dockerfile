@@ -22,7 +22,8 @@ COPY pyproject.toml README.md ./
 RUN mkdir -p engine api core workers rudder migrations \
     && touch engine/__init__.py api/__init__.py core/__init__.py workers/__init__.py \
        rudder/__init__.py migrations/__init__.py \
-    && pip install ".[gpu]" && pip uninstall -y rudder
+    && pip install --extra-index-url https://download.pytorch.org/whl/cpu ".[gpu,dist]" \
+    && pip uninstall -y rudder
 COPY alembic.ini ./
 COPY engine ./engine
 COPY core ./core

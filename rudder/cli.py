@@ -132,6 +132,9 @@ def _add_local_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="API port (default 8000)")
     p.add_argument("--queues", default="cpu,gpu", metavar="QUEUE[,QUEUE]",
                    help="queues the embedded worker serves: cpu, gpu (default cpu,gpu)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="worker processes to start (default 1); a job asking for "
+                        "resources.workers: N trains on N of them at once")
 
     p = sub.add_parser("token", help="create (locally), list and revoke API tokens",
                        description="create (locally), list and revoke API tokens")

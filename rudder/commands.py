@@ -284,7 +284,9 @@ def _download(client: Client, job: str, items: list[dict[str, Any]], which: str,
 def cmd_up(args: argparse.Namespace) -> int:
     from rudder.embedded import up
 
-    return up(Path(args.home), args.host, args.port, args.queues)
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    return up(Path(args.home), args.host, args.port, args.queues, workers=args.workers)
 
 
 def cmd_token_create(args: argparse.Namespace) -> int:

@@ -175,7 +175,12 @@ def validator_argv(python: str, name: str = "rudder-validator@%h") -> list[str]:
             "--hostname", name]
 
 
-def up(home: Path, host: str, port: int, worker_queues: str) -> int:
+def worker_names(workers: int) -> list[str]:
+    """``worker`` alone, or ``worker-1`` ... ``worker-N`` (their log files' names too)."""
+    return ["worker"] if workers == 1 else [f"worker-{n}" for n in range(1, workers + 1)]
+
+
+def up(home: Path, host: str, port: int, worker_queues: str, workers: int = 1) -> int:
     try:
         check_port_free(host, port)
     except PortInUse as exc:
@@ -219,13 +224,16 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
         # Started before the worker, so it is stopped after it (newest first): the
         # worker, which checkpoints its job, is the first told to stop.
         supervisor.start("validator", validator_argv(python), env, home / "validator.log")
-        supervisor.start("worker", [
-            python, "-m", "celery", "-A", "workers.celery_app", "worker",
-            "-Q", worker_queues, "--pool=solo", "--concurrency=1", "--loglevel=INFO",
-            "--hostname", f"rudder-embedded@{socket.gethostname()}",
-        ], env, home / "worker.log")
-        supervisor.on_exit["worker"] = release_leases_of_dead_worker(
-            env["RUDDER_REDIS_URL"], env["RUDDER_DATABASE_URL"])
+        for name in worker_names(workers):
+            # One process each: a job with resources.workers: N trains on N of them.
+            supervisor.start(name, [
+                python, "-m", "celery", "-A", "workers.celery_app", "worker",
+                "-Q", worker_queues, "--pool=solo", "--concurrency=1", "--loglevel=INFO",
+                "--hostname", f"rudder-embedded-{name}@{socket.gethostname()}"
+                if workers > 1 else f"rudder-embedded@{socket.gethostname()}",
+            ], env, home / f"{name}.log")
+            supervisor.on_exit[name] = release_leases_of_dead_worker(
+                env["RUDDER_REDIS_URL"], env["RUDDER_DATABASE_URL"])
         url = f"http://{host}:{port}"
         _wait_http(url + "/healthz", 60, api)
         print(f"Rudder is up at {url}   (dashboard: {url}/)")
@@ -233,7 +241,8 @@ def up(home: Path, host: str, port: int, worker_queues: str) -> int:
             print(f"export RUDDER_URL={url}\nexport RUDDER_TOKEN={token}")
         else:
             print(f"export RUDDER_URL={url}\n(users exist already: `rudder token create`)")
-        print(f"logs: {home}/api.log, {home}/worker.log, {home}/validator.log. "
+        logs = ", ".join(f"{home}/{name}.log" for name in worker_names(workers))
+        print(f"logs: {home}/api.log, {logs}, {home}/validator.log. "
               "Ctrl-C stops everything.", flush=True)
         while True:
             supervisor.tend()

@@ -129,7 +129,8 @@ class Supervisor:
                 continue
             print(f"stopping {child.name} (pid {process.pid})", flush=True)
             process.send_signal(signal.SIGTERM)
-            grace = WORKER_STOP_GRACE_SECONDS if child.name == "worker" else STOP_GRACE_SECONDS
+            grace = (WORKER_STOP_GRACE_SECONDS if child.name.startswith("worker")
+                     else STOP_GRACE_SECONDS)
             try:
                 process.wait(timeout=grace)
             except subprocess.TimeoutExpired:

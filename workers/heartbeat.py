@@ -29,18 +29,26 @@ INTERVAL_SECONDS = 5.0
 TTL_SECONDS = 20  # a worker missing four beats is gone
 
 _current_job: str | None = None
+_current_rank: tuple[int, int] | None = None  # (rank, ranks) in a job on several workers
 _beater: Heartbeat | None = None
 
 
 @contextmanager
 def working_on(job_id: str) -> Iterator[None]:
     """Marks the job this process is training, for its heartbeats."""
-    global _current_job
+    global _current_job, _current_rank
     _current_job = job_id
     try:
         yield
     finally:
         _current_job = None
+        _current_rank = None
+
+
+def training_as_rank(rank: int, ranks: int) -> None:
+    """This process trains its job as ``rank`` of ``ranks`` (until the job ends)."""
+    global _current_rank
+    _current_rank = (rank, ranks)
 
 
 def _cpu_times() -> tuple[int, int] | None:
@@ -113,7 +121,9 @@ class Heartbeat:
         used, total_memory = _memory()
         return WorkerHeartbeat(
             worker_id=self.worker_id, hostname=socket.gethostname(), queues=self._queues,
-            current_job_id=_current_job, cpu_percent=percent, memory_used_bytes=used,
+            current_job_id=_current_job, rank=_current_rank[0] if _current_rank else None,
+            ranks=_current_rank[1] if _current_rank else None,
+            cpu_percent=percent, memory_used_bytes=used,
             memory_total_bytes=total_memory, gpus=_gpus(), time=time.time(),
         )
 

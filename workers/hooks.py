@@ -178,9 +178,14 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
 
     def _carry_out(self, received: list[Command], rules: list[Command],
                    replaying: bool = False) -> bool:
-        state = self.state
-        due, refused = self.steering.due(received, state.step, rules)
+        due, refused = self.steering.due(received, self.state.step, rules)
         self._confirm(refused, replaying)
+        return self._apply_due(due, replaying)
+
+    def _apply_due(self, due: list[Command], replaying: bool = False) -> bool:
+        """Apply the commands decided for this boundary; True when training must stop.
+        (Every rank of a distributed job runs this on the list rank 0 decided.)"""
+        state = self.state
         if not due:
             return False
         if not replaying and any(c.checkpoint_before for c in due):

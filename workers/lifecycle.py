@@ -27,6 +27,7 @@ from core.models import CommandStatus, DatasetStatus, JobStatus
 from core.rewind import rewind_job
 from core.steering import command_of_row, outcome_event
 from core.storage import ObjectNotFound, dataset_key
+from engine.distributed import DistributedError
 from workers.build import SpecError
 from workers.data_sources import StoredDataset
 from workers.db_retry import retry_db
@@ -163,6 +164,12 @@ def run_job(job_id: str) -> Outcome:
         lease.release()
 
 
+def gang_size(spec: dict[str, object]) -> int:
+    """How many workers train the job together (the spec's resources.workers)."""
+    resources = spec.get("resources")
+    return int(resources.get("workers", 1)) if isinstance(resources, dict) else 1
+
+
 def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], lease: Lease,
                     attempts: int) -> Outcome:
     worker_settings = get_worker_settings()
@@ -172,6 +179,10 @@ def _run_with_lease(channel: Channel, job_id: str, spec: dict[str, object], leas
         return Outcome(job_id, "failed")
     send_leftover_writes(channel, job_id, worker_settings.spool_dir,
                          worker_settings.db_retry_seconds)
+    if gang_size(spec) > 1:
+        from workers.gang.lifecycle import lead_gang  # (it imports this module)
+
+        return lead_gang(channel, job_id, spec, lease)
     if not _set_status(channel, job_id, JobStatus.RUNNING, None,
                        [JobStatus.QUEUED, JobStatus.RUNNING]):
         return Outcome(job_id, "skipped:status changed")
@@ -213,8 +224,10 @@ def _rewind(channel: Channel, job_id: str, step: int, command_id: str) -> None:
 
 
 def _train(channel: Channel, job_id: str, spec: dict[str, object],
-           lease: Lease) -> RunResult | Outcome:
-    """One run of the training loop on the lease, from the latest complete checkpoint."""
+           lease: Lease, runner_class: Callable[..., JobRunner] = JobRunner,
+           **runner_kwargs: Any) -> RunResult | Outcome:
+    """One run of the training loop on the lease, from the latest complete checkpoint.
+    (Rank 0 of a distributed job passes its runner; a failed collective propagates.)"""
     worker_settings = get_worker_settings()
     # Read the control stream's position *before* the DB's pending commands: a command
     # sent in between is then seen twice (deduplicated by id), never missed.
@@ -230,12 +243,16 @@ def _train(channel: Channel, job_id: str, spec: dict[str, object],
                        db_retry_seconds=worker_settings.db_retry_seconds)
     lease.when_lost(job_io.wake.set)
     try:
-        runner = JobRunner(job_id, spec, get_store(), job_io, load_upload=_load_upload,
-                           lookup_dataset=_lookup_dataset,
-                           data_cache=Path(get_settings().home) / "cache",
-                           replay=replay, pacing=worker_settings.pacing(), branch=branch,
-                           on_built=_publish_parameters(job_id))
+        runner = runner_class(job_id, spec, get_store(), job_io, load_upload=_load_upload,
+                              lookup_dataset=_lookup_dataset,
+                              data_cache=Path(get_settings().home) / "cache",
+                              replay=replay, pacing=worker_settings.pacing(), branch=branch,
+                              on_built=_publish_parameters(job_id), **runner_kwargs)
         result = runner.run()
+    except DistributedError:
+        job_io.close()
+        listener.stop()
+        raise
     except Exception as exc:  # noqa: BLE001 - any failure ends the job as failed, with why
         job_io.close()
         listener.stop()

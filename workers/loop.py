@@ -16,6 +16,7 @@ the estimator's ``train_metrics`` / ``val_metrics`` attributes, in the estimator
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,10 +65,13 @@ def run_epochs(
     begin_epoch: int,
     begin_batch: int,
     handler: ServiceHandler,
+    step_size: Callable[[int], int] | None = None,
 ) -> None:
     """Train from ``(begin_epoch, begin_batch)`` to the end of epoch ``epochs - 1``, or
     until a hook returns True. The loader's order is a function of (seed, epoch), so the
-    ``begin_batch`` batches already trained are skipped without being computed."""
+    ``begin_batch`` batches already trained are skipped without being computed.
+    ``step_size(i)`` is the batch size the update of the epoch's batch ``i`` normalises
+    by (a distributed rank's batch is part of a global one); by default the batch's own."""
     view = LoopView(train_metrics, val_metrics)
     train_kinds, val_kinds = _with_kinds(train_metrics), _with_kinds(val_metrics)
     autograd = engine.autograd
@@ -81,12 +85,12 @@ def run_epochs(
         batches = iter(train_data)
         if skip:
             batches = itertools.islice(batches, skip, None)
-        for data, label in batches:
+        for index, (data, label) in enumerate(batches, start=skip):
             with autograd.record():
                 pred = net(data)
                 loss = loss_fn(pred, label)
             loss.backward()
-            trainer.step(data.shape[0])
+            trainer.step(data.shape[0] if step_size is None else step_size(index))
             for metric, takes_loss in train_kinds:
                 if takes_loss:
                     metric.update(0, [loss])

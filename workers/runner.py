@@ -42,6 +42,7 @@ from workers.checkpoint_writer import CheckpointWriter
 from workers.checkpoints import (
     META_FILE,
     CheckpointMeta,
+    LoadedCheckpoint,
     Pruner,
     latest_complete_checkpoint,
     sha256_hex,
@@ -129,6 +130,9 @@ class JobRunner:
         self.keep_last = self.spec.checkpoint.keep_last
         self._pruner = Pruner(store, job_id, self.keep_last)
         self.data_seed = self.spec.seed
+        # The batch size trainer.step() normalises by, from the batch's index in its epoch
+        # (None: the batch's own size; a distributed rank's is the global batch's).
+        self.step_size: Callable[[int], int] | None = None
 
     # ---------------------------------------------------------------- building
     def _build_data(self, spec: JobSpec) -> Any:
@@ -141,13 +145,7 @@ class JobRunner:
                                                seed=self.data_seed)
             self.train_data, self.val_data = splits.train, splits.val
             return splits.sample.as_in_context(self.ctx)
-        train_x, train_y = build.source_arrays(data_spec.train, self._load_upload)
-        val = build.source_arrays(data_spec.val, self._load_upload) if data_spec.val else None
-        if data_spec.normalize == "auto":
-            # The training set's per-feature mean/std, for both splits.
-            mean, std = train_x.mean(axis=0), np.maximum(train_x.std(axis=0), 1e-6)
-            train_x = (train_x - mean) / std
-            val = ((val[0] - mean) / std, val[1]) if val is not None else None
+        train_x, train_y, val = self._arrays(spec)
         self.train_data = build.make_loader(train_x, train_y, batch_size, shuffle,
                                             self.data_seed, self.ctx)
         self.val_data = None
@@ -155,6 +153,22 @@ class JobRunner:
             self.val_data = build.make_loader(val[0], val[1], batch_size, False,
                                               self.data_seed, self.ctx)
         return array(train_x[:1], ctx=self.ctx)
+
+    def _arrays(self, spec: JobSpec) -> tuple[Any, Any, tuple[Any, Any] | None]:
+        """The array data: (train x, train y, (val x, val y) or None), normalised as asked."""
+        data_spec = spec.data
+        train_x, train_y = build.source_arrays(data_spec.train, self._load_upload)
+        val = build.source_arrays(data_spec.val, self._load_upload) if data_spec.val else None
+        if data_spec.normalize == "auto":
+            # The training set's per-feature mean/std, for both splits.
+            mean, std = train_x.mean(axis=0), np.maximum(train_x.std(axis=0), 1e-6)
+            train_x = (train_x - mean) / std
+            val = ((val[0] - mean) / std, val[1]) if val is not None else None
+        return train_x, train_y, val
+
+    def _trainer_spec(self, spec: JobSpec) -> JobSpec:
+        """The spec the trainer is built from (a distributed rank swaps in its kvstore)."""
+        return spec
 
     def build(self) -> None:
         spec = self.spec
@@ -172,7 +186,7 @@ class JobRunner:
         # replaces them in resume()).
         networks.load_initial_weights(self.net, spec.model, self.store, self.ctx)
         self.loss = build.create_component(engine.gluon.loss.create, "loss", spec.loss)
-        self.trainer = build.build_trainer(spec, self.net)
+        self.trainer = build.build_trainer(self._trainer_spec(spec), self.net)
         # A Loss metric on each split gives train_loss / val_loss points.
         self.train_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
         self.val_metrics = [*build.build_metrics(spec.metrics), engine.metric.Loss("loss")]
@@ -196,6 +210,10 @@ class JobRunner:
                         exc_info=True)
         if loaded is None:
             return None
+        return self._restore(loaded)
+
+    def _restore(self, loaded: LoadedCheckpoint) -> CheckpointMeta:
+        """Load ``loaded`` into the network, trainer, RNG and position; returns its meta."""
         meta = loaded.meta
         self.net.load_parameters(io.BytesIO(loaded.params), ctx=self.ctx)
         # Frozen parameters and a replaced schedule first: the trainer state saved the
@@ -333,6 +351,7 @@ class JobRunner:
                 train_metrics=self.train_metrics, val_metrics=self.val_metrics,
                 epochs=self.epochs, begin_epoch=self.state.epoch,
                 begin_batch=self.state.batch_index, handler=handler,
+                step_size=self.step_size,
             )
         except BaseException:
             self._writer.drain()

@@ -54,6 +54,18 @@ class WorkerSettings(BaseSettings):
     # retried through a database outage before the worker gives up on them.
     db_retry_seconds: float = Field(default=120.0, gt=0)
 
+    # A distributed job (resources.workers > 1) waits this long for all its workers to
+    # join; a gang that does not fill lets its workers go and the job goes back to the
+    # queue with the reason (workers are never held idle for ever).
+    gang_timeout_seconds: float = Field(default=60.0, gt=0)
+    # How long a rank waits in a collective for the others before it gives up: a rank
+    # that was stopped (SIGSTOP) or cut off ends the generation after this. (A killed
+    # rank's peers notice at once: its sockets close.)
+    dist_timeout_seconds: float = Field(default=60.0, gt=0)
+    # The address the other ranks reach this worker's rank 0 at; unset: the address of
+    # the interface that routes to Redis (127.0.0.1 when Redis is local).
+    gang_host: str | None = None
+
     def pacing(self) -> Pacing:
         return Pacing(log_every=self.log_every_steps,
                       min_publish_interval=self.metrics_min_interval_seconds,

@@ -19,6 +19,7 @@ from celery.signals import (
 
 from workers import heartbeat, resources
 from workers.celery_app import QUEUES, TRAIN_TASK, celery_app
+from workers.gang.lifecycle import join_gang
 from workers.hooks import shutdown_requested
 from workers.lifecycle import LeaseBusy, run_job
 from workers.settings import WorkerSettings, get_worker_settings
@@ -31,11 +32,15 @@ BUSY_MAX_RETRIES = 300
 
 
 @celery_app.task(name=TRAIN_TASK, bind=True, max_retries=BUSY_MAX_RETRIES)
-def train(self: Any, job_id: str) -> str:
-    """Train one job to an outcome (succeeded, paused, cancelled, failed) or skip it."""
+def train(self: Any, job_id: str, generation: int | None = None) -> str:
+    """Train one job to an outcome (succeeded, paused, cancelled, failed) or skip it.
+    With ``generation``: join that generation of a distributed job as one of its ranks
+    (rank 0, which holds the job, asked for it; workers.gang)."""
     _start_heartbeat()  # no-op once running; starts it under the solo pool
     try:
         with heartbeat.working_on(str(job_id)):
+            if generation is not None:
+                return join_gang(resources.get_channel(), str(job_id), int(generation)).result
             return run_job(str(job_id)).result
     except LeaseBusy as exc:
         raise self.retry(exc=exc, countdown=get_worker_settings().busy_retry_seconds) from exc

@@ -13,6 +13,9 @@ class WorkerPublic(BaseModel):
     queues: list[str]
     busy: bool = Field(description="training a job now")
     current_job_id: str | None = Field(description="the job, when it is one of yours")
+    rank: int | None = Field(default=None, description="its rank in that job, when the job "
+                             "trains on several workers (one of yours)")
+    ranks: int | None = Field(default=None, description="how many workers train that job")
     cpu_percent: float | None = Field(description="the machine's CPU use, percent")
     memory_used_bytes: int | None
     memory_total_bytes: int | None

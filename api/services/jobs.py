@@ -52,6 +52,13 @@ def _replay(existing: Job, request_hash: str) -> Job:
 def _check_spec_references(
     session: Session, *, spec: JobSpec, owner: User, state: ServiceState
 ) -> None:
+    max_workers = state.settings.limits.max_job_workers
+    if spec.resources.workers > max_workers:
+        raise field_error(
+            "resources.workers",
+            f"asks for {spec.resources.workers} workers; this service allows at most "
+            f"{max_workers} per job (RUDDER_LIMITS__MAX_JOB_WORKERS)",
+        )
     shapes: dict[str, tuple[int, ...] | None] = {}
     for split in ("train", "val"):
         source = getattr(spec.data, split)

@@ -26,6 +26,8 @@ def describe(channel: Channel, session: Session, *, user: User) -> WorkersPublic
             worker_id=beat.worker_id, hostname=beat.hostname, queues=beat.queues,
             busy=beat.current_job_id is not None,
             current_job_id=beat.current_job_id if beat.current_job_id in mine else None,
+            rank=beat.rank if beat.current_job_id in mine else None,
+            ranks=beat.ranks if beat.current_job_id in mine else None,
             cpu_percent=beat.cpu_percent,
             memory_used_bytes=beat.memory_used_bytes,
             memory_total_bytes=beat.memory_total_bytes, gpus=beat.gpus,

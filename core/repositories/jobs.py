@@ -160,6 +160,19 @@ def list_jobs(
     return list(session.scalars(query))
 
 
+def note_queued_reason(session: Session, *, job_id: str, reason: str) -> bool:
+    """Say why a queued job waits (a distributed job's gang filling up) without moving it:
+    no status history row, no dispatch; False when the job is no longer queued."""
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == JobStatus.QUEUED.value)
+        .values(status_reason=reason)
+        .execution_options(synchronize_session=False)
+    )
+    session.flush()
+    return getattr(result, "rowcount", 0) == 1
+
+
 def transition_job(
     session: Session,
     *,

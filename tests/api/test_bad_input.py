@@ -151,6 +151,32 @@ class TestSpecValidation:
         assert error["details"][0]["field"] == "model"
         assert "limit per job is 97.7 KiB" in error["message"]
 
+    def test_more_workers_than_the_configured_maximum_is_refused(self, make_api: Any) -> None:
+        api = make_api(limits={"max_job_workers": 2})
+        _, headers = api.make_user()
+        before = _count_jobs(api)
+        spec = digits_spec(resources={"workers": 3})
+        spec["data"]["batch_size"] = 48  # splits evenly: the count is what is refused
+        response = api.client.post("/v1/jobs", json=spec, headers=headers)
+        assert response.status_code == 422
+        error = _error(response)
+        assert error["details"][0]["field"] == "resources.workers"
+        assert "at most 2 per job" in error["message"]
+        assert _count_jobs(api) == before
+        accepted = api.client.post("/v1/jobs", json=digits_spec(resources={"workers": 2}),
+                                   headers=headers)
+        assert accepted.status_code == 201
+        assert accepted.json()["spec"]["resources"] == {"workers": 2}
+
+    def test_a_batch_that_does_not_split_among_the_workers_is_refused(
+            self, api: ApiHarness) -> None:
+        _, headers = api.make_user()
+        spec = digits_spec(resources={"workers": 2})
+        spec["data"]["batch_size"] = 33
+        response = api.client.post("/v1/jobs", json=spec, headers=headers)
+        assert response.status_code == 422
+        assert "data.batch_size" in _error(response)["message"]
+
     def test_unknown_dataset_is_refused(self, api: ApiHarness) -> None:
         _, headers = api.make_user()
         missing = "00000000-0000-0000-0000-000000000000"

@@ -29,12 +29,12 @@ pytestmark = pytest.mark.slow
 class Up:
     """A `rudder up` process and what it prints."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *extra: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RUDDER_")}
         env["PYTHONPATH"] = str(ROOT)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rudder.cli", "up", "--home", str(home),
-             "--port", str(free_port())],
+             "--port", str(free_port()), *extra],
             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []

@@ -40,6 +40,16 @@ def test_compose_has_the_production_services_in_order() -> None:
     assert "?" in env["RUDDER_SECRET_KEY"]  # compose refuses to start without a secret
 
 
+def test_the_cpu_worker_scales() -> None:
+    """`docker compose up --scale worker=N` (a job on N workers): nothing in the worker
+    service may be one of a kind per host (a fixed container name, a published port, a
+    fixed Celery node name)."""
+    worker = _compose()["services"]["worker"]
+    assert "container_name" not in worker and "ports" not in worker
+    assert "-n" not in worker["command"] and "--hostname" not in worker["command"]
+    assert "--scale worker=" in (DOCKER / "compose.yaml").read_text()
+
+
 def test_commands_name_real_modules() -> None:
     services = _compose()["services"]
     api_cmd = services["api"]["command"]
@@ -70,7 +80,9 @@ def test_dockerfiles_copy_paths_that_exist_and_run_the_compose_commands() -> Non
             assert (ROOT / source).exists(), f"{name}: COPY {source} does not exist"
         assert "USER rudder" in text
     worker = (DOCKER / "worker.Dockerfile").read_text()
-    assert "nvidia/cuda" in worker and '".[gpu]"' in worker
+    assert "nvidia/cuda" in worker and '".[gpu,dist]"' in worker
     api = (DOCKER / "api.Dockerfile").read_text()
+    # the compose CPU worker runs the api image: a job on several workers needs Gloo
+    assert '".[dist]"' in api and "download.pytorch.org/whl/cpu" in api
     assert '"api.main:create_app", "--factory"' in api
     assert '"--http", "api.http_protocol:ApiHttpProtocol"' in api

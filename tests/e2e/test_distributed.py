@@ -1,0 +1,213 @@
+"""One job on two workers through the whole service (issue 23): real API and Celery worker
+processes on PostgreSQL and Redis, ranks over Gloo on loopback.
+
+A 2-rank job ends with the weights a 1-worker job of the same global batch ends with; a
+learning-rate change is confirmed naming the step every rank applied it at; a gang that
+cannot fill gives its workers back and says why; a rank killed with SIGKILL ends the
+generation at once, the job resumes from its checkpoint on a new gang and ends
+bit-identical to an uninterrupted 2-rank run.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rudder.client import Client
+from tests.e2e.conftest import final_params
+from tests.e2e.harness import Stack, stack_env
+from tests.services import wait_until
+
+pytestmark = pytest.mark.slow
+
+GANG_TIMEOUT = 8.0
+SPEC: dict[str, Any] = {
+    "name": "two-ranks",
+    "model": [{"type": "Dense", "units": 16, "activation": "relu"},
+              {"type": "Dense", "units": 10}],
+    "data": {"train": {"builtin": "digits", "split": "train"}, "batch_size": 64,
+             "shuffle": True},
+    "loss": {"type": "softmax_cross_entropy"},
+    "initializer": {"type": "xavier"},
+    "optimizer": {"type": "adam", "learning_rate": 0.01},
+    "epochs": 2,  # 1257 samples: 19 full batches and one of 41 an epoch
+    "metrics": ["accuracy"],
+    "checkpoint": {"every_steps": 25, "keep_last": 3},
+    "seed": 11,
+    "device": "cpu",
+}
+
+
+def _spec(workers: int, **changes: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(SPEC)
+    spec.update(changes)
+    spec["resources"] = {"workers": workers}
+    return spec
+
+
+@pytest.fixture(scope="module")
+def cluster(e2e_pg_url: str, e2e_redis_url: str,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """An API and two training workers."""
+    home = tmp_path_factory.mktemp("distributed")
+    env = stack_env(e2e_pg_url, e2e_redis_url, f"file://{home / 'objects'}", {
+        "RUDDER_WORKER_GANG_TIMEOUT_SECONDS": GANG_TIMEOUT,
+        "RUDDER_WORKER_DIST_TIMEOUT_SECONDS": 20,
+        "RUDDER_WORKER_LOG_EVERY_STEPS": 5,
+        "RUDDER_WORKER_METRICS_MIN_INTERVAL_SECONDS": 0,
+        "RUDDER_WORKER_ENGINE_THREADS": 1,
+    })
+    stack = Stack(env=env, logs=home)
+    try:
+        stack.start_api()
+        stack.start_worker()
+        stack.start_worker()
+        stack.token = stack.issue_token("gang-user")
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+def client(cluster: Stack) -> Iterator[Client]:
+    with Client(cluster.api_url, cluster.token, timeout=30) as api_client:
+        yield api_client
+
+
+def _wait_status(client: Client, cluster: Stack, job_id: str, statuses: set[str],
+                 timeout: float = 120) -> dict[str, Any]:
+    def reached() -> bool:
+        return str(client.get_job(job_id)["status"]) in statuses
+    try:
+        wait_until(reached, timeout, interval=0.1, what=f"job {job_id} in {statuses}")
+    except AssertionError:
+        print(cluster.log_tail(60))
+        raise
+    return dict(client.get_job(job_id))
+
+
+def test_two_workers_train_what_one_worker_trains(client: Client, cluster: Stack,
+                                                   tmp_path: Path) -> None:
+    single = client.submit(_spec(1))["id"]
+    assert _wait_status(client, cluster, single, {"succeeded", "failed"})["status"] == \
+        "succeeded"
+    gang = client.submit(_spec(2))["id"]
+    job = _wait_status(client, cluster, gang, {"succeeded", "failed"})
+    assert job["status"] == "succeeded", job
+    assert job["progress"]["step"] == 40
+    one, two = final_params(client, single, tmp_path), final_params(client, gang, tmp_path)
+    assert one.keys() == two.keys()
+    for name in one:
+        np.testing.assert_allclose(two[name], one[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    # rank 0 published the loss and accuracy over the global batch, and each rank's speed
+    names = {point["name"] for point in client.metric_points(gang)}
+    assert {"train_loss", "train_accuracy", "throughput_rank0", "throughput_rank1"} <= names
+
+
+def test_a_learning_rate_change_and_a_pause_take_effect_at_one_step_on_every_rank(
+        client: Client, cluster: Stack) -> None:
+    job_id = client.submit(_spec(2, epochs=120, checkpoint={"every_steps": 1000,
+                                                           "keep_last": 3}))["id"]
+    wait_until(lambda: client.get_job(job_id)["progress"]["step"] > 0, 60, interval=0.05,
+               what="the gang training")
+    change = client.set_learning_rate(job_id, 0.003)
+    wait_until(lambda: any(c["change_id"] == change["change_id"] and c["status"] == "applied"
+                           for c in client.learning_rate(job_id)["changes"]),
+               30, interval=0.05, what="the change applied")
+    command = client._request("GET", f"/v1/jobs/{job_id}/commands/{change['change_id']}")
+    step = command["applied_step"]
+    assert step > 0
+    assert command["result"]["ranks"] == 2
+    assert command["result"]["rank_steps"] == [step, step]
+    # a pause reaches every rank too: rank 0 checkpoints where they all stopped, and a
+    # resume gathers a new gang that trains on from there to the end
+    client.pause(job_id)
+    paused = _wait_status(client, cluster, job_id, {"paused"})
+    stopped_at = paused["progress"]["step"]
+    assert stopped_at in {c["step"] for c in client.checkpoints(job_id)["data"]}
+    client.resume(job_id)
+    done = _wait_status(client, cluster, job_id, {"succeeded", "failed"})
+    assert done["status"] == "succeeded" and done["progress"]["step"] == 120 * 20
+
+
+def test_a_gang_that_cannot_fill_gives_its_workers_back(client: Client,
+                                                         cluster: Stack) -> None:
+    job_id = client.submit(_spec(3, data={**SPEC["data"], "batch_size": 63}))["id"]
+    wait_until(lambda: client.get_job(job_id)["status_reason"] ==
+               "waiting for 3 workers (2 online)", 30, interval=0.05,
+               what="the job saying what it waits for")
+    # given up after the timeout: back in the queue, where it says why (and keeps saying
+    # it while a next gang gathers)
+    wait_until(lambda: "did not fill within" in str(client.get_job(job_id)["status_reason"]),
+               GANG_TIMEOUT + 20, interval=0.1, what="the gang given up")
+    job = client.get_job(job_id)
+    assert job["status"] == "queued"
+    assert f"the gang of 3 workers did not fill within {GANG_TIMEOUT:g} s (2 online)" in \
+        job["status_reason"]
+    client.cancel(job_id)
+    _wait_status(client, cluster, job_id, {"cancelled"})
+    # the workers are free again: a 1-worker job runs at once
+    other = client.submit(_spec(1))["id"]
+    assert _wait_status(client, cluster, other, {"succeeded"}, timeout=GANG_TIMEOUT + 30)
+
+
+KILL_SPEC = _spec(2, epochs=80, checkpoint={"every_steps": 50, "keep_last": 3})
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(cluster: Stack, tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, np.ndarray]:
+    """The final weights of an uninterrupted 2-rank run of KILL_SPEC."""
+    with Client(cluster.api_url, cluster.token, timeout=30) as client:
+        job_id = client.submit(KILL_SPEC)["id"]
+        assert _wait_status(client, cluster, job_id, {"succeeded", "failed"})["status"] == \
+            "succeeded"
+        return final_params(client, job_id, tmp_path_factory.mktemp("uninterrupted"))
+
+
+def _worker_of_rank(cluster: Stack, job_id: str, rank: int) -> subprocess.Popen[bytes]:
+    """The worker that trains ``job_id`` as ``rank`` (worker ``i`` logs to
+    worker-``i``.log; a killed one stays in the list, dead)."""
+    joined = f"job {job_id}: rank 1 of 2 joins generation 1"
+
+    def logs() -> dict[int, str]:
+        return {i: (cluster.logs / f"worker-{i}.log").read_text(errors="replace")
+                for i, worker in enumerate(cluster.workers) if worker.poll() is None}
+
+    wait_until(lambda: any(joined in text for text in logs().values()), 30,
+               what="rank 1's log line")
+    live = logs()
+    (rank1,) = [i for i, text in live.items() if joined in text]
+    (rank0,) = [i for i in live if i != rank1]
+    return cluster.workers[rank1 if rank == 1 else rank0]
+
+
+@pytest.mark.parametrize("victim_rank", [1, 0])
+def test_a_killed_rank_ends_the_generation_and_the_job_resumes_bit_identically(
+        client: Client, cluster: Stack, tmp_path: Path,
+        uninterrupted: dict[str, np.ndarray], victim_rank: int) -> None:
+    job_id = client.submit(KILL_SPEC)["id"]
+    wait_until(lambda: any(c["step"] >= 100 for c in client.checkpoints(job_id)["data"]),
+               120, interval=0.05, what="a checkpoint past step 100")
+    victim = _worker_of_rank(cluster, job_id, victim_rank)
+    killed = time.monotonic()
+    cluster.kill_worker(victim)
+    # the other rank notices at once; the job leaves 'running' (rank 0 re-queues it, or,
+    # if rank 0 was killed, the watchdog does when its lease lapses)
+    wait_until(lambda: client.get_job(job_id)["status"] != "running", 5, interval=0.05,
+               what="the job out of 'running' within 5 s of the kill")
+    assert time.monotonic() - killed < 5
+    cluster.start_worker()  # the replacement that makes the gang whole again
+    job = _wait_status(client, cluster, job_id, {"succeeded", "failed"}, timeout=180)
+    assert job["status"] == "succeeded", job
+    assert job["attempts"] >= 1
+    resumed = final_params(client, job_id, tmp_path)
+    for name in uninterrupted:
+        assert np.array_equal(resumed[name], uninterrupted[name]), name

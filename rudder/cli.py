@@ -172,6 +172,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def describe_error(exc: RudderError) -> str:
+    """The API's message once, then what its details add: the other fields at fault (a
+    422 names the first in its message), or the details' values."""
+    lines = [f"{exc.message} ({exc.status} {exc.code})"]
+    details = exc.details
+    if isinstance(details, list):
+        for detail in details:
+            if not isinstance(detail, dict) or "field" not in detail:
+                continue
+            line = f"{detail['field']}: {detail.get('message', 'invalid')}"
+            if not exc.message.startswith(line):
+                lines.append(f"  {line}")
+    elif isinstance(details, dict):
+        lines.extend(f"  {key}: {value}" for key, value in details.items())
+    return "\n".join(lines)
+
+
 def _fail(message: str, code: int) -> int:
     print(f"error: {message}", file=sys.stderr)
     return code
@@ -184,8 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except c.UsageError as exc:
         return _fail(str(exc), 2)
     except RudderError as exc:
-        detail = f" {exc.details}" if exc.details else ""
-        return _fail(f"{exc.message} ({exc.status} {exc.code}){detail}", 1)
+        return _fail(describe_error(exc), 1)
     except BrokenPipeError:
         # The reader went away (`rudder ls | head`): stop quietly, as other tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)

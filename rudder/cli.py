@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def describe_error(exc: RudderError) -> str:
     """The API's message once, then what its details add: the other fields at fault (a
-    422 names the first in its message), or the details' values."""
+    422 names the first in its message), or the details' values it does not mention."""
     lines = [f"{exc.message} ({exc.status} {exc.code})"]
     details = exc.details
     if isinstance(details, list):
@@ -184,8 +184,9 @@ def describe_error(exc: RudderError) -> str:
             line = f"{detail['field']}: {detail.get('message', 'invalid')}"
             if not exc.message.startswith(line):
                 lines.append(f"  {line}")
-    elif isinstance(details, dict):
-        lines.extend(f"  {key}: {value}" for key, value in details.items())
+    elif isinstance(details, dict):  # what the message does not say already
+        lines.extend(f"  {key}: {value}" for key, value in details.items()
+                     if str(value) not in exc.message)
     return "\n".join(lines)
 
 

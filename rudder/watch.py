@@ -13,6 +13,7 @@ API confirms once the stream has caught up). Exit codes: 0 succeeded, 1 failed,
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,8 +195,19 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def event_time(event: ServerEvent) -> str:
+    """When the event happened, in local time: its stream id is ``<ms since epoch>-<n>``
+    (the time the api or worker published it, not when this client read it)."""
+    try:
+        millis = int(str(event.id).split("-", 1)[0])
+    except ValueError:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000))
+
+
 def logs(client: Client, job_id: str, follow: bool) -> int:
-    """Print a job's log, status and lr events; without ``follow`` stop once caught up."""
+    """Print a job's log (the worker's lines too), status and lr events, each
+    with its time; without ``follow`` stop once caught up."""
     for event in client.events(job_id, keepalives=True):
         if event.type == "keepalive":
             if not follow:
@@ -204,5 +216,5 @@ def logs(client: Client, job_id: str, follow: bool) -> int:
         if event.type in ("log", "status", "lr"):
             line = describe_event(event)
             if line:
-                print(line, flush=True)
+                print(f"{event_time(event)} {line}", flush=True)
     return 0

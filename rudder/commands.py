@@ -205,10 +205,10 @@ def cmd_lr(args: argparse.Namespace) -> int:
         status = client.get_job(full).get("status") if pending else None
         if status in ("paused", "queued"):
             # No worker runs it now: the change waits for the next run (not for --wait).
-            when = "is resumed (`rudder resume " + full[:8] + "`)" if status == "paused" \
-                else "starts"
-            print(f"{full[:8]} is {status}: the change applies at the first step after it "
-                  f"{when}", file=sys.stderr if args.wait else sys.stdout)
+            then = (f"it is resumed (`rudder resume {full[:8]}`)" if status == "paused"
+                    else "it starts")
+            print(f"{full[:8]} is {status}: the change applies at the first step after "
+                  f"{then}", file=sys.stderr if args.wait else sys.stdout)
             return 1 if args.wait else 0
         if not args.wait:
             return 0

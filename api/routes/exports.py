@@ -37,7 +37,7 @@ def describe_export(job: JobDep, session: SessionDep, state: StateDep,
         final = service.final_export(state.store, job, latest)
         if final is not None:
             return final
-    return service.export_checkpoint(session, state=state, job=job, step=step)
+    return service.export_checkpoint(session, state=state, job=job, step=step)[0]
 
 
 @router.get("/{name}", response_class=StreamingResponse)
@@ -49,8 +49,8 @@ def download_export_file(job: JobDep, name: ExportFileName, session: SessionDep,
         key = job_export_prefix(job.id) + name
         missing = "(written when a job succeeds; pass step= for a checkpoint's)"
     else:
-        service.export_checkpoint(session, state=state, job=job, step=step)
-        key = service.checkpoint_export_prefix(job.id, step) + name
+        _, prefix = service.export_checkpoint(session, state=state, job=job, step=step)
+        key = prefix + name
         missing = f"at step {step} (deleted meanwhile)"
     session.close()  # don't hold a database connection for the whole download
     try:

@@ -5,8 +5,9 @@ under ``job_export_prefix``). Any other kept checkpoint, of a job in any state (
 and failed ones included), is exported on request by the api's inspector process, which
 makes the spec's network as the worker does and loads the checkpoint's ``params.npz``
 into it: the api itself never loads the engine. The files are kept beside the final
-export (``.../export/{step:010d}/``), so a second request, and the downloads, only read
-them back; they go with the job when it is deleted, and count against its owner's quota.
+export (``.../export/{step:010d}-{sha256}/``), so a second request, and the downloads,
+only read them back; they go with the job when it is deleted (``rudder usage`` shows
+them with the job's checkpoints).
 """
 
 from __future__ import annotations
@@ -37,8 +38,12 @@ from core.storage import (
 EXPORT_FILES = (MODEL_SYMBOL_FILE, MODEL_PARAMS_FILE)
 
 
-def checkpoint_export_prefix(job_id: str, step: int) -> str:
-    return f"{job_export_prefix(job_id)}{step:010d}/"
+def checkpoint_export_prefix(job_id: str, row: Checkpoint) -> str:
+    """Where the export of the checkpoint ``row`` is kept. Named by its params' sha256 as
+    well as its step: after a rollback, the step may be checkpointed again with other
+    weights, and an export made before must not stand for it."""
+    sha256 = str(row.files.get(PARAMS_FILE, {}).get("sha256") or "unknown")[:16]
+    return f"{job_export_prefix(job_id)}{row.step:010d}-{sha256}/"
 
 
 def final_export(store: ObjectStore, job: Job, step: int | None) -> ExportPublic | None:
@@ -57,17 +62,17 @@ def latest_step(session: Session, job: Job) -> int | None:
 
 
 def export_checkpoint(session: Session, *, state: ServiceState, job: Job,
-                      step: int | None) -> ExportPublic:
+                      step: int | None) -> tuple[ExportPublic, str]:
     """The checkpoint at ``step`` (None: the latest kept one) in MXNet's format, made on
-    the first request."""
+    the first request; and the storage prefix of its files."""
     row = kept_checkpoint(session, job, step)
     store = state.store
-    prefix = checkpoint_export_prefix(job.id, row.step)
+    prefix = checkpoint_export_prefix(job.id, row)
     try:
         sizes = [store.size(prefix + name) for name in EXPORT_FILES]
     except ObjectNotFound:
-        sizes = _make(session, state, job, row)
-    return _public(job, row.step, sizes, query=f"?step={row.step}")
+        sizes = _make(session, state, job, row, prefix)
+    return _public(job, row.step, sizes, query=f"?step={row.step}"), prefix
 
 
 def kept_checkpoint(session: Session, job: Job, step: int | None) -> Checkpoint:
@@ -92,7 +97,8 @@ def kept_checkpoint(session: Session, job: Job, step: int | None) -> Checkpoint:
     return found
 
 
-def _make(session: Session, state: ServiceState, job: Job, row: Checkpoint) -> list[int]:
+def _make(session: Session, state: ServiceState, job: Job, row: Checkpoint,
+          prefix: str) -> list[int]:
     """Ask the inspector for the files and store them; their sizes."""
     try:
         spec = parse_spec(dict(job.spec))
@@ -129,7 +135,6 @@ def _make(session: Session, state: ServiceState, job: Job, row: Checkpoint) -> l
                        details=[{"field": answer.refused.field,
                                  "message": answer.refused.message}])
     assert answer.exported is not None and params_file is not None
-    prefix = checkpoint_export_prefix(job.id, row.step)
     # The symbol last: both files are there once it is (a request that finds it reads
     # back what an earlier one made; two at once write the same bytes).
     state.store.put(prefix + MODEL_PARAMS_FILE, params_file)

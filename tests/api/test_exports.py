@@ -64,6 +64,13 @@ def test_a_cancelled_jobs_kept_checkpoints_export_by_step(api: ApiHarness) -> No
             assert f'filename="{job_id}-{step:010d}-' in download.headers["content-disposition"]
         assert api.client.get(listed.json()["files"][1]["url"], headers=bob).status_code == 404
 
+    # a rollback and a new run can checkpoint the same step again, with other weights
+    nets[400] = trained_network(spec, seed=5)
+    write_checkpoint(api, job_id, 400, nets[400])
+    again = api.client.get(f"/v1/jobs/{job_id}/export?step=400", headers=alice).json()
+    params = api.client.get(again["files"][1]["url"], headers=alice).content
+    assert params == mxnet_files(nets[400])["model-0000.params"]
+
     missing = api.client.get(f"/v1/jobs/{job_id}/export?step=300", headers=alice)
     assert missing.status_code == 404
     error = missing.json()["error"]

@@ -88,6 +88,15 @@ def describe_event(event: ServerEvent) -> str | None:
     return None
 
 
+def watch_line(event: ServerEvent) -> str | None:
+    """What ``watch`` prints for a non-metric event: the worker's info lines are left to
+    ``rudder logs`` (a checkpoint's own event already says it), its warnings are not."""
+    data = event.data if isinstance(event.data, dict) else {}
+    if event.type == "keepalive" or (event.type == "log" and data.get("level") == "info"):
+        return None
+    return describe_event(event)
+
+
 class Follower:
     """Decides, event by event, whether the job reached a state to stop at."""
 
@@ -139,7 +148,7 @@ def watch(client: Client, job: dict[str, Any], console: Console) -> int:
                 progress.update(task, completed=board.done,
                                 tail=_fit(board.describe_train(), console.width - 45))
                 continue
-            line = describe_event(event) if event.type != "keepalive" else None
+            line = watch_line(event)
             final = follower.verdict(event)
             if final is not None:
                 break
@@ -162,7 +171,7 @@ def _watch_plain(client: Client, job_id: str, board: Board, follower: Follower,
             if any(k.startswith("val_") for k in event.data.get("values", {})):
                 print(f"{board.describe_train()}\n{board.describe_val()}", flush=True)
             continue
-        line = describe_event(event)
+        line = watch_line(event)
         if line:
             print(line, flush=True)
         final = follower.verdict(event)

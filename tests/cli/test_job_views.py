@@ -102,3 +102,18 @@ def _spec() -> dict[str, object]:
     from tests.api.specs import digits_spec
 
     return digits_spec()
+
+
+def test_watch_leaves_the_workers_info_lines_to_logs(cli: Cli) -> None:
+    job_id = cli.submit()
+    cli.set_status(job_id, JobStatus.RUNNING)
+    for level, message in (("info", "checkpoint at step 10 (periodic) in 0.1s"),
+                           ("warning", "slow disk")):
+        cli.channel(lambda ch, lv=level, m=message: ch.publish_log(job_id, level=lv,
+                                                                   message=m))
+    watcher = cli.popen("watch", job_id)
+    time.sleep(3)
+    cli.set_status(job_id, JobStatus.SUCCEEDED)
+    out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 0, err
+    assert "warning: slow disk" in out and "checkpoint at step 10" not in out

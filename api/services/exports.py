@@ -80,11 +80,10 @@ def kept_checkpoint(session: Session, job: Job, step: int | None) -> Checkpoint:
     and lists the steps that can be exported."""
     kept = repositories.list_checkpoints(session, job_id=job.id)
     if not kept:
-        raise ApiError(404, "not_found", f"job {job.id} has no checkpoint to export yet "
-                       "(a job checkpoints every checkpoint.every_steps steps, and when it "
-                       "is paused or finishes)",
-                       details=[{"field": "step", "message": "no kept checkpoint",
-                                 "kept_steps": []}])
+        message = (f"job {job.id} has no checkpoint to export yet (a job checkpoints every "
+                   "checkpoint.every_steps steps, and when it is paused or finishes)")
+        raise ApiError(404, "not_found", f"step: {message}",
+                       details=[{"field": "step", "message": message, "kept_steps": []}])
     if step is None:
         return kept[-1]
     found = next((row for row in kept if row.step == step), None)

@@ -42,6 +42,7 @@ def test_export_downloads_both_mxnet_files(cli: Cli, tmp_path: Path) -> None:
     job_id = cli.submit()
     missing = cli("export", job_id[:8], "--out", str(tmp_path))
     assert missing.returncode == 1 and "no checkpoint to export yet" in missing.stderr
+    assert len(missing.stderr.splitlines()) == 1, missing.stderr
     store = open_store(cli.api.settings.storage_url)
     files = {"model-symbol.json": b'{"nodes": []}', "model-0000.params": bytes(range(200))}
     for name, data in files.items():  # what the worker writes when the job succeeds

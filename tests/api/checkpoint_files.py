@@ -38,9 +38,13 @@ def mxnet_files(net: Any) -> dict[str, bytes]:
 
 
 def write_checkpoint(api: ApiHarness, job_id: str, step: int, net: Any) -> None:
-    """A worker's checkpoint of ``net`` at ``step``: files, meta.json last, then the row."""
+    """A worker's checkpoint of ``net`` at ``step`` (bytes: as its params.npz): files,
+    meta.json last, then the row."""
     buffer = io.BytesIO()
-    net.save_parameters(buffer)
+    if isinstance(net, bytes):
+        buffer.write(net)
+    else:
+        net.save_parameters(buffer)
     blobs = {"params.npz": buffer.getvalue(), "trainer.npz": b"trainer state",
              "meta.json": json.dumps({"step": step, "epoch": 1}).encode()}
     settings = api.settings

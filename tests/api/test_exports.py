@@ -77,5 +77,9 @@ def test_a_cancelled_jobs_kept_checkpoints_export_by_step(api: ApiHarness) -> No
     assert error["message"].startswith("step: ") and "kept steps: 200, 400" in error["message"]
     assert error["details"][0]["field"] == "step"
     assert error["details"][0]["kept_steps"] == [200, 400]
+    write_checkpoint(api, job_id, 600, b"not an npz file")
+    broken = api.client.get(f"/v1/jobs/{job_id}/export?step=600", headers=alice)
+    assert broken.status_code == 409, broken.text
+    assert "checkpoint at step 600 cannot be exported" in broken.json()["error"]["message"]
     negative = api.client.get(f"/v1/jobs/{job_id}/export?step=-1", headers=alice)
     assert negative.status_code == 422 and negative.json()["error"]["details"][0]["field"] == "step"

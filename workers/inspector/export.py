@@ -6,6 +6,7 @@ shapes come from the checkpoint, and the graph is traced on a variable."""
 from __future__ import annotations
 
 import io
+import zipfile
 from typing import Any
 
 import engine.base
@@ -29,8 +30,8 @@ def export_checkpoint(question: ExportCheckpoint, params: bytes | None
         symbol, blob = exported(net)
     except SpecError as exc:
         return Answer(refused=Refusal(field=exc.field or "model", message=str(exc))), None
-    except (KeyError, ValueError, RuntimeError, AssertionError,
-            engine.base.MXNetError) as exc:
+    except (KeyError, ValueError, TypeError, RuntimeError, AssertionError, OSError,
+            zipfile.BadZipFile, engine.base.MXNetError) as exc:
         return Answer(refused=Refusal(field="step", message=f"the checkpoint does not load "
                                       f"into the job's network: {exc}")), None
     return Answer(exported=ExportedNetwork(symbol=symbol, params_size=len(blob))), blob

@@ -344,8 +344,15 @@ class Client(SteeringCalls):
         return self._request("GET", f"/v1/jobs/{job_id}/export", params=params,
                              timeout=httpx.Timeout(30.0, read=EXPORT_TIMEOUT_SECONDS))
 
-    def download_export(self, url: str, dest: Path) -> Path:
-        """Save one file of :meth:`export` (its ``url``)."""
+    def download_export(self, job_id: str, file: str, dest: Path,
+                        step: int | None = None) -> Path:
+        """Save ``model-symbol.json`` or ``model-0000.params`` of the job's export (of the
+        checkpoint at ``step``: see :meth:`export`)."""
+        query = "" if step is None else f"?step={step}"
+        return self._download(f"/v1/jobs/{job_id}/export/{file}{query}", dest)
+
+    def download_url(self, url: str, dest: Path) -> Path:
+        """Save a file the API listed by its ``url`` (an export's, a checkpoint's)."""
         return self._download(url, dest)
 
     # ------------------------------------------------------------ tokens

@@ -91,7 +91,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if export.get("step") is not None:
             print(f"the network at step {export['step']}:")
         for item in files:
-            dest = client.download_export(item["url"], out / item["name"])
+            dest = client.download_url(item["url"], out / item["name"])
             print(f"{dest} ({item['size']} bytes)")
     print(f"load it with mx.gluon.SymbolBlock.imports('{out / 'model-symbol.json'}', "
           f"['data'], '{out / 'model-0000.params'}')")

@@ -15,6 +15,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api import unknown_fields
+
 log = logging.getLogger("rudder.api")
 
 _CODES = {
@@ -102,17 +104,39 @@ def _field_name(location: tuple[Any, ...] | list[Any]) -> str:
 _UNKNOWN_TYPE_ERRORS = frozenset({"command_type", "rule_type"})
 
 
-def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
+def _validation_details(exc: RequestValidationError, body_type: Any = None
+                        ) -> list[dict[str, Any]]:
     details = []
+    meant: set[tuple[Any, ...]] = set()  # (parent location, field) a typo stood for
     for error in exc.errors():
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
         location = tuple(error.get("loc", ()))
         if error.get("type") in _UNKNOWN_TYPE_ERRORS:
             location = (*location, "type")
+        if error.get("type") == "extra_forbidden" and location[:1] == ("body",):
+            message, field = unknown_fields.explain(body_type, location[1:])
+            if field is not None:
+                meant.add((*location[:-1], field))
         details.append(
-            {"field": _field_name(location), "message": message, "type": error.get("type")}
+            {"field": _field_name(location), "message": message, "type": error.get("type"),
+             "_location": location}
         )
-    return details
+    # A typo's consequence ("units: Field required" beside "unit: unknown field; did you
+    # mean units?") is dropped; unknown fields lead, being the likelier cause of the rest.
+    kept = []
+    for detail in details:
+        location = detail.pop("_location")
+        if not (detail["type"] == "missing" and location in meant):
+            kept.append(detail)
+    kept.sort(key=lambda d: d["type"] != "extra_forbidden")
+    return kept
+
+
+def _body_type(request: Request) -> Any:
+    """The annotation of the route's body (None: no typed body)."""
+    body_field = getattr(request.scope.get("route"), "body_field", None)
+    field_info = getattr(body_field, "field_info", None)
+    return getattr(field_info, "annotation", None)
 
 
 def unavailable(message: str) -> ApiError:
@@ -172,7 +196,7 @@ async def _on_dependency_error(request: Request, exc: Exception) -> JSONResponse
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    details = _validation_details(exc)
+    details = _validation_details(exc, _body_type(request))
     if any(d["type"] == "json_invalid" for d in details):
         message = "the request body is not valid JSON"
         return JSONResponse(error_body("malformed_json", message, details), 400)

@@ -189,6 +189,8 @@ class PauseCommand(StepCommand):
 
 class CancelCommand(StepCommand):
     type: Literal["cancel"] = "cancel"
+    # who cancelled, in the words the job's status shows ("cancelled by alice")
+    reason: str | None = Field(default=None, max_length=512)
 
     def targets(self) -> frozenset[str]:
         return frozenset({"run"})

@@ -11,6 +11,9 @@ protocol's only codec, used by both ends.
   The same shape inference the worker's network goes through, without data.
 - :class:`PreviewSchedule`: the learning-rate schedule after a live change, by the
   engine's own formulas.
+- :class:`ExportCheckpoint`: a checkpoint's ``params.npz`` (sent after the question) as
+  MXNet's ``-symbol.json`` + ``-0000.params``; the params file follows the answer as
+  ``params_size`` raw bytes.
 """
 
 from __future__ import annotations
@@ -75,7 +78,18 @@ class PreviewSchedule(_Message):
     mode: str
 
 
-Question = Annotated[InspectUpload | CheckModel | PreviewSchedule, Field(discriminator="kind")]
+class ExportCheckpoint(_Message):
+    """The network of ``model`` with a checkpoint's parameters (``params_size`` bytes of
+    ``params.npz`` follow), in MXNet's format; ``uploaded`` for an uploaded model."""
+
+    kind: Literal["export_checkpoint"] = "export_checkpoint"
+    model: ModelSpec
+    uploaded: UploadedGraph | None = None
+    params_size: int
+
+
+Question = Annotated[InspectUpload | CheckModel | PreviewSchedule | ExportCheckpoint,
+                     Field(discriminator="kind")]
 QUESTION = TypeAdapter(Question)
 
 
@@ -106,8 +120,16 @@ class SchedulePreview(_Message):
     warning: str | None = None
 
 
+class ExportedNetwork(_Message):
+    """MXNet's ``-symbol.json`` text; the ``-0000.params`` file follows the answer."""
+
+    symbol: str
+    params_size: int
+
+
 class Answer(_Message):
     summary: UploadSummary | None = None
+    exported: ExportedNetwork | None = None
     fit: ModelFit | None = None
     schedule: SchedulePreview | None = None
     refused: Refusal | None = None
@@ -127,7 +149,7 @@ def read_question(stream: IO[bytes]) -> tuple[Question, bytes | None] | None:
         return None
     question = QUESTION.validate_json(line)
     blob = None
-    if isinstance(question, InspectUpload) and question.params_size:
+    if isinstance(question, InspectUpload | ExportCheckpoint) and question.params_size:
         blob = stream.read(question.params_size)
         if len(blob) != question.params_size:
             return None

@@ -428,10 +428,30 @@ class JobSpec(StrictModel):
         return default if self.device == "auto" else self.device
 
     def initial_learning_rate(self) -> float | None:
+        """The base learning rate: the optimizer's, else the schedule's ``base_lr``."""
         if self.optimizer.learning_rate is not None:
             return self.optimizer.learning_rate
         base_lr = self.lr_scheduler.params.get("base_lr") if self.lr_scheduler else None
         return float(base_lr) if isinstance(base_lr, int | float) else None
+
+    def learning_rate_at_start(self) -> float | None:
+        """The learning rate in effect at step 0, what a queued job shows: a schedule's
+        value there, which is where its warmup begins (``warmup_begin_lr``) when it has
+        one, else its base (every engine schedule starts at its base_lr; a test holds
+        this against the engine's schedules)."""
+        base = self.initial_learning_rate()
+        schedule = self.lr_scheduler
+        if base is None or schedule is None:
+            return base
+        warmup_steps = schedule.params.get("warmup_steps")
+        if isinstance(warmup_steps, int) and warmup_steps > 0:
+            begin = schedule.params.get("warmup_begin_lr")
+            if not isinstance(begin, int | float):
+                entry = spec_params.parameters(
+                    "lr_scheduler", spec_params.check_name("lr_scheduler", schedule.type))
+                begin = entry.get("warmup_begin_lr", {}).get("default", 0.0)
+            return float(begin)
+        return base
 
     def uploaded_model_id(self) -> str | None:
         return self.model.model if isinstance(self.model, UploadedModelRef) else None

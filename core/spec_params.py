@@ -21,6 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from core.suggest import closest
+
 TABLES_PATH = Path(__file__).resolve().parent / "spec_tables.json"
 Kind = Literal["optimizer", "lr_scheduler", "loss", "initializer", "metric"]
 KINDS: tuple[Kind, ...] = ("optimizer", "lr_scheduler", "loss", "initializer", "metric")
@@ -214,8 +216,10 @@ def check_component(kind: Kind, name: str, params: dict[str, Any]) -> None:
     unknown = sorted(set(params) - set(table))
     if unknown:
         allowed = ", ".join(table) or "none"
+        meant = [m for m in (closest(u, table) for u in unknown) if m is not None]
+        hint = f"did you mean {', '.join(meant)}? " if meant else ""
         raise ValueError(
-            f"{name} takes no parameter {', '.join(unknown)}; allowed: {allowed}"
+            f"{name} takes no parameter {', '.join(unknown)}; {hint}allowed: {allowed}"
         )
     missing = [p for p, entry in table.items() if p not in params and _needs_value(kind, p, entry)]
     if missing:

@@ -175,6 +175,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def describe_error(exc: RudderError) -> str:
+    """The API's message once, then what its details add: the other fields at fault (a
+    422 names the first in its message), or the details' values it does not mention."""
+    lines = [f"{exc.message} ({exc.status} {exc.code})"]
+    details = exc.details
+    if isinstance(details, list):
+        for detail in details:
+            if not isinstance(detail, dict) or "field" not in detail:
+                continue
+            line = f"{detail['field']}: {detail.get('message', 'invalid')}"
+            if not exc.message.startswith(line):
+                lines.append(f"  {line}")
+    elif isinstance(details, dict):  # what the message does not say already
+        lines.extend(f"  {key}: {value}" for key, value in details.items()
+                     if str(value) not in exc.message)
+    return "\n".join(lines)
+
+
 def _fail(message: str, code: int) -> int:
     print(f"error: {message}", file=sys.stderr)
     return code
@@ -187,8 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except c.UsageError as exc:
         return _fail(str(exc), 2)
     except RudderError as exc:
-        detail = f" {exc.details}" if exc.details else ""
-        return _fail(f"{exc.message} ({exc.status} {exc.code}){detail}", 1)
+        return _fail(describe_error(exc), 1)
     except BrokenPipeError:
         # The reader went away (`rudder ls | head`): stop quietly, as other tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)

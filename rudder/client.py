@@ -31,6 +31,9 @@ from rudder.steer_client import SteeringCalls
 DEFAULT_URL = "http://127.0.0.1:8000"
 # Completing a chunked upload joins (and re-reads) every part: minutes for tens of GB.
 COMPLETE_TIMEOUT_SECONDS = 1800.0
+# Exporting a checkpoint: the api's inspector may first start (loading the engine), then
+# make the network and convert its parameters.
+EXPORT_TIMEOUT_SECONDS = 300.0
 
 
 class RudderError(Exception):
@@ -332,13 +335,25 @@ class Client(SteeringCalls):
         """Delete an uploaded model (409 while a queued, running or paused job uses it)."""
         return self._request("DELETE", f"/v1/models/{model_id}")
 
-    def export(self, job_id: str) -> Any:
-        """A succeeded job's network as MXNet files: ``{files: [{name, size, url}]}``."""
-        return self._request("GET", f"/v1/jobs/{job_id}/export")
+    def export(self, job_id: str, step: int | None = None) -> Any:
+        """The job's network at a kept checkpoint as MXNet files (``step`` None: the
+        export of a succeeded job, else the latest checkpoint):
+        ``{step, files: [{name, size, url}]}``. The first request for a checkpoint makes
+        the files (seconds for a large network): the read timeout here is long."""
+        params = {} if step is None else {"step": step}
+        return self._request("GET", f"/v1/jobs/{job_id}/export", params=params,
+                             timeout=httpx.Timeout(30.0, read=EXPORT_TIMEOUT_SECONDS))
 
-    def download_export(self, job_id: str, file: str, dest: Path) -> Path:
-        """Save ``model-symbol.json`` or ``model-0000.params`` of a succeeded job."""
-        return self._download(f"/v1/jobs/{job_id}/export/{file}", dest)
+    def download_export(self, job_id: str, file: str, dest: Path,
+                        step: int | None = None) -> Path:
+        """Save ``model-symbol.json`` or ``model-0000.params`` of the job's export (of the
+        checkpoint at ``step``: see :meth:`export`)."""
+        query = "" if step is None else f"?step={step}"
+        return self._download(f"/v1/jobs/{job_id}/export/{file}{query}", dest)
+
+    def download_url(self, url: str, dest: Path) -> Path:
+        """Save a file the API listed by its ``url`` (an export's, a checkpoint's)."""
+        return self._download(url, dest)
 
     # ------------------------------------------------------------ tokens
     def tokens(self) -> Any:

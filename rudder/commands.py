@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,20 +114,25 @@ def cmd_ls(args: argparse.Namespace) -> int:
         rows.append([str(job["id"]), str(job.get("name", "")), str(job.get("status", "")),
                      str(progress.get("epoch", 0)), str(progress.get("step", 0)),
                      "" if lr is None else f"{lr:.3g}"])
+    print_id_table(JOB_COLUMNS, rows, left=("ID", "NAME", "STATUS"))
+    return 0
+
+
+def print_id_table(columns: Sequence[str], rows: list[list[str]],
+                   left: Collection[str]) -> None:
+    """A table whose first column is ids. Too narrow a terminal shortens the ids (any
+    unique prefix is accepted), not the names or statuses; a pipe gets the full ids."""
     out = console()
-    # Too narrow a terminal shortens the ids (any unique prefix is accepted), not the
-    # names or statuses; a pipe gets the full ids.
     others = sum(max([len(h)] + [len(r[i]) for r in rows]) + 2
-                 for i, h in enumerate(JOB_COLUMNS) if i)
+                 for i, h in enumerate(columns) if i)
     id_width = max(MIN_PREFIX + 2, min(FULL_ID_LENGTH, out.width - others))
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in JOB_COLUMNS:
-        table.add_column(name, justify="left" if name in ("ID", "NAME", "STATUS") else "right",
+    for name in columns:
+        table.add_column(name, justify="left" if name in left else "right",
                          no_wrap=True, overflow="ellipsis")
     for row in rows:
         table.add_row(row[0][:id_width], *row[1:])
     out.print(table)
-    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -196,6 +201,15 @@ def cmd_lr(args: argparse.Namespace) -> int:
         change_id = change.get("change_id")
         print(f"change {change_id}: {change.get('status')}")
         _print_preview(change)
+        pending = change.get("status") == "pending"
+        status = client.get_job(full).get("status") if pending else None
+        if status in ("paused", "queued"):
+            # No worker runs it now: the change waits for the next run (not for --wait).
+            then = (f"it is resumed (`rudder resume {full[:8]}`)" if status == "paused"
+                    else "it starts")
+            print(f"{full[:8]} is {status}: the change applies at the first step after "
+                  f"{then}", file=sys.stderr if args.wait else sys.stdout)
+            return 1 if args.wait else 0
         if not args.wait:
             return 0
         return _wait_for_change(client, full, str(change_id), args.wait)

@@ -28,10 +28,17 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-from rich.table import Table
 
 from rudder.client import Client, RudderError
-from rudder.commands import UsageError, client_of, console, dataset_id, print_json
+from rudder.commands import (
+    UsageError,
+    client_of,
+    console,
+    dataset_id,
+    print_id_table,
+    print_json,
+)
+from rudder.usage_commands import human_bytes
 
 # Below this a .npz/.csv goes in one request (validated at once); above, in parts.
 SINGLE_REQUEST_BYTES = 16 * 1024 * 1024
@@ -158,17 +165,27 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("ID", "NAME", "FORMAT", "STATUS", "ROWS", "SHAPE", "CLASSES", "SIZE"):
-        table.add_column(name, no_wrap=name == "ID", overflow="ellipsis",
-                         justify="right" if name in ("ROWS", "CLASSES", "SIZE") else "left")
-    for row in rows:
-        table.add_row(row["id"], row.get("name", ""), row.get("format", ""),
-                      row.get("status", ""), str(row.get("num_rows")),
-                      "x".join(map(str, row.get("feature_shape") or [])),
-                      str(row.get("num_classes")), str(row.get("size")))
-    console().print(table)
+    print_id_table(DATASET_COLUMNS, [_row(row) for row in rows],
+                   left=("ID", "NAME", "FORMAT", "STATUS", "SHAPE"))
     return 0
+
+
+DATASET_COLUMNS = ("ID", "NAME", "FORMAT", "STATUS", "ROWS", "SHAPE", "CLASSES", "SIZE")
+
+
+def _row(dataset: dict[str, Any]) -> list[str]:
+    ready = dataset.get("status") == "ready"
+    # A ready set without classes has labels that are not class indices (floats, vectors,
+    # negative numbers): a regression target. Until validated nothing is known.
+    classes = dataset.get("num_classes")
+    shown_classes = str(classes) if classes is not None else "regression" if ready else "-"
+    status = str(dataset.get("status", ""))
+    if dataset.get("validation"):  # validating: queued for a validator, or running
+        status = f"{status} ({dataset['validation']})"
+    return [str(dataset["id"]), str(dataset.get("name", "")), str(dataset.get("format", "")),
+            status, str(dataset.get("num_rows")) if ready else "-",
+            "x".join(map(str, dataset.get("feature_shape") or [])) or "-",
+            shown_classes, human_bytes(float(dataset.get("size") or 0))]
 
 
 def cmd_show(args: argparse.Namespace) -> int:

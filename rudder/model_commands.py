@@ -4,6 +4,7 @@ take the trained one away in the same format (issue 12).
     rudder model upload net-symbol.json --params net-0000.params --input-shape 1,3,32,32
     rudder model ls ;  rudder model show 6f1c0d ;  rudder model rm 6f1c0d
     rudder export 3f0c1a --out ./trained       # model-symbol.json + model-0000.params
+    rudder export 3f0c1a --step 400            # a kept checkpoint's, of any job
 """
 
 from __future__ import annotations
@@ -85,9 +86,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.out)
     with client_of(args) as client:
         full = job_id(client, args.job)
-        files: list[dict[str, Any]] = client.export(full).get("files", [])
+        export = client.export(full, args.step)
+        files: list[dict[str, Any]] = export.get("files", [])
+        if export.get("step") is not None:
+            print(f"the network at step {export['step']}:")
         for item in files:
-            dest = client.download_export(full, item["name"], out / item["name"])
+            dest = client.download_url(item["url"], out / item["name"])
             print(f"{dest} ({item['size']} bytes)")
     print(f"load it with mx.gluon.SymbolBlock.imports('{out / 'model-symbol.json'}', "
           f"['data'], '{out / 'model-0000.params'}')")
@@ -118,9 +122,12 @@ def add_model_commands(sub: argparse._SubParsersAction, command: AddCommand) -> 
         p = command(msub, name, what, f"rudder model {name} 6f1c0d", func)
         p.add_argument("model", metavar="MODEL",
                        help="model id, or a unique prefix of it (6 or more characters)")
-    p = command(sub, "export", "download a succeeded job's network as MXNet files "
-                "(model-symbol.json + model-0000.params)",
-                "rudder export 3f0c1a --out ./trained", cmd_export)
+    p = command(sub, "export", "download a job's network at a kept checkpoint as MXNet "
+                "files (model-symbol.json + model-0000.params), of a job in any state",
+                "rudder export 3f0c1a --step 400 --out ./trained", cmd_export)
     p.add_argument("job", metavar="JOB",
                    help="job id, or a unique prefix of it (6 or more characters)")
+    p.add_argument("--step", type=int, metavar="STEP",
+                   help="a kept checkpoint's step (`rudder checkpoints JOB` lists them; "
+                        "default: the succeeded job's final network, else the latest)")
     p.add_argument("--out", default=".", metavar="DIR", help="where the files go (default .)")

@@ -13,6 +13,7 @@ API confirms once the stream has caught up). Exit codes: 0 succeeded, 1 failed,
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,15 @@ def describe_event(event: ServerEvent) -> str | None:
     return None
 
 
+def watch_line(event: ServerEvent) -> str | None:
+    """What ``watch`` prints for a non-metric event: the worker's info lines are left to
+    ``rudder logs`` (a checkpoint's own event already says it), its warnings are not."""
+    data = event.data if isinstance(event.data, dict) else {}
+    if event.type == "keepalive" or (event.type == "log" and data.get("level") == "info"):
+        return None
+    return describe_event(event)
+
+
 class Follower:
     """Decides, event by event, whether the job reached a state to stop at."""
 
@@ -138,7 +148,7 @@ def watch(client: Client, job: dict[str, Any], console: Console) -> int:
                 progress.update(task, completed=board.done,
                                 tail=_fit(board.describe_train(), console.width - 45))
                 continue
-            line = describe_event(event) if event.type != "keepalive" else None
+            line = watch_line(event)
             final = follower.verdict(event)
             if final is not None:
                 break
@@ -161,7 +171,7 @@ def _watch_plain(client: Client, job_id: str, board: Board, follower: Follower,
             if any(k.startswith("val_") for k in event.data.get("values", {})):
                 print(f"{board.describe_train()}\n{board.describe_val()}", flush=True)
             continue
-        line = describe_event(event)
+        line = watch_line(event)
         if line:
             print(line, flush=True)
         final = follower.verdict(event)
@@ -194,8 +204,19 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def event_time(event: ServerEvent) -> str:
+    """When the event happened, in local time: its stream id is ``<ms since epoch>-<n>``
+    (the time the api or worker published it, not when this client read it)."""
+    try:
+        millis = int(str(event.id).split("-", 1)[0])
+    except ValueError:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000))
+
+
 def logs(client: Client, job_id: str, follow: bool) -> int:
-    """Print a job's log, status and lr events; without ``follow`` stop once caught up."""
+    """Print a job's log (the worker's lines too), status and lr events, each
+    with its time; without ``follow`` stop once caught up."""
     for event in client.events(job_id, keepalives=True):
         if event.type == "keepalive":
             if not follow:
@@ -204,5 +225,5 @@ def logs(client: Client, job_id: str, follow: bool) -> int:
         if event.type in ("log", "status", "lr"):
             line = describe_event(event)
             if line:
-                print(line, flush=True)
+                print(f"{event_time(event)} {line}", flush=True)
     return 0

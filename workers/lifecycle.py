@@ -31,6 +31,7 @@ from engine.distributed import DistributedError
 from workers.build import SpecError
 from workers.data_sources import StoredDataset
 from workers.db_retry import retry_db
+from workers.job_log import forwarded_logs
 from workers.lease import Lease
 from workers.resources import dispatch_now, get_channel, get_store
 from workers.runner import JobRunner, ReplayedCommand, RunResult
@@ -248,7 +249,8 @@ def _train(channel: Channel, job_id: str, spec: dict[str, object],
                               data_cache=Path(get_settings().home) / "cache",
                               replay=replay, pacing=worker_settings.pacing(), branch=branch,
                               on_built=_publish_parameters(job_id), **runner_kwargs)
-        result = runner.run()
+        with forwarded_logs(channel, job_id):  # `rudder logs` shows the worker's lines
+            result = runner.run()
     except DistributedError:
         job_io.close()
         listener.stop()
@@ -284,7 +286,7 @@ def _report(channel: Channel, job_id: str, result: RunResult) -> Outcome:
     final = {
         "succeeded": (JobStatus.SUCCEEDED, result.reason),
         "paused": (JobStatus.PAUSED, result.reason or "paused by user"),
-        "cancelled": (JobStatus.CANCELLED, "cancelled by user"),
+        "cancelled": (JobStatus.CANCELLED, result.reason or "cancelled by user"),
     }[result.outcome]
     # The api may already have recorded pause/cancel; then the CAS fails and that's fine.
     _set_status(channel, job_id, final[0], final[1], [JobStatus.RUNNING], step=result.step,

@@ -24,7 +24,7 @@ from api.schemas.commands import CommandPublic
 from api.state import ServiceState
 from core import repositories
 from core.channel import commands_rate_key, lr_changes_key
-from core.commands import ENVELOPE_FIELDS, Command, StepCommand
+from core.commands import ENVELOPE_FIELDS, CancelCommand, Command, PauseCommand, StepCommand
 from core.config import RateLimit
 from core.jobspec import JobSpec
 from core.models import TERMINAL_STATUSES, Job, JobCommand, JobStatus, User, new_id, utcnow
@@ -184,6 +184,10 @@ def request_command(session: Session, *, state: ServiceState, job: Job, user: Us
                        details={"status": job.status})
     stamped: Command = command.model_copy(update={
         "command_id": new_id(), "requested_by": user.id, "source": "user", "rule": None})
+    if isinstance(stamped, PauseCommand | CancelCommand) and stamped.reason is None:
+        # the job's status then names who, as a pause or cancel of a queued job does
+        verb = "paused" if stamped.type == "pause" else "cancelled"
+        stamped = stamped.model_copy(update={"reason": f"{verb} by {user.name}"})
     try:
         validate(stamped, job_context(session, state, job, stamped.type))
     except CommandRefused as error:

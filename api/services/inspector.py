@@ -3,8 +3,9 @@ and get its answer, within limits, without the engine in this process.
 
 Two lanes of long-lived child processes (``python -m workers.inspector``), each process
 with the engine loaded once and its memory and CPU limited (rlimits): ``uploads`` checks
-uploaded models, which can take seconds for a large one; ``checks`` answers submits and
-schedule previews, which take milliseconds, so an upload never holds up a submit. A
+uploaded models and exports checkpoints, which can take seconds for a large one;
+``checks`` answers submits and schedule previews, which take milliseconds, so an upload
+never holds up a submit. A
 request thread waits for a free process (past ``queue_seconds``: 503), sends its question
 and waits for the answer (past ``wall_seconds`` the process is killed and the request
 answered 413 with the reason); a process that died is replaced at the next question. The
@@ -37,6 +38,7 @@ from core.inspection import (
     Answer,
     Bounds,
     CheckModel,
+    ExportCheckpoint,
     InspectUpload,
     PreviewSchedule,
     parse_answer,
@@ -46,6 +48,9 @@ from core.inspection import (
 log = logging.getLogger("rudder.api")
 ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 120.0  # importing the engine, on a busy machine
+
+
+Message = InspectUpload | CheckModel | PreviewSchedule | ExportCheckpoint
 
 
 class InspectorUnavailable(Exception):
@@ -90,8 +95,8 @@ class _Process:
             raise InspectorUnavailable("the inspector process did not start")
         return popen
 
-    def ask(self, message: InspectUpload | CheckModel | PreviewSchedule,
-            blob: bytes | None) -> Answer:
+    def ask(self, message: Message, blob: bytes | None) -> tuple[Answer, bytes | None]:
+        """The answer, and the file that follows it (an export's params) if any."""
         popen = self.popen if self.popen and self.popen.poll() is None else self._start()
         assert popen.stdin is not None
         deadline = time.monotonic() + self.settings.wall_seconds
@@ -102,7 +107,33 @@ class _Process:
             line = None
         if line is None:
             raise InspectionFailed(self._why_stopped(deadline))
-        return parse_answer(line)
+        answer = parse_answer(line)
+        if answer.exported is None:
+            return answer, None
+        following = self._read_exact(answer.exported.params_size, deadline)
+        if following is None:
+            raise InspectionFailed(self._why_stopped(deadline))
+        return answer, following
+
+    def _read_exact(self, size: int, deadline: float) -> bytes | None:
+        """``size`` bytes after an answer's line, or None at the child's end or past
+        ``deadline``."""
+        assert self.popen is not None and self.popen.stdout is not None
+        fd = self.popen.stdout.fileno()
+        chunks, have = [self._buffer[:size]], len(self._buffer[:size])
+        self._buffer = self._buffer[size:]
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while have < size:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    return None
+                chunk = os.read(fd, min(size - have, 1 << 20))
+                if not chunk:
+                    return None
+                chunks.append(chunk)
+                have += len(chunk)
+        return b"".join(chunks)
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The next line from the child, or None at its end or past ``deadline``."""
@@ -158,8 +189,8 @@ class _Lane:
         for process in self.processes:
             self.idle.put(process)
 
-    def ask(self, message: InspectUpload | CheckModel | PreviewSchedule,
-            blob: bytes | None = None) -> Answer:
+    def ask(self, message: Message, blob: bytes | None = None
+            ) -> tuple[Answer, bytes | None]:
         try:
             process = self.idle.get(timeout=self.settings.queue_seconds)
         except queue.Empty:
@@ -167,12 +198,12 @@ class _Lane:
                 f"every inspector process stayed busy for {self.settings.queue_seconds:g} s"
             ) from None
         try:
-            answer = process.ask(message, blob)
+            answer, following = process.ask(message, blob)
         finally:
             self.idle.put(process)
         if answer == Answer():
             raise InspectorUnavailable("the inspector failed on this question (see its log)")
-        return answer
+        return answer, following
 
     def close(self) -> None:
         for process in self.processes:
@@ -196,6 +227,11 @@ class Inspector:
                       max_total_elements=s.max_graph_elements, seconds=s.wall_seconds)
 
     def inspect_upload(self, message: InspectUpload, params: bytes | None) -> Answer:
+        return self.uploads.ask(message, params)[0]
+
+    def export_checkpoint(self, message: ExportCheckpoint, params: bytes
+                          ) -> tuple[Answer, bytes | None]:
+        """A checkpoint as MXNet files (the slow lane: a large network takes seconds)."""
         return self.uploads.ask(message, params)
 
     def cached(self, key: str) -> Answer | None:
@@ -213,7 +249,7 @@ class Inspector:
         known = self.cached(key)
         if known is not None:
             return known
-        answer = self.checks.ask(message)
+        answer, _ = self.checks.ask(message)
         with self._lock:
             self._answers[key] = answer
             while len(self._answers) > self.settings.cache_entries:

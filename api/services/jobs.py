@@ -140,7 +140,7 @@ def submit_job(
             name=spec.name,
             spec=spec_json,
             queue=queue,
-            current_lr=spec.initial_learning_rate(),
+            current_lr=spec.learning_rate_at_start(),
             idempotency_key=idempotency_key,
             request_hash=request_hash,
         )
@@ -272,7 +272,8 @@ def pause_job(session: Session, *, state: ServiceState, job: Job, user: User) ->
         _require_channel(state)
         assert state.channel is not None
         command_id = record_and_send(session, state=state, job=job,
-                                     command=PauseCommand(requested_by=user.id)).id
+                                     command=PauseCommand(requested_by=user.id,
+                                                          reason=f"paused by {user.name}")).id
         return JobControlPublic(
             job_id=job.id, action="pause", status=job.status, command_id=command_id, pending=True
         )
@@ -307,7 +308,7 @@ def cancel_job(session: Session, *, state: ServiceState, job: Job, user: User) -
                 job_id=job.id, action="cancel", status=job.status, pending=False
             )
         command_id = record_and_send(session, state=state, job=job,
-                                     command=CancelCommand(requested_by=user.id)).id
+                                     command=CancelCommand(requested_by=user.id, reason=reason)).id
         return JobControlPublic(
             job_id=job.id, action="cancel", status=job.status, command_id=command_id, pending=True
         )

@@ -72,9 +72,10 @@ class TestSpecValidation:
     @pytest.mark.parametrize(
         ("change", "field", "words"),
         [
-            ({"colour": "blue"}, "colour", "Extra inputs"),
+            ({"colour": "blue"}, "colour", "unknown field"),
             ({"model": [{"type": "Transformer", "units": 3}]}, "model.0", "Transformer"),
-            ({"model": [{"type": "Dense", "units": 3, "unitz": 4}]}, "model.0.unitz", "Extra"),
+            ({"model": [{"type": "Dense", "units": 3, "unitz": 4}]}, "model.0.unitz",
+             "unknown field; did you mean units?"),
             ({"optimizer": {"type": "adamz", "learning_rate": 0.1}}, "optimizer", "adamz"),
             ({"optimizer": {"type": "sgd", "learning_rate": -1}}, "optimizer", "> 0"),
             ({"optimizer": {"type": "sgd", "lr": 0.1}}, "optimizer", "lr"),
@@ -120,6 +121,32 @@ class TestSpecValidation:
         assert error["message"].startswith(f"{error['details'][0]['field']}:")
         assert words in json.dumps(error["details"]), error
         assert _count_jobs(api) == before
+
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"model": [{"type": "Dense", "unit": 128, "activation": "relu"}]},
+             "model.0.unit: unknown field; did you mean units?"),
+            ({"data": {"train": {"builtin": "digits", "splt": "train"}}},
+             "data.train.splt: unknown field; did you mean split?"),
+            ({"checkpoint": {"every_step": 10}},
+             "checkpoint.every_step: unknown field; did you mean every_steps?"),
+            ({"epoch": 3}, "epoch: unknown field; did you mean epochs?"),
+            ({"optimizer": {"type": "adam", "learning_rate": 0.01, "wdd": 0.1}},
+             "optimizer: adam takes no parameter wdd; did you mean wd?"),
+        ],
+    )
+    def test_a_misspelt_field_leads_with_the_field_meant(
+        self, api: ApiHarness, change: dict[str, Any], message: str
+    ) -> None:
+        """Issue 26: a typo is reported as itself with the contract's nearest name, not
+        as the required field it left out ("model.0.units: Field required")."""
+        _, headers = api.make_user()
+        response = api.client.post("/v1/jobs", json=digits_spec(**change), headers=headers)
+        assert response.status_code == 422, response.text
+        error = _error(response)
+        assert error["message"].startswith(message), error
+        assert "Field required" not in json.dumps(error), error
 
     def test_nan_learning_rate_in_spec_is_refused(self, api: ApiHarness) -> None:
         _, headers = api.make_user()

@@ -48,8 +48,9 @@ class TestSubmit:
         job = response.json()
         assert job["status"] == "queued"
         assert job["queue"] == "cpu"
+        # the lr in effect at step 0: the cosine schedule's warmup starts at 0 (issue 26)
         assert job["progress"] == {
-            "epoch": 0, "step": 0, "current_lr": 0.001, "metrics": {}
+            "epoch": 0, "step": 0, "current_lr": 0.0, "metrics": {}
         }
         assert response.headers["location"] == f"/v1/jobs/{job['id']}"
         message = _wait_for_message(redis_url, "cpu", job["id"])

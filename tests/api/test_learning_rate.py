@@ -76,7 +76,8 @@ class TestChangeLearningRate:
             requested_by=user_id,
         )
         state = api.client.get(f"/v1/jobs/{job_id}/learning-rate", headers=headers).json()
-        assert state["learning_rate"] == 0.001  # not applied yet
+        # not applied yet: the schedule's warmup begins at 0 (issue 26)
+        assert state["learning_rate"] == 0.0
         assert state["schedule"] == {"type": "cosine", "max_update": 1000, "warmup_steps": 50}
         [change] = state["changes"]
         assert change["change_id"] == accepted["change_id"]

@@ -41,7 +41,8 @@ def test_export_downloads_both_mxnet_files(cli: Cli, tmp_path: Path) -> None:
 
     job_id = cli.submit()
     missing = cli("export", job_id[:8], "--out", str(tmp_path))
-    assert missing.returncode == 1 and "written when a job succeeds" in missing.stderr
+    assert missing.returncode == 1 and "no checkpoint to export yet" in missing.stderr
+    assert len(missing.stderr.splitlines()) == 1, missing.stderr
     store = open_store(cli.api.settings.storage_url)
     files = {"model-symbol.json": b'{"nodes": []}', "model-0000.params": bytes(range(200))}
     for name, data in files.items():  # what the worker writes when the job succeeds
@@ -51,3 +52,27 @@ def test_export_downloads_both_mxnet_files(cli: Cli, tmp_path: Path) -> None:
     for name, data in files.items():
         assert (tmp_path / "trained" / name).read_bytes() == data
     assert "SymbolBlock.imports" in done.stdout
+
+
+def test_export_of_a_cancelled_job_at_a_kept_step(cli: Cli, tmp_path: Path) -> None:
+    """Issue 26: `rudder export JOB --step S` for a job that did not succeed; a step with
+    no kept checkpoint says which steps are kept, once."""
+    from tests.api.checkpoint_files import mxnet_files, trained_network, write_checkpoint
+    from tests.api.specs import digits_spec
+
+    job_id = cli.submit()
+    nets = {200: trained_network(digits_spec(), seed=3), 400: trained_network(digits_spec(), 4)}
+    for step, net in nets.items():
+        write_checkpoint(cli.api, job_id, step, net)
+    assert cli("cancel", job_id[:8]).returncode == 0
+    for args, step in ((["--step", "200"], 200), ([], 400)):
+        out = tmp_path / str(step)
+        done = cli("export", job_id[:8], *args, "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        assert f"the network at step {step}:" in done.stdout
+        for name, data in mxnet_files(nets[step]).items():
+            assert (out / name).read_bytes() == data
+    refused = cli("export", job_id[:8], "--step", "300", "--out", str(tmp_path / "x"))
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == ("error: step: no kept checkpoint at step 300; kept "
+                                      "steps: 200, 400 (404 not_found)")

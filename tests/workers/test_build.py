@@ -141,3 +141,25 @@ def test_the_worker_trains_through_the_hybridized_program_bit_identical_to_imper
         weights.append([p.data().asnumpy() for p in net.collect_params().values()])
     for hybridized, imperative in zip(*weights, strict=True):
         np.testing.assert_array_equal(hybridized, imperative)
+
+
+REQUIRED_SCHEDULE_PARAMS: dict[str, dict[str, Any]] = {
+    "factor": {"step": 10, "factor": 0.5}, "multifactor": {"step": [10, 20]},
+    "poly": {"max_update": 100}, "cosine": {"max_update": 100}}
+
+
+@pytest.mark.parametrize("warmup", [{}, {"warmup_steps": 5},
+                                    {"warmup_steps": 5, "warmup_begin_lr": 0.003}])
+@pytest.mark.parametrize("schedule", sorted(REQUIRED_SCHEDULE_PARAMS))
+def test_a_queued_jobs_lr_is_its_schedules_value_at_step_0(
+        schedule: str, warmup: dict[str, Any]) -> None:
+    """Issue 26: `rudder ls` shows the lr in effect, what the api records at submit
+    (JobSpec.learning_rate_at_start, without the engine): it must be what the worker's
+    trainer starts with, for every schedule the engine has."""
+    from core import spec_params
+
+    assert set(REQUIRED_SCHEDULE_PARAMS) == set(spec_params.names("lr_scheduler"))
+    spec = parse_spec(dict(MINIMAL, lr_scheduler={
+        "type": schedule, **REQUIRED_SCHEDULE_PARAMS[schedule], **warmup}))
+    _, trainer = _trainer_of(spec)
+    assert spec.learning_rate_at_start() == pytest.approx(trainer.learning_rate)

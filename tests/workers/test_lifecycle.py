@@ -67,3 +67,24 @@ def test_task_for_a_job_that_is_not_runnable_does_nothing(
     assert run_job(job_id).result == f"skipped:{status.value}"
     assert _status(job_id) == status.value
     assert channel.lease_owner(job_id) is None
+
+
+def test_the_workers_lines_about_a_job_reach_its_event_stream(
+    worker_env: dict[str, str], channel: Channel
+) -> None:
+    """Issue 26: `rudder logs` shows the worker's own lines (checkpoints, speed, export),
+    without the job's id repeated and without another job's lines."""
+    import logging
+
+    with session_scope() as session:
+        user = repo.create_user(session, name="logs")
+        spec = {**SPEC, "epochs": 1, "checkpoint": {"every_steps": 10, "keep_last": 2}}
+        job_id = repo.create_job(session, owner_id=user.id, name="t", spec=spec,
+                                 queue="cpu").id
+    logging.getLogger("workers.runner").info("job %s is another job's", "0" * 32)
+    assert run_job(job_id).result == "succeeded"
+    lines = [e.data["message"] for e in channel.read_events(job_id) if e.type == "log"]
+    assert any(line.startswith("checkpoint at step 10 ") for line in lines), lines
+    assert any(line.startswith("trained ") and "steps/s" in line for line in lines), lines
+    assert any(line.startswith("exported") for line in lines), lines
+    assert not any(job_id in line or "another job" in line for line in lines), lines

@@ -40,17 +40,21 @@ def _resident_bytes() -> int:
         return int(handle.read().split()[1]) * resource.getpagesize()
 
 
-def answer(question: Question, blob: bytes | None) -> Answer:
-    from core.inspection import CheckModel, InspectUpload
+def answer(question: Question, blob: bytes | None) -> tuple[Answer, bytes | None]:
+    """The answer, and the file that follows it (an export's params) if any."""
+    from core.inspection import CheckModel, ExportCheckpoint, InspectUpload
+    from workers.inspector.export import export_checkpoint
     from workers.inspector.fit import check_model
     from workers.inspector.schedule import preview_schedule
     from workers.inspector.uploads import inspect_upload
 
     if isinstance(question, InspectUpload):
-        return inspect_upload(question, blob)
+        return inspect_upload(question, blob), None
     if isinstance(question, CheckModel):
-        return check_model(question)
-    return preview_schedule(question)
+        return check_model(question), None
+    if isinstance(question, ExportCheckpoint):
+        return export_checkpoint(question, blob)
+    return preview_schedule(question), None
 
 
 def serve(questions: IO[bytes], answers: IO[bytes], *, memory_bytes: int, cpu_seconds: int
@@ -63,10 +67,12 @@ def serve(questions: IO[bytes], answers: IO[bytes], *, memory_bytes: int, cpu_se
             return 0
         question, blob = received
         _allow_cpu(cpu_seconds)
+        reply_blob = None
         try:
-            reply = answer(question, blob)
+            reply, reply_blob = answer(question, blob)
         except MemoryError:
-            field = "symbol" if question.kind == "inspect_upload" else "model"
+            field = {"inspect_upload": "symbol", "export_checkpoint": "step"}.get(
+                question.kind, "model")
             write_message(answers, Answer(refused=Refusal(
                 field=field, too_large=True,
                 message=f"inspecting it needed more than the inspector's "
@@ -75,7 +81,8 @@ def serve(questions: IO[bytes], answers: IO[bytes], *, memory_bytes: int, cpu_se
         except Exception:  # noqa: BLE001 - a bug here must not take the answer with it
             traceback.print_exc()
             reply = Answer()  # neither an answer nor a refusal: the api says it failed
-        write_message(answers, reply)
+        write_message(answers, reply, reply_blob)
+        del blob, reply_blob
         if _resident_bytes() > memory_bytes // 2:
             return 0  # a fresh process next time, rather than one grown large
 
@@ -89,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     _limit(args.memory_bytes)
-    import workers.inspector.fit  # noqa: F401 - the engine, loaded before saying ready
+    import workers.inspector.export  # noqa: F401 - the engine, loaded before saying ready
+    import workers.inspector.fit  # noqa: F401
     import workers.inspector.schedule  # noqa: F401
     import workers.inspector.uploads  # noqa: F401
 

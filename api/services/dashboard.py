@@ -22,6 +22,7 @@ from api.schemas.dashboard import (
     EpochBoundary,
     MetricSeriesPublic,
     MetricSeriesSetPublic,
+    StepClock,
     TimelineEntryPublic,
     TimelinePublic,
 )
@@ -63,12 +64,16 @@ def metric_series(
 ) -> MetricSeriesSetPublic:
     series: list[MetricSeriesPublic] = []
     first_step: dict[int, int] = {}
+    last_step: dict[int, int] = {}
     for column in repositories.metric_columns(session, job_id=job_id, names=names):
         steps, epochs, values = column.steps, column.epochs, column.values
         # An epoch starts where the epoch number changes (or at the first point).
         starts = np.flatnonzero(np.diff(epochs, prepend=epochs[0] - 1))
         for epoch, step in zip(epochs[starts].tolist(), steps[starts].tolist(), strict=True):
             first_step[epoch] = min(step, first_step.get(epoch, step))
+        ends = np.flatnonzero(np.diff(epochs, append=epochs[-1] + 1))
+        for epoch, step in zip(epochs[ends].tolist(), steps[ends].tolist(), strict=True):
+            last_step[epoch] = max(step, last_step.get(epoch, step))
         keep = keep_extremes(values, max_points=max_points)
         series.append(MetricSeriesPublic(
             name=column.name, steps=steps[keep].tolist(), values=values[keep].tolist(),
@@ -79,8 +84,20 @@ def metric_series(
     return MetricSeriesSetPublic(
         job_id=job_id,
         series=series,
-        epochs=[EpochBoundary(epoch=e, first_step=s) for e, s in sorted(first_step.items())],
+        clock=step_clock(session, job_id=job_id, max_points=max_points),
+        epochs=[EpochBoundary(epoch=e, first_step=s, last_step=last_step[e])
+                for e, s in sorted(first_step.items())],
     )
+
+
+def step_clock(session: Session, *, job_id: str, max_points: int) -> StepClock:
+    """When each step was reported, evenly thinned to ``max_points`` (ends kept)."""
+    pairs = repositories.metric_steps_by_time(session, job_id=job_id)
+    if len(pairs) > max_points:
+        keep = np.unique(np.linspace(0, len(pairs) - 1, max_points).round().astype(int))
+        pairs = [pairs[i] for i in keep.tolist()]
+    return StepClock(steps=[step for _, step in pairs],
+                     times=[round(_aware(t).timestamp(), 3) for t, _ in pairs])
 
 
 def _aware(moment: datetime) -> datetime:

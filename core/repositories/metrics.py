@@ -193,3 +193,16 @@ def metric_steps_by_time(session: Session, *, job_id: str) -> list[tuple[datetim
         .order_by(MetricPoint.step)
     )
     return [(r[0], r[1]) for r in session.execute(query)]
+
+
+def step_times_since(session: Session, *, job_id: str,
+                     since: datetime) -> list[tuple[datetime, int]]:
+    """``(time, step)`` of each step reported at or after ``since``, by step: a job's
+    recent pace (steps per second over the last minute)."""
+    query = (
+        select(func.max(MetricPoint.time), MetricPoint.step)
+        .where(MetricPoint.job_id == job_id, MetricPoint.time >= since)
+        .group_by(MetricPoint.step)
+        .order_by(MetricPoint.step)
+    )
+    return [(r[0], r[1]) for r in session.execute(query)]

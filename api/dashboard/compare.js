@@ -163,7 +163,10 @@ function alignedSpec(spec) {
 function showSpecDifferences(jobs) {
   const flat = jobs.map((job) => alignedSpec(job.spec));
   const keys = [...new Set(flat.flatMap((f) => Object.keys(f)))].sort();
-  const differing = keys.filter((k) => new Set(flat.map((f) => JSON.stringify(f[k] ?? null))).size > 1);
+  let differing = keys.filter((k) => new Set(flat.map((f) => JSON.stringify(f[k] ?? null))).size > 1);
+  // A layer only some runs have is one row; its fields would only repeat "(absent)".
+  const partial = differing.filter((k) => /^model\.[^.]+#\d+$/.test(k));
+  differing = differing.filter((k) => !partial.some((p) => k.startsWith(`${p}.`)));
   const head = $("#compare-diff thead");
   const body = $("#compare-diff tbody");
   head.textContent = "";

@@ -490,13 +490,17 @@ class Channel:
             self.client.xadd(WORKER_TELEMETRY, {"data": raw}, maxlen=100_000, approximate=True)
 
     def worker_history(self, *, since_s: float) -> list[WorkerHeartbeat]:
-        """Every heartbeat stored since ``since_s`` (unix seconds), oldest first."""
+        """Every heartbeat sent since ``since_s`` (unix seconds, the worker's clock),
+        oldest first."""
         beats = []
         for _, fields in self.client.xrange(WORKER_TELEMETRY, min=f"{int(since_s * 1000)}-0"):
             try:
-                beats.append(WorkerHeartbeat.model_validate_json(fields["data"]))
+                beat = WorkerHeartbeat.model_validate_json(fields["data"])
             except (ValidationError, KeyError):
                 log.warning("ignoring a malformed worker heartbeat in the history")
+                continue
+            if beat.time >= since_s:
+                beats.append(beat)
         return beats
 
     def remove_heartbeat(self, worker_id: str) -> None:

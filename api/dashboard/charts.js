@@ -100,12 +100,15 @@ class MetricPanels {
         }));
       }
       const panel = this.panels.get(family.key);
-      this.container.append(panel.element);  // keep the families' order
       if (axis.usable()) {
         const [series, data] = this.columns(family.key, axis);
         panel.render(series, data, { xMode: this.xMode });
       }
     }
+    // Keep the families' order; move elements only when it is wrong (a move would
+    // interrupt a drag or a hover in progress).
+    const order = wanted.map((f) => this.panels.get(f.key).element);
+    if (order.some((element, i) => this.container.children[i] !== element)) this.container.append(...order);
     this.container.dataset.points = String(this.store.count());
     this.container.dataset.series = String(this.store.series.size);
     this.container.dataset.xMode = this.xMode;

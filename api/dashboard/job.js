@@ -96,7 +96,8 @@ function liveRunningSeconds() {
 }
 
 function showTiming() {
-  $("#job-duration").textContent = jobView.job ? formatDuration(liveRunningSeconds()) : "–";
+  $("#job-duration").textContent = jobView.job?.started_at || jobView.status === "running"
+    ? formatDuration(liveRunningSeconds()) : "–";
   $("#job-eta").textContent = eta();
 }
 

@@ -73,7 +73,7 @@ function renderJobs() {
     bar.max = job.epochs_total || 1;
     bar.value = Math.min(p.epoch, bar.max);
     progress.append(bar, ` ${p.epoch}/${job.epochs_total ?? "?"} · step ${p.step}`);
-    const duration = cell(formatDuration(job.running_seconds), "duration");
+    const duration = cell(job.started_at ? formatDuration(job.running_seconds) : "–", "duration");
     duration.title = "time spent training, over every run";
     const row = tableRow([tickCell, cell(shortId(job.id), "mono"), job.name,
                           cell(job.status, `status-${job.status}`), progress,

@@ -56,7 +56,7 @@ function drawEpochs(u, panel, ends, toX) {
   // Thin by epoch number, so the labelled epochs are round ones (10, 20, ...) as you pan.
   visible.forEach(([epoch], i) => {
     if (epoch % lineStride) return;
-    const x = Math.round(xs[i] * dpr) + 0.5;
+    const x = Math.round(u.valToPos(visible[i][1], "x", true)) + 0.5;  // canvas px
     const labelled = epoch % labelStride === 0;
     ctx.strokeStyle = labelled ? "#9ca3af" : "#e5e7eb";
     ctx.setLineDash(labelled ? [2, 4] : [1, 5]);

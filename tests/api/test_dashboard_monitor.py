@@ -203,6 +203,15 @@ def test_epoch_boundaries_come_from_recorded_epochs_and_labels_fit(
     epoch_40 = next((label for label in labels if label["epoch"] == 40), None)
     if epoch_40 is not None:  # drawn where epoch 39's last step is
         assert abs(epoch_40["x"] - drawn["x"]) < 1
+    # the canvas really has the dashed line at that step: count inked pixels in its column
+    inked = browser.execute_script(
+        "const u = jobView.panels.panels.get('loss').plot;"
+        "const x = Math.round(u.valToPos(arguments[0], 'x', true));"
+        "const {top, height} = u.bbox;"
+        "const px = u.ctx.getImageData(x, top, 1, height).data; let n = 0;"
+        "for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 0 && px[i] < 200) n++;"
+        "return [n, height];", per_epoch * 40)
+    assert inked[0] > inked[1] / 5, inked
     browser.find_element(By.CSS_SELECTOR, '.panel[data-family="loss"]').screenshot(
         str(tmp_path / "epochs.png"))
     no_console_errors(browser)

@@ -172,9 +172,11 @@ class ChartPanel {
       this.applyZoom();
       return;
     }
+    // setData re-fits x to the data, pending until the batch commits (plot.scales still
+    // shows the old range meanwhile): set the zoom unconditionally, in the same batch.
     this.plot.batch(() => {
       this.plot.setData(data, true);
-      if (this.group.range) this.setX(this.group.range);
+      if (this.group.range) this.plot.setScale("x", this.group.range);
     });
   }
 

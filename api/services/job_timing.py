@@ -54,13 +54,21 @@ def _history(events: Sequence[JobStatusEvent]) -> list[tuple[str, datetime]]:
     return [(event.status, event.created_at) for event in events]
 
 
-def recent_steps_per_second(session: Session, *, job_id: str, now: datetime) -> float | None:
-    """Steps per second over the last minute of reported steps; None without two."""
-    points = repositories.step_times_since(session, job_id=job_id, since=now - THROUGHPUT_WINDOW)
-    if len(points) < 2:
+def recent_steps_per_second(session: Session, *, job_id: str) -> float | None:
+    """Steps per second over the last minute of reported steps (over the last few
+    thousand points if those span less); None without two steps to measure between."""
+    latest: dict[int, datetime] = {}
+    for moment, step in repositories.latest_step_times(session, job_id=job_id):
+        moment = _aware(moment)
+        latest[step] = max(moment, latest.get(step, moment))
+    if not latest:
         return None
-    (first_time, first_step), (last_time, last_step) = points[0], points[-1]
-    elapsed = (_aware(last_time) - _aware(first_time)).total_seconds()
+    newest = max(latest.values())
+    recent = sorted((step, t) for step, t in latest.items() if newest - t <= THROUGHPUT_WINDOW)
+    if len(recent) < 2:
+        return None
+    (first_step, first_time), (last_step, last_time) = recent[0], recent[-1]
+    elapsed = (last_time - first_time).total_seconds()
     if elapsed <= 0 or last_step <= first_step:
         return None
     return round((last_step - first_step) / elapsed, 3)
@@ -70,7 +78,7 @@ def job_public(session: Session, job: Job, *, with_spec: bool = True) -> JobPubl
     """One job with its total running time, and its pace while it runs."""
     now = datetime.now(UTC)
     history = _history(repositories.list_status_events(session, job_id=job.id))
-    pace = (recent_steps_per_second(session, job_id=job.id, now=now)
+    pace = (recent_steps_per_second(session, job_id=job.id)
             if job.status == JobStatus.RUNNING else None)
     public = JobPublic.model_validate(job)
     return public.model_copy(update={

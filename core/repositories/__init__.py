@@ -75,9 +75,11 @@ from core.repositories.metrics import (
     MetricColumns,
     MetricPointIn,
     add_metric_points,
+    latest_step_times,
     list_metric_points,
     metric_columns,
     metric_steps_by_time,
+    sampled_step_times,
     step_times_since,
 )
 from core.repositories.models import (
@@ -187,6 +189,8 @@ __all__ = [
     "MetricColumns",
     "metric_columns",
     "metric_steps_by_time",
+    "latest_step_times",
+    "sampled_step_times",
     "step_times_since",
     "new_job_row",
     "put_back_in_outbox",

@@ -25,11 +25,12 @@ const CONTROLS = {
 
 function setStatus(status, reason) {
   const wasRunning = jobView.status === "running";
+  const trained = liveRunningSeconds();  // counted under the status it had until now
   jobView.status = status;
   // The server's running time was read while the job ran: keep counting from there, or
   // stop counting now it stopped.
   if (jobView.job && wasRunning && status !== "running") {
-    jobView.job.running_seconds = liveRunningSeconds();
+    jobView.job.running_seconds = trained;
     jobView.fetchedAt = Date.now();
   } else if (jobView.job && !wasRunning && status === "running") {
     jobView.fetchedAt = Date.now();

@@ -23,9 +23,12 @@ function formatNumber(v) {
 
 // One format for all of an axis's ticks: either every tick in exponent form with the same
 // mantissa digits, or every tick fixed with the same decimals (never "0.001" next to "1e-4").
-function formatTicks(ticks) {
+function formatTicks(ticks, log = false) {
   const finite = ticks.filter((t) => Number.isFinite(t));
-  const exponent = finite.some((t) => t !== 0 && (Math.abs(t) < 1e-3 || Math.abs(t) >= 1e5));
+  const positive = finite.filter((t) => t > 0);
+  // A log axis spanning three decades reads better as 1e-3 ... 1e0 than 0.001 ... 1.000.
+  const wide = log && positive.length > 1 && Math.max(...positive) / Math.min(...positive) >= 1e3;
+  const exponent = wide || finite.some((t) => t !== 0 && (Math.abs(t) < 1e-3 || Math.abs(t) >= 1e5));
   if (exponent) {
     let digits = 0;  // the fewest mantissa digits that write every tick exactly
     while (digits < 3 && finite.some((t) => Math.abs(+t.toExponential(digits) - t) > 1e-9 * Math.abs(t))) digits++;
@@ -101,12 +104,13 @@ class ZoomGroup {
 
 class ChartPanel {
   constructor(parent, { key, title, group, log = false, height = 220, logToggle = true,
-                        onLogChange = null, decorate = null }) {
+                        onLogChange = null, decorate = null, yRange = null }) {
     this.key = key;
     this.group = group;
     this.log = log;
     this.height = height;
     this.decorate = decorate;     // (u) => void: epochs, markers drawn over the plot
+    this.yRange = yRange;         // (u, min, max) => [lo, hi] on a linear scale, else auto
     this.onLogChange = onLogChange;
     this.element = document.createElement("div");
     this.element.className = "panel";
@@ -210,11 +214,12 @@ class ChartPanel {
   options(series, xMode) {
     return {
       width: this.width(), height: this.height,
-      scales: { x: { time: xMode === "wall" }, y: this.log ? { distr: 3 } : {} },
+      scales: { x: { time: xMode === "wall" },
+                y: this.log ? { distr: 3 } : (this.yRange ? { range: this.yRange } : {}) },
       axes: [
         this.xAxis(xMode),
         { stroke: "#4b5563", grid: { stroke: "#eef0f3" }, size: fittedAxisSize,
-          values: (u, ticks) => formatTicks(ticks) },
+          values: (u, ticks) => formatTicks(ticks, this.log) },
       ],
       series: [{ label: X_LABELS[xMode] }, ...series.map((s) => ({
         label: s.label, stroke: s.stroke, width: s.width ?? 1.5, dash: s.dash, spanGaps: true,

@@ -65,9 +65,7 @@ function drawEpochs(u, panel, ends, toX) {
     if (labelled) {
       const text = `epoch ${epoch}`;
       const w = ctx.measureText(text).width;
-      ctx.fillStyle = "rgba(255,255,255,0.85)";
-      ctx.fillRect(x + 2, top + 2 * dpr, w + 4, 12 * dpr);
-      ctx.fillStyle = "#6b7280";
+      ctx.fillStyle = "rgba(107,114,128,0.8)";  // no box: a label must not hide a curve
       ctx.fillText(text, x + 4, top + 12 * dpr);
       labels.push({ epoch, x: xs[i], width: w / dpr + 4 });
     }

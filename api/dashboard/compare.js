@@ -91,10 +91,13 @@ function renderMetricChoices() {
   }
 }
 
-// Each run's steering markers (commands, lr changes, pause/resume) in the run's colour.
+// Each run's steering markers (commands, lr changes, pause/resume/restart) in the run's
+// colour; not its start and end, which every run has.
+const STEERING_STATUS = /paus|resum|restart|requeued/;
 function runMarkers() {
   return compareView.jobs.flatMap((job, i) => (compareView.timelines.get(job.id) || [])
-    .filter((e) => e.kind !== "checkpoint" && e.step !== null)
+    .filter((e) => e.step !== null && (e.kind === "lr" || e.kind === "command"
+      || (e.kind === "status" && STEERING_STATUS.test(e.title))))
     .map((e) => ({ ...e, colour: runColour(i), run: job.id, runLabel: runLabel(job) })));
 }
 

@@ -83,10 +83,11 @@ function describeSchedule(effect) {
   const lastLr = applied.filter((c) => c.kind === "set_lr").pop();
   const params = (p) => Object.entries(p || {}).map(([k, v]) => `${k}=${v}`).join(" ");
   if (!effect.schedule) {
-    if (lastLr && lastLr.params.mode === "override") {
-      return `constant since step ${lastLr.applied_step} (override; the spec's schedule no longer applies)`;
-    }
-    return "no schedule (constant)";
+    const override = applied.filter((c) => c.kind === "set_lr" && c.params.mode === "override").pop();
+    if (!override) return "no schedule (constant)";
+    let text = `constant since step ${override.applied_step} (override; the spec's schedule no longer applies)`;
+    if (lastLr !== override) text += ` · set again at step ${lastLr.applied_step}`;
+    return text;
   }
   const s = effect.schedule;
   let text = `schedule: ${s.type} ${params(s.params)}`.trim();

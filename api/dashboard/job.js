@@ -182,7 +182,11 @@ async function selectJob(jobId) {
   showJob(job);
   showSpec(job.spec);
   jobView.ticker = setInterval(showTiming, 1000);
-  await Promise.all([loadHistory(jobId), refreshLearningRate(jobId), refreshTimeline(jobId),
+  // The history first: it is what the page is opened for, and the side panels' requests
+  // would otherwise share the server with it.
+  await loadHistory(jobId);
+  if (jobView.selected !== jobId) return;
+  await Promise.all([refreshLearningRate(jobId), refreshTimeline(jobId),
                      refreshCheckpoints(jobId), loadLineage(job)]);
   openStream(jobId);
 }

@@ -4,10 +4,12 @@
 
 const systemView = { group: new ZoomGroup(), panels: new Map(), workers: [] };
 const HISTORY_PANELS = [
-  { key: "cpu", title: "CPU (% of the machine)", value: (s) => s.cpu_percent },
+  { key: "cpu", title: "CPU (% of the machine)", value: (s) => s.cpu_percent, range: () => [0, 100] },
   { key: "memory", title: "memory used (GiB)",
-    value: (s) => (s.memory_used_bytes === null ? null : s.memory_used_bytes / 2 ** 30) },
-  { key: "pace", title: "training pace (steps/s)", value: (s) => s.steps_per_second },
+    value: (s) => (s.memory_used_bytes === null ? null : s.memory_used_bytes / 2 ** 30),
+    range: (u, min, max) => [0, Math.max(1, max * 1.1)] },
+  { key: "pace", title: "training pace (steps/s)", value: (s) => s.steps_per_second,
+    range: (u, min, max) => [0, Math.max(1, (max ?? 0) * 1.1)] },
 ];
 
 async function refreshSystem() {
@@ -54,7 +56,8 @@ async function refreshSystemHistory() {
   for (const spec of HISTORY_PANELS) {
     let panel = systemView.panels.get(spec.key);
     if (!panel) {
-      panel = new ChartPanel(box, { key: spec.key, title: spec.title, group: systemView.group, height: 180 });
+      panel = new ChartPanel(box, { key: spec.key, title: spec.title, group: systemView.group,
+                                    height: 180, yRange: spec.range });
       systemView.panels.set(spec.key, panel);
     }
     const data = [times];

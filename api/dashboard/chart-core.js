@@ -32,7 +32,7 @@ function formatTicks(ticks, log = false) {
   if (exponent) {
     let digits = 0;  // the fewest mantissa digits that write every tick exactly
     while (digits < 3 && finite.some((t) => Math.abs(+t.toExponential(digits) - t) > 1e-9 * Math.abs(t))) digits++;
-    return ticks.map((t) => (Number.isFinite(t) ? t.toExponential(digits) : ""));
+    return ticks.map((t) => (Number.isFinite(t) ? t.toExponential(digits).replace("e+", "e") : ""));
   }
   let decimals = 0;
   for (const t of finite) {

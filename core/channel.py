@@ -14,7 +14,8 @@ Per job (prefix ``rudder:job:{id}:``):
   ``commands`` is the same window for the job's other step-boundary commands.
 
 Per worker process: ``rudder:worker:{worker_id}`` holds its latest heartbeat (JSON of
-:class:`core.events.WorkerHeartbeat`) with a TTL, so a worker that died drops out. The
+:class:`core.events.WorkerHeartbeat`) with a TTL, so a worker that died drops out;
+``rudder:workers:telemetry`` is a Stream of every heartbeat of the last hour. The
 Celery broker keeps each queue's waiting tasks in a list named after the queue.
 
 Api processes: ``rudder:tokens:revoked`` is a pub/sub channel carrying the hash of each
@@ -102,6 +103,10 @@ def ticket_key(ticket: str) -> str:
 
 
 WORKER_PREFIX = "rudder:worker:"
+# Every worker's heartbeats of the last hour, oldest first (the System view's history);
+# entry ids are Redis times in ms, so the stream is trimmed by age.
+WORKER_TELEMETRY = "rudder:workers:telemetry"
+TELEMETRY_KEPT_MS = 3_600_000
 
 
 def worker_key(worker_id: str) -> str:
@@ -484,8 +489,29 @@ class Channel:
         self.client.publish(TOKEN_REVOCATIONS, token_hash)
 
     def publish_heartbeat(self, heartbeat: WorkerHeartbeat, *, ttl_s: int) -> None:
-        """Store a worker's heartbeat; it vanishes ``ttl_s`` after the last one."""
-        self.client.set(worker_key(heartbeat.worker_id), heartbeat.model_dump_json(), ex=ttl_s)
+        """Store a worker's heartbeat (it vanishes ``ttl_s`` after the last one) and append
+        it to the last hour's history."""
+        raw = heartbeat.model_dump_json()
+        self.client.set(worker_key(heartbeat.worker_id), raw, ex=ttl_s)
+        oldest = f"{int(heartbeat.time * 1000) - TELEMETRY_KEPT_MS}-0"
+        try:
+            self.client.xadd(WORKER_TELEMETRY, {"data": raw}, minid=oldest, approximate=True)
+        except redis.ResponseError:  # a Redis before 6.2 (no MINID): bound it by length
+            self.client.xadd(WORKER_TELEMETRY, {"data": raw}, maxlen=100_000, approximate=True)
+
+    def worker_history(self, *, since_s: float) -> list[WorkerHeartbeat]:
+        """Every heartbeat sent since ``since_s`` (unix seconds, the worker's clock),
+        oldest first."""
+        beats = []
+        for _, fields in self.client.xrange(WORKER_TELEMETRY, min=f"{int(since_s * 1000)}-0"):
+            try:
+                beat = WorkerHeartbeat.model_validate_json(fields["data"])
+            except (ValidationError, KeyError):
+                log.warning("ignoring a malformed worker heartbeat in the history")
+                continue
+            if beat.time >= since_s:
+                beats.append(beat)
+        return beats
 
     def remove_heartbeat(self, worker_id: str) -> None:
         self.client.delete(worker_key(worker_id))

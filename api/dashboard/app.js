@@ -1,6 +1,7 @@
 // Rudder dashboard: plain JS, no build step, nothing loaded from outside this server.
-// This file signs in and out and switches views; the views live in job.js, jobs.js,
-// compare.js, submit.js and charts.js.
+// This file signs in and out and switches views; the views live in job*.js, jobs.js,
+// compare.js, submit.js and system.js, the charts in chart-*.js and charts.js, the URLs
+// in router.js.
 "use strict";
 
 async function signIn(token) {
@@ -18,7 +19,9 @@ async function signIn(token) {
   $("#tabs").hidden = false;
   $("#sign-out").hidden = false;
   $("#connection").textContent = "signed in";
+  applyListFilters(new URLSearchParams(location.search));
   await refreshJobs();
+  applyRoute();
   clearInterval(listView.timer);
   listView.timer = setInterval(() => { refreshJobs(); if (currentView() === "system") refreshSystem(); }, 3000);
 }
@@ -39,37 +42,14 @@ session.onUnauthorized = signOut;
 
 function currentView() { return document.querySelector("#tabs button.active")?.dataset.view; }
 
+// Shows a view; the URL is the router's business (navigate() calls this).
 function showView(name) {
+  const changed = currentView() !== name;
   for (const button of document.querySelectorAll("#tabs button")) {
     button.classList.toggle("active", button.dataset.view === name);
   }
   for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== `view-${name}`;
-  if (name === "system") refreshSystem();
-  if (name === "compare" && !compareView.jobs.length) $("#compare-help").hidden = false;
-}
-
-async function refreshSystem() {
-  let body;
-  try { body = await api("/v1/workers"); } catch { return; }
-  const workers = $("#workers tbody");
-  workers.textContent = "";
-  $("#workers-empty").hidden = body.workers.length > 0;
-  for (const w of body.workers) {
-    const memory = w.memory_total_bytes
-      ? `${(w.memory_used_bytes / 2 ** 30).toFixed(1)} / ${(w.memory_total_bytes / 2 ** 30).toFixed(1)} GiB`
-      : "–";
-    const gpu = w.gpus.length
-      ? w.gpus.map((g) => `${g.name} ${g.utilization_percent ?? "?"}% ${(g.memory_used_bytes / 2 ** 30).toFixed(1)} GiB`).join(", ")
-      : "none";
-    const row = tableRow([w.worker_id, w.queues.join(", "), w.current_job_id ? shortId(w.current_job_id) : (w.busy ? "busy (another user's job)" : "idle"),
-                          w.cpu_percent === null ? "–" : `${w.cpu_percent.toFixed(0)}%`, memory, gpu,
-                          `${formatDuration(w.seconds_since_seen)} ago`]);
-    row.dataset.workerId = w.worker_id;
-    workers.append(row);
-  }
-  const queues = $("#queues tbody");
-  queues.textContent = "";
-  for (const q of body.queues) queues.append(tableRow([q.name, q.waiting]));
+  if (name === "system" && changed) refreshSystem();
 }
 
 // Without uPlot (node_modules not installed) say how to fix it instead of failing quietly.
@@ -87,7 +67,7 @@ $("#token-form").addEventListener("submit", (e) => {
 });
 $("#sign-out").addEventListener("click", () => signOut());
 for (const button of document.querySelectorAll("#tabs button")) {
-  button.addEventListener("click", () => showView(button.dataset.view));
+  button.addEventListener("click", () => navigate(viewPath(button.dataset.view)));
 }
 wireJobPage();
 wireJobList();

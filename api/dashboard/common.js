@@ -64,12 +64,6 @@ function formatTime(iso) {
   return `${d.toLocaleDateString()} ${d.toLocaleTimeString()}`;
 }
 
-function jobDuration(job) {
-  if (!job.started_at) return null;
-  const end = job.finished_at ? Date.parse(job.finished_at) : Date.now();
-  return (end - Date.parse(job.started_at)) / 1000;
-}
-
 // The metric a list row shows: validation accuracy if there is one, else a loss.
 function headlineMetric(metrics) {
   const names = Object.keys(metrics || {});

@@ -1,12 +1,14 @@
-// The job page: charts, runtime timeline, controls valid for the status, learning rate,
-// hyperparameters, spec, log and checkpoints, kept current by the job's event stream
-// (read with fetch() streaming: EventSource cannot send the Authorization header).
+// The job page: status, progress with the total running time and an ETA from the recent
+// pace, controls valid for the status, and the chart toolbar (smoothing, x axis). The
+// side panels live in job-panels.js, the event stream in job-stream.js.
 "use strict";
 
 const HISTORY_POINTS = 2000;  // per metric; the API keeps each bucket's extremes
+const PACE_WINDOW_S = 60;     // the ETA follows the steps/s of the last minute
 const jobView = {
   selected: null, job: null, status: null, stream: null, streaming: false,
-  lastEventId: null, liveStep: 0, liveLr: null, panels: null,
+  lastEventId: null, liveStep: 0, liveEpochs: 0, liveLr: null, panels: null,
+  pace: [], fetchedAt: 0, ticker: null,
 };
 
 function panels() {
@@ -22,7 +24,17 @@ const CONTROLS = {
 };
 
 function setStatus(status, reason) {
+  const wasRunning = jobView.status === "running";
+  const trained = liveRunningSeconds();  // counted under the status it had until now
   jobView.status = status;
+  // The server's running time was read while the job ran: keep counting from there, or
+  // stop counting now it stopped.
+  if (jobView.job && wasRunning && status !== "running") {
+    jobView.job.running_seconds = trained;
+    jobView.fetchedAt = Date.now();
+  } else if (jobView.job && !wasRunning && status === "running") {
+    jobView.fetchedAt = Date.now();
+  }
   const badge = $("#job-status");
   badge.textContent = status;
   badge.className = `badge status-${status}`;
@@ -36,6 +48,7 @@ function setStatus(status, reason) {
   banner.textContent = showReason ? `${status}: ${reason}` : "";
   banner.classList.toggle("error", status === "failed");
   updateStreamLabel();
+  showTiming();
 }
 
 // "live" only while the stream is open and the job is actually training.
@@ -55,6 +68,7 @@ function updateStreamLabel() {
 
 function showJob(job) {
   jobView.job = job;
+  jobView.fetchedAt = Date.now();
   $("#job-title").textContent = `${job.name} · ${shortId(job.id)}`;
   $("#job-title").title = job.id;
   setStatus(job.status, job.status_reason);
@@ -68,21 +82,56 @@ function showJob(job) {
 
 function showProgress(epochsDone, step) {
   const total = jobView.job?.epochs_total;
+  jobView.liveEpochs = epochsDone;
   $("#job-epoch").textContent = total ? `${epochsDone}/${total}` : String(epochsDone);
   $("#job-step").textContent = String(step);
-  $("#job-eta").textContent = eta(step, total);
+  showTiming();
 }
 
-// Remaining time from the steps an epoch takes and the pace since the job started.
-function eta(step, totalEpochs) {
+// Seconds trained over every run: the server's sum, counted on while it runs.
+function liveRunningSeconds() {
   const job = jobView.job;
-  if (!job || jobView.status !== "running" || !job.started_at || !totalEpochs || step <= 0) return "";
-  const starts = panels().store.epochStarts;
-  if (!starts.has(0) || !starts.has(1)) return "ETA after the first epoch";
-  const stepsPerEpoch = starts.get(1) - starts.get(0);
-  const elapsed = (Date.now() - Date.parse(job.started_at)) / 1000;
-  const remaining = stepsPerEpoch * totalEpochs - step;
-  return remaining > 0 ? `ETA ${formatDuration((elapsed / step) * remaining)}` : "";
+  if (!job) return null;
+  const base = job.running_seconds ?? 0;
+  return jobView.status === "running" ? base + (Date.now() - jobView.fetchedAt) / 1000 : base;
+}
+
+function showTiming() {
+  $("#job-duration").textContent = jobView.job?.started_at || jobView.status === "running"
+    ? formatDuration(liveRunningSeconds()) : "–";
+  $("#job-eta").textContent = eta();
+}
+
+// Steps per second over the last minute of live reports, else the server's figure.
+function pace() {
+  const samples = jobView.pace;
+  if (samples.length >= 2) {
+    const [first, last] = [samples[0], samples[samples.length - 1]];
+    if (last.t - first.t >= 5 && last.step > first.step) return (last.step - first.step) / (last.t - first.t);
+  }
+  return jobView.job?.steps_per_second ?? null;
+}
+
+function notePace(step, time) {
+  const samples = jobView.pace;
+  if (!Number.isFinite(time)) return;
+  if (samples.length && step <= samples[samples.length - 1].step) return;
+  samples.push({ step, t: time });
+  while (samples.length > 2 && time - samples[0].t > PACE_WINDOW_S) samples.shift();
+}
+
+// Remaining steps (epochs left × the steps an epoch takes) at the recent pace; nothing
+// once the job is not running.
+function eta() {
+  const job = jobView.job;
+  if (!job || jobView.status !== "running" || !job.epochs_total) return "";
+  const perEpoch = panels().store.stepsPerEpoch(jobView.liveEpochs);
+  if (!perEpoch) return "ETA after the first epoch";
+  const remaining = perEpoch * job.epochs_total - jobView.liveStep;
+  const rate = pace();
+  if (remaining <= 0) return "";
+  if (!rate) return "ETA: measuring the pace";
+  return `ETA ${formatDuration(remaining / rate)} (${formatNumber(+rate.toFixed(2))} steps/s)`;
 }
 
 function setLatest(name, value) {
@@ -95,206 +144,70 @@ function setLatest(name, value) {
   row.children[1].textContent = formatNumber(value);
 }
 
+function closeJob() {
+  if (jobView.stream) jobView.stream.abort();
+  clearInterval(jobView.ticker);
+  Object.assign(jobView, { selected: null, job: null, status: null, streaming: false });
+  $("#job-card").hidden = true;
+  for (const row of document.querySelectorAll("#jobs tbody tr.selected")) row.classList.remove("selected");
+}
+
 async function selectJob(jobId) {
   if (jobView.stream) jobView.stream.abort();
-  Object.assign(jobView, { selected: jobId, lastEventId: null, liveStep: 0, liveLr: null,
-                           streaming: false, job: null });
+  clearInterval(jobView.ticker);
+  Object.assign(jobView, { selected: jobId, lastEventId: null, liveStep: 0, liveEpochs: 0,
+                           liveLr: null, streaming: false, job: null, status: null, pace: [],
+                           abandoned: [], lineageCurves: [] });
   panels().clear();
   for (const id of ["#latest tbody", "#timeline tbody", "#log", "#checkpoints tbody",
                     "#hyperparameters tbody"]) $(id).textContent = "";
-  $("#lr-message").textContent = "";
-  $("#control-message").textContent = "";
+  for (const id of ["#lr-message", "#control-message", "#lr-schedule", "#job-eta"]) $(id).textContent = "";
+  $("#lineage").hidden = true;
   $("#stream-state").dataset.error = "";
   $("#job-card").hidden = false;
   for (const row of document.querySelectorAll("#jobs tbody tr")) {
     row.classList.toggle("selected", row.dataset.jobId === jobId);
   }
-  const job = await api(`/v1/jobs/${jobId}`);
+  let job;
+  try {
+    job = await api(`/v1/jobs/${jobId}`);
+  } catch (error) {
+    if (jobView.selected !== jobId) return;
+    $("#job-title").textContent = `job ${shortId(jobId)}`;
+    $("#job-reason").hidden = false;
+    $("#job-reason").textContent = error.status === 404 ? "No such job (or not yours)." : error.message;
+    return;
+  }
   if (jobView.selected !== jobId) return;
   showJob(job);
   showSpec(job.spec);
-  await Promise.all([loadHistory(jobId), refreshLearningRate(jobId), refreshTimeline(jobId),
-                     refreshCheckpoints(jobId)]);
+  jobView.ticker = setInterval(showTiming, 1000);
+  // The history first: it is what the page is opened for, and the side panels' requests
+  // would otherwise share the server with it.
+  await loadHistory(jobId);
+  if (jobView.selected !== jobId) return;
+  await Promise.all([refreshLearningRate(jobId), refreshTimeline(jobId),
+                     refreshCheckpoints(jobId), loadLineage(job)]);
   openStream(jobId);
 }
 
-function showSpec(spec) {
-  $("#job-spec").textContent = spec ? toYaml(spec).trimStart() : "(not available)";
-  const body = $("#hyperparameters tbody");
-  body.textContent = "";
-  if (!spec) return;
-  const wanted = { epochs: spec.epochs, batch_size: spec.data?.batch_size, loss: spec.loss,
-                   optimizer: spec.optimizer, lr_scheduler: spec.lr_scheduler,
-                   initializer: spec.initializer, seed: spec.seed };
-  for (const [key, value] of Object.entries(flatten(wanted))) {
-    if (value !== undefined) body.append(tableRow([key, value ?? "none"]));
-  }
-}
-
 async function loadHistory(jobId) {
-  const body = await api(`/v1/jobs/${jobId}/metrics/series?max_points=${HISTORY_POINTS}`);
+  const body = await api(`/v1/jobs/${jobId}/metrics/series?max_points=${HISTORY_POINTS}&include_abandoned=true`);
   if (jobView.selected !== jobId) return;
   const chart = panels();
-  for (const s of body.series) {
+  const live = body.series.filter((s) => !s.abandoned);
+  for (const s of live) {
     for (let i = 0; i < s.steps.length; i++) chart.addPoint(s.name, s.steps[i], s.values[i]);
   }
   chart.setEpochs(body.epochs);
-  $("#charts").dataset.total = String(body.series.reduce((n, s) => n + s.total_points, 0));
-}
-
-async function refreshTimeline(jobId) {
-  const body = await api(`/v1/jobs/${jobId}/timeline`);
-  if (jobView.selected !== jobId) return;
-  panels().setMarkers(body.entries);
-  const rows = $("#timeline tbody");
-  rows.textContent = "";
-  for (const entry of body.entries.slice().reverse()) {
-    const row = tableRow([entry.step ?? "–", entry.title, entry.detail]);
-    row.dataset.kind = entry.kind;
-    row.title = formatTime(entry.time);
-    rows.append(row);
-  }
-}
-
-async function refreshCheckpoints(jobId) {
-  const body = await api(`/v1/jobs/${jobId}/checkpoints`);
-  if (jobView.selected !== jobId) return;
-  const rows = $("#checkpoints tbody");
-  rows.textContent = "";
-  for (const checkpoint of body.data.slice().reverse()) {
-    const links = document.createElement("td");
-    for (const file of checkpoint.files) {
-      const link = document.createElement("a");
-      link.href = "#";
-      link.textContent = file.name;
-      link.addEventListener("click", (e) => { e.preventDefault(); download(file.url, file.name); });
-      links.append(link, " ");
-    }
-    rows.append(tableRow([checkpoint.step, checkpoint.epoch,
-                          `${(checkpoint.size / 1024).toFixed(1)} KiB`, links]));
-  }
-}
-
-// Downloads go through fetch so the token stays in a header, never in a URL.
-async function download(url, name) {
-  const response = await fetch(url, { headers: { Authorization: `Bearer ${session.token}` } });
-  if (!response.ok) { $("#control-message").textContent = `download failed: HTTP ${response.status}`; return; }
-  const link = document.createElement("a");
-  link.href = URL.createObjectURL(await response.blob());
-  link.download = name;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
-}
-
-async function refreshLearningRate(jobId) {
-  const lr = await api(`/v1/jobs/${jobId}/learning-rate`);
-  if (jobView.selected !== jobId) return;
-  // Live lr events beat the DB copy, which the worker writes a moment later.
-  if (jobView.liveLr === null) $("#lr-current").textContent = formatNumber(lr.learning_rate);
-  const schedule = lr.schedule ? Object.entries(lr.schedule).map(([k, v]) => `${k}=${v}`).join(" ") : "";
-  $("#lr-schedule").textContent = lr.schedule ? `schedule: ${schedule}` : "no schedule";
-}
-
-async function openStream(jobId) {
-  const controller = new AbortController();
-  jobView.stream = controller;
-  const headers = { Authorization: `Bearer ${session.token}`, Accept: "text/event-stream" };
-  if (jobView.lastEventId) headers["Last-Event-ID"] = jobView.lastEventId;
-  const label = $("#stream-state");
-  try {
-    const response = await fetch(`/v1/jobs/${jobId}/events`, { headers, signal: controller.signal });
-    if (!response.ok) throw new Error(`events: HTTP ${response.status}`);
-    jobView.streaming = true;
-    label.dataset.error = "";
-    updateStreamLabel();
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        handleFrame(jobId, buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-      }
-    }
-  } catch (error) {
-    if (controller.signal.aborted) return;
-    label.dataset.error = error.message;
-  }
-  jobView.streaming = false;
-  if (controller.signal.aborted || jobView.selected !== jobId) return;
-  updateStreamLabel();
-  if (TERMINAL.has(jobView.status)) return;
-  // The server closes streams after a maximum lifetime; pick up where we left off.
-  setTimeout(() => { if (jobView.selected === jobId) openStream(jobId); }, 1000);
-}
-
-function parseFrame(frame) {
-  const event = { type: "message", data: "", id: null };
-  for (const line of frame.split("\n")) {
-    if (line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-    if (field === "event") event.type = value;
-    else if (field === "data") event.data += value;
-    else if (field === "id") event.id = value;
-  }
-  return event;
-}
-
-function handleFrame(jobId, frame) {
-  const event = parseFrame(frame);
-  if (!event.data || jobView.selected !== jobId) return;
-  if (event.id) jobView.lastEventId = event.id;
-  const data = JSON.parse(event.data);
-  if (event.type === "metric") {
-    for (const [name, value] of Object.entries(data.values)) {
-      panels().addPoint(name, data.step, value, data.epoch);
-      setLatest(name, value);
-    }
-    if (typeof data.values.lr === "number") setLiveLr(data.values.lr);
-    if (data.step >= jobView.liveStep) {
-      jobView.liveStep = data.step;
-      showProgress(data.epochs_done ?? data.epoch, data.step);
-    }
-  } else if (event.type === "lr") {
-    // status "rejected": the trainer refused the change; the lr in effect is unchanged.
-    if (data.status === "rejected") {
-      $("#lr-message").textContent = `rejected: ${data.reason}`;
-    } else {
-      setLiveLr(data.learning_rate);
-      $("#lr-message").textContent = `applied at step ${data.applied_step}`;
-    }
-    refreshLearningRate(jobId);
-    refreshTimeline(jobId);
-  } else if (event.type === "status") {
-    setStatus(data.status, data.reason ?? jobView.job?.status_reason);
-    refreshTimeline(jobId);
-    refreshJobs();
-  } else if (event.type === "checkpoint") {
-    addLog("info", `checkpoint at step ${data.step} (epoch ${data.epoch})`);
-    refreshCheckpoints(jobId);
-    refreshTimeline(jobId);
-  } else if (event.type === "log") {
-    addLog(data.level, data.message);
-  }
-}
-
-function addLog(level, message) {
-  const item = document.createElement("li");
-  item.className = `log-${level}`;
-  item.textContent = `${new Date().toLocaleTimeString()} ${level} ${message}`;
-  $("#log").prepend(item);
-  while ($("#log").children.length > 500) $("#log").lastChild.remove();
-}
-
-function setLiveLr(value) {
-  jobView.liveLr = value;
-  $("#lr-current").textContent = formatNumber(value);
+  chart.setClock(body.clock);
+  jobView.abandoned = body.series.filter((s) => s.abandoned).map((s) => ({
+    name: s.name, steps: s.steps, values: s.values, kind: "abandoned",
+    label: `${s.name} · rolled back (branch ${s.branch})`,
+  }));
+  chart.setExtras([...jobView.abandoned, ...(jobView.lineageCurves || [])]);
+  $("#charts").dataset.total = String(live.reduce((n, s) => n + s.total_points, 0));
+  showTiming();
 }
 
 function wireJobPage() {
@@ -330,4 +243,5 @@ function wireJobPage() {
     $("#smoothing-value").textContent = weight.toFixed(2);
     panels().setSmoothing(weight);
   });
+  $("#x-axis").addEventListener("change", () => panels().setXMode($("#x-axis").value));
 }

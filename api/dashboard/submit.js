@@ -67,21 +67,27 @@ function wireSubmit() {
     const text = $("#spec-text").value;
     const message = $("#submit-message");
     $("#submit-errors").textContent = "";
+    $("#submit-parse-error").hidden = true;
     message.className = "";
     let spec;
     try {
       spec = parseSpec(text);
     } catch (error) {
+      // js-yaml's message ends with a snippet of the lines around the mistake: keep its
+      // lines (and their alignment) instead of running them into one paragraph.
       message.className = "error";
-      message.textContent = `could not read the spec: ${error.message}`;
+      const [headline, ...snippet] = String(error.message).split("\n");
+      message.textContent = `could not read the spec: ${headline}`;
+      const pre = $("#submit-parse-error");
+      pre.textContent = snippet.join("\n").replace(/^\n+|\s+$/g, "");
+      pre.hidden = !pre.textContent;
       return;
     }
     try {
       const job = await api("/v1/jobs", { method: "POST", json: spec });
       message.textContent = `submitted ${job.name} (${shortId(job.id)}), ${job.status}`;
       await refreshJobs();
-      showView("jobs");
-      await selectJob(job.id);
+      navigate(`/jobs/${job.id}`);
     } catch (error) {
       message.className = "error";
       message.textContent = error.message;

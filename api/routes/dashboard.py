@@ -40,6 +40,17 @@ def dashboard() -> FileResponse:
     return FileResponse(DASHBOARD_DIR / "index.html", headers=DASHBOARD_HEADERS)
 
 
+# The dashboard's deep links (router.js): the same page at each view's URL, so a reload
+# or a shared link opens that view.
+@router.get("/jobs/{job_id}")
+@router.get("/compare")
+@router.get("/submit")
+@router.get("/system")
+def dashboard_view() -> FileResponse:
+    """The dashboard at one of its views' URLs (the page reads the path)."""
+    return FileResponse(DASHBOARD_DIR / "index.html", headers=DASHBOARD_HEADERS)
+
+
 @router.get("/vendor/{name}", response_model=None)
 def vendor_file(name: VendorFile) -> Response:
     """A library from node_modules, or a 503 that says how to install it."""

@@ -7,6 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from api.deps import CurrentUser, JobDep, SessionDep, StateDep
 from api.schemas.jobs import JobControlPublic, JobCreate, JobPublic, JobsPublic
+from api.services import job_timing
 from api.services import jobs as service
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -51,13 +52,12 @@ def list_jobs(
         limit=limit, cursor=cursor,
     )
     # A listing leaves the specs out (GET /v1/jobs/{id} has it).
-    listed = [JobPublic.model_validate(j).model_copy(update={"spec": None}) for j in page]
-    return JobsPublic(data=listed, next_cursor=next_cursor)
+    return JobsPublic(data=job_timing.jobs_public(session, page), next_cursor=next_cursor)
 
 
 @router.get("/{job_id}")
-def get_job(job: JobDep) -> JobPublic:
-    return JobPublic.model_validate(job)
+def get_job(job: JobDep, session: SessionDep) -> JobPublic:
+    return job_timing.job_public(session, job)
 
 
 @router.post("/{job_id}/pause", status_code=status.HTTP_202_ACCEPTED)

@@ -22,7 +22,18 @@ class MetricSeriesPublic(BaseModel):
 
 class EpochBoundary(BaseModel):
     epoch: int
-    first_step: int
+    first_step: int = Field(description="the first step reported in this epoch")
+    last_step: int = Field(description="the last step reported in this epoch: the "
+                           "epoch-end point (validation) is recorded at the epoch's last step, "
+                           "so the next epoch starts right after it")
+
+
+class StepClock(BaseModel):
+    """When steps were reported (unix seconds): the charts' wall-clock and relative-time
+    axes. Thinned like the series (evenly, both ends kept)."""
+
+    steps: list[int]
+    times: list[float]
 
 
 class MetricSeriesSetPublic(BaseModel):
@@ -31,7 +42,9 @@ class MetricSeriesSetPublic(BaseModel):
 
     job_id: str
     series: list[MetricSeriesPublic]
-    epochs: list[EpochBoundary] = Field(description="the first step of every epoch seen")
+    epochs: list[EpochBoundary] = Field(description="the first and last step of every epoch "
+                                        "seen")
+    clock: StepClock = Field(default_factory=lambda: StepClock(steps=[], times=[]))
 
 
 class TimelineEntryPublic(BaseModel):

@@ -38,6 +38,11 @@ class JobPublic(PublicModel):
     fork_step: int | None = Field(default=None, description="a fork: the parent's checkpoint "
                                   "step it started from")
     branch: int = Field(default=0, description="rollbacks so far (GET .../lineage)")
+    running_seconds: float = Field(default=0.0, description="time spent training, summed "
+                                   "over every run (``started_at`` is the last run's start)")
+    steps_per_second: float | None = Field(
+        default=None, description="the pace over the last minute of reported steps, while "
+        "running (single-job reads only); null otherwise")
 
 
 class JobsPublic(BaseModel):

@@ -31,3 +31,27 @@ class QueuePublic(BaseModel):
 class WorkersPublic(BaseModel):
     workers: list[WorkerPublic]
     queues: list[QueuePublic]
+
+
+class WorkerSamplePublic(BaseModel):
+    time: float = Field(description="unix seconds of the heartbeat")
+    cpu_percent: float | None
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+    busy: bool
+    steps_per_second: float | None = Field(
+        description="the steps its job advanced since the worker's previous heartbeat, per "
+        "second (from the job's reported metric steps); null while idle")
+
+
+class WorkerHistoryPublic(BaseModel):
+    worker_id: str
+    hostname: str
+    samples: list[WorkerSamplePublic]
+
+
+class WorkersHistoryPublic(BaseModel):
+    """Each worker's heartbeats over the window, oldest first (the api keeps an hour)."""
+
+    since: float = Field(description="unix seconds: the window's start")
+    workers: list[WorkerHistoryPublic]

@@ -22,6 +22,7 @@ from api.schemas.dashboard import (
     EpochBoundary,
     MetricSeriesPublic,
     MetricSeriesSetPublic,
+    StepClock,
     TimelineEntryPublic,
     TimelinePublic,
 )
@@ -62,13 +63,20 @@ def metric_series(
     include_abandoned: bool = False,
 ) -> MetricSeriesSetPublic:
     series: list[MetricSeriesPublic] = []
+    busiest: str | None = None  # the metric with the most points: the step clock's source
     first_step: dict[int, int] = {}
+    last_step: dict[int, int] = {}
     for column in repositories.metric_columns(session, job_id=job_id, names=names):
         steps, epochs, values = column.steps, column.epochs, column.values
         # An epoch starts where the epoch number changes (or at the first point).
         starts = np.flatnonzero(np.diff(epochs, prepend=epochs[0] - 1))
         for epoch, step in zip(epochs[starts].tolist(), steps[starts].tolist(), strict=True):
             first_step[epoch] = min(step, first_step.get(epoch, step))
+        ends = np.flatnonzero(np.diff(epochs, append=epochs[-1] + 1))
+        for epoch, step in zip(epochs[ends].tolist(), steps[ends].tolist(), strict=True):
+            last_step[epoch] = max(step, last_step.get(epoch, step))
+        if busiest is None or len(values) > max(s.total_points for s in series):
+            busiest = column.name
         keep = keep_extremes(values, max_points=max_points)
         series.append(MetricSeriesPublic(
             name=column.name, steps=steps[keep].tolist(), values=values[keep].tolist(),
@@ -79,8 +87,22 @@ def metric_series(
     return MetricSeriesSetPublic(
         job_id=job_id,
         series=series,
-        epochs=[EpochBoundary(epoch=e, first_step=s) for e, s in sorted(first_step.items())],
+        clock=step_clock(session, job_id=job_id, name=busiest, max_points=max_points),
+        epochs=[EpochBoundary(epoch=e, first_step=s, last_step=last_step[e])
+                for e, s in sorted(first_step.items())],
     )
+
+
+def step_clock(session: Session, *, job_id: str, name: str | None,
+               max_points: int) -> StepClock:
+    """When each step was reported, from the metric reported most often (every step it
+    reported), evenly thinned to ``max_points`` in the query (ends kept)."""
+    if name is None:
+        return StepClock(steps=[], times=[])
+    pairs = repositories.sampled_step_times(session, job_id=job_id, name=name,
+                                            max_points=max_points)
+    return StepClock(steps=[step for _, step in pairs],
+                     times=[round(_aware(t).timestamp(), 3) for t, _ in pairs])
 
 
 def _aware(moment: datetime) -> datetime:

@@ -68,6 +68,7 @@ from core.repositories.jobs import (
     set_current_lr,
     set_job_parameters,
     start_branch,
+    status_events_of,
     transition_job,
     update_job_progress,
 )
@@ -75,9 +76,12 @@ from core.repositories.metrics import (
     MetricColumns,
     MetricPointIn,
     add_metric_points,
+    latest_step_times,
     list_metric_points,
     metric_columns,
     metric_steps_by_time,
+    sampled_step_times,
+    step_times_since,
 )
 from core.repositories.models import (
     create_model,
@@ -174,6 +178,7 @@ __all__ = [
     "list_metric_points",
     "list_models",
     "list_status_events",
+    "status_events_of",
     "list_upload_parts",
     "mark_validation_sent",
     "mark_validation_started",
@@ -185,6 +190,9 @@ __all__ = [
     "MetricColumns",
     "metric_columns",
     "metric_steps_by_time",
+    "latest_step_times",
+    "sampled_step_times",
+    "step_times_since",
     "new_job_row",
     "put_back_in_outbox",
     "queued_jobs_sent_before",

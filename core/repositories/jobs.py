@@ -286,6 +286,18 @@ def list_status_events(session: Session, *, job_id: str) -> list[JobStatusEvent]
     return list(session.scalars(query.order_by(JobStatusEvent.id)))
 
 
+def status_events_of(session: Session, *,
+                     job_ids: Sequence[str]) -> dict[str, list[JobStatusEvent]]:
+    """Each job's status history, oldest first, in one query (a page of the job list)."""
+    found: dict[str, list[JobStatusEvent]] = {job_id: [] for job_id in job_ids}
+    if not job_ids:
+        return found
+    query = select(JobStatusEvent).where(JobStatusEvent.job_id.in_(list(job_ids)))
+    for event in session.scalars(query.order_by(JobStatusEvent.id)):
+        found[event.job_id].append(event)
+    return found
+
+
 def set_job_parameters(session: Session, *, job_id: str,
                        parameters: list[dict[str, Any]]) -> None:
     """The model's parameter names as the worker built them (checked by freeze)."""

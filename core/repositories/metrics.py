@@ -193,3 +193,48 @@ def metric_steps_by_time(session: Session, *, job_id: str) -> list[tuple[datetim
         .order_by(MetricPoint.step)
     )
     return [(r[0], r[1]) for r in session.execute(query)]
+
+
+def latest_step_times(session: Session, *, job_id: str,
+                      limit: int = 2000) -> list[tuple[datetime, int]]:
+    """``(time, step)`` of the job's last ``limit`` points by step, newest first: its
+    recent pace, read through the (job, step) index without scanning its history."""
+    query = (
+        select(MetricPoint.time, MetricPoint.step)
+        .where(MetricPoint.job_id == job_id)
+        .order_by(MetricPoint.step.desc())
+        .limit(limit)
+    )
+    return [(r[0], r[1]) for r in session.execute(query)]
+
+
+def sampled_step_times(session: Session, *, job_id: str, name: str,
+                       max_points: int) -> list[tuple[datetime, int]]:
+    """``(time, step)`` of about ``max_points`` evenly spaced points of one metric (its
+    first and last kept), by step: when the job reached each step, for time axes."""
+    total = session.scalar(select(func.count()).where(
+        MetricPoint.job_id == job_id, MetricPoint.name == name)) or 0
+    every = max(1, -(-total // max(1, max_points - 1)))
+    numbered = (
+        select(MetricPoint.time, MetricPoint.step,
+               func.row_number().over(order_by=MetricPoint.step).label("n"))
+        .where(MetricPoint.job_id == job_id, MetricPoint.name == name)
+        .subquery()
+    )
+    query = (select(numbered.c.time, numbered.c.step)
+             .where(or_((numbered.c.n - 1) % every == 0, numbered.c.n == total))
+             .order_by(numbered.c.step))
+    return [(r[0], r[1]) for r in session.execute(query)]
+
+
+def step_times_since(session: Session, *, job_id: str,
+                     since: datetime) -> list[tuple[datetime, int]]:
+    """``(time, step)`` of each step reported at or after ``since``, by step (a worker's
+    pace over the System view's hour)."""
+    query = (
+        select(func.max(MetricPoint.time), MetricPoint.step)
+        .where(MetricPoint.job_id == job_id, MetricPoint.time >= since)
+        .group_by(MetricPoint.step)
+        .order_by(MetricPoint.step)
+    )
+    return [(r[0], r[1]) for r in session.execute(query)]

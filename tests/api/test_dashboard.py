@@ -253,10 +253,11 @@ def test_compare_overlays_two_jobs_and_lists_differing_fields(
             By.CSS_SELECTOR, f'#jobs tr[data-job-id="{j}"] .compare-tick'))
         tick.click()
     browser.find_element(By.ID, "compare-selected").click()
-    wait.until(lambda d: d.find_element(By.ID, "compare-chart").get_attribute("data-jobs") == "2")
-    chart = browser.find_element(By.ID, "compare-chart")
-    assert chart.get_attribute("data-metric") == "val_accuracy"
-    assert chart.get_attribute("data-points") == "400"
+    wait.until(lambda d: d.find_element(By.ID, "compare-grid").get_attribute("data-jobs") == "2")
+    grid = browser.find_element(By.ID, "compare-grid")
+    assert grid.get_attribute("data-metrics") == "val_accuracy"
+    assert grid.get_attribute("data-points") == "400"
+    chart = grid.find_element(By.CSS_SELECTOR, '.panel[data-metric="val_accuracy"]')
     legend = chart.find_element(By.CSS_SELECTOR, ".u-legend").text
     assert "run-a" in legend and "run-b" in legend
     row = browser.find_element(By.CSS_SELECTOR,

@@ -67,7 +67,8 @@ def test_series_of_100k_points_are_thinned_fast_with_extremes_and_epochs(
     assert len(loss["steps"]) <= 1000
     assert loss["steps"][0] == 1 and loss["steps"][-1] == steps
     assert 12_345 in loss["steps"] and max(loss["values"]) == 99.0
-    assert body["epochs"] == [{"epoch": e, "first_step": 1 + 5000 * e} for e in range(4)]
+    assert body["epochs"] == [{"epoch": e, "first_step": 1 + 5000 * e, "last_step": 5000 * (e + 1)}
+                              for e in range(4)]
     # The budget is 100 ms on a dedicated machine; this one is shared by many.
     database = sqlite_api.settings.database_url.split(":")[0]
     print(f"series endpoint on {database}, 100k points: {elapsed * 1000:.0f} ms")

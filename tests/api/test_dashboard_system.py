@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core import repositories
 from core.channel import Channel
+from core.events import WorkerHeartbeat
 from core.queue import enqueue_training
 from tests.api.browser import requires_chromium
 from tests.api.specs import digits_spec
@@ -103,6 +108,96 @@ def test_system_view_shows_workers(
         browser.save_screenshot(str(tmp_path / "system.png"))
     finally:
         channel.remove_heartbeat(beat.worker_id)
+        channel.close()
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
+def _beat(channel: Channel, worker_id: str, at: float, job_id: str | None, cpu: float) -> None:
+    channel.publish_heartbeat(WorkerHeartbeat(
+        worker_id=worker_id, hostname="box", queues=["cpu"], current_job_id=job_id,
+        cpu_percent=cpu, memory_used_bytes=3 * 2**30, memory_total_bytes=8 * 2**30, time=at,
+    ), ttl_s=20)
+
+
+def _history_with_pace(api: ApiHarness, channel: Channel, headers: dict[str, str]) -> list[str]:
+    """Two workers over the last ten minutes; one trains a job at 2 steps/s."""
+    job_id = api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    now = time.time()
+    with api.sessions() as session:
+        repositories.add_metric_points(session, job_id=job_id, points=[
+            repositories.MetricPointIn(step=step, epoch=0, name="train_loss", value=1.0,
+                                       time=datetime.fromtimestamp(now - 600 + step / 2, UTC))
+            for step in range(1, 1201, 10)
+        ])
+        session.commit()
+    busy, idle = f"busy-{uuid.uuid4().hex[:6]}", f"idle-{uuid.uuid4().hex[:6]}"
+    for minutes_ago in (9, 6, 3):
+        at = now - minutes_ago * 60
+        _beat(channel, busy, at, job_id, cpu=80.0 + minutes_ago)
+        _beat(channel, idle, at, None, cpu=5.0)
+    return [busy, idle]
+
+
+def test_history_keeps_each_workers_cpu_memory_and_pace(
+    sqlite_api: ApiHarness, redis_url: str
+) -> None:
+    _, headers = sqlite_api.make_user()
+    channel = Channel.from_url(redis_url)
+    try:
+        busy, idle = _history_with_pace(sqlite_api, channel, headers)
+        body = sqlite_api.client.get("/v1/workers/history?minutes=60", headers=headers).json()
+        workers = {w["worker_id"]: w for w in body["workers"]}
+        samples = workers[busy]["samples"]
+        assert [s["cpu_percent"] for s in samples] == [89.0, 86.0, 83.0]
+        assert all(s["memory_used_bytes"] == 3 * 2**30 and s["busy"] for s in samples)
+        assert samples[0]["steps_per_second"] is None  # no earlier beat to measure from
+        assert [round(s["steps_per_second"], 1) for s in samples[1:]] == [2.0, 2.0]
+        assert [s["steps_per_second"] for s in workers[idle]["samples"]] == [None] * 3
+        recent = sqlite_api.client.get("/v1/workers/history?minutes=5", headers=headers).json()
+        assert len({w["worker_id"]: w for w in recent["workers"]}[busy]["samples"]) == 1
+        assert sqlite_api.client.get("/v1/workers/history?minutes=61",
+                                     headers=headers).status_code == 422
+    finally:
+        channel.close()
+    assert sqlite_api.client.get("/v1/workers/history").status_code == 401
+
+
+@requires_chromium
+def test_system_view_draws_the_last_hour_per_worker(
+    sqlite_api: ApiHarness, browser: Any, redis_url: str, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, headers = sqlite_api.make_user()
+    channel = Channel.from_url(redis_url)
+    try:
+        busy, idle = _history_with_pace(sqlite_api, channel, headers)
+        browser.set_window_size(1300, 1400)
+        browser.get(sqlite_api.url + "/")
+        browser.find_element(By.ID, "token-input").send_keys(headers["Authorization"].split()[1])
+        browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
+        wait = WebDriverWait(browser, 20)
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '#tabs button[data-view="system"]')
+                   .is_displayed())
+        browser.find_element(By.CSS_SELECTOR, '#tabs button[data-view="system"]').click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#worker-history .panel")) == 3)
+        titles = [p.text.split("\n")[0] for p in
+                  browser.find_elements(By.CSS_SELECTOR, "#worker-history .panel .panel-title")]
+        assert titles == ["CPU (% of the machine)", "memory used (GiB)", "training pace (steps/s)"]
+        pace = browser.execute_script(
+            "const p = systemView.panels.get('pace').plot;"
+            "const i = p.series.findIndex(s => s.label === arguments[0]);"
+            "return p.data[i].filter(v => v !== null)", busy)
+        assert [round(v, 1) for v in pace] == [2.0, 2.0]
+        legend = browser.find_element(By.CSS_SELECTOR, '#worker-history .panel[data-family="cpu"]'
+                                      ' .u-legend').text
+        assert busy in legend and idle in legend
+        assert browser.execute_script(
+            "return systemView.panels.get('cpu').plot.scales.x.time") is True
+        browser.save_screenshot(str(tmp_path / "system-history.png"))
+    finally:
         channel.close()
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []

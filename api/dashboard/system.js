@@ -29,6 +29,13 @@ async function refreshSystem() {
       : cell(w.busy ? "busy (another user's job)" : "idle");
     const jobCell = job instanceof HTMLTableCellElement ? job : document.createElement("td");
     if (jobCell !== job) jobCell.append(job);
+    // A job on several workers: each row says which rank of it this worker trains.
+    if (w.current_job_id && w.ranks > 1) {
+      const rank = document.createElement("span");
+      rank.className = "muted worker-rank";
+      rank.textContent = ` rank ${w.rank} of ${w.ranks}`;
+      jobCell.append(rank);
+    }
     const row = tableRow([w.worker_id, w.queues.join(", "), jobCell,
                           w.cpu_percent === null ? "–" : `${w.cpu_percent.toFixed(0)}%`, memory, gpu,
                           `${formatDuration(w.seconds_since_seen)} ago`]);

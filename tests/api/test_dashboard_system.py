@@ -15,7 +15,7 @@ from core.queue import enqueue_training
 from tests.api.browser import requires_chromium
 from tests.api.specs import digits_spec
 from tests.conftest import ApiHarness
-from workers.heartbeat import Heartbeat, working_on
+from workers.heartbeat import Heartbeat, training_as_rank, working_on
 
 
 def _workers(api: ApiHarness, headers: dict[str, str]) -> dict[str, Any]:
@@ -89,11 +89,13 @@ def test_system_view_shows_workers(
     from selenium.webdriver.support.ui import WebDriverWait
 
     _, headers = sqlite_api.make_user()
-    job_id = sqlite_api.client.post("/v1/jobs", json=digits_spec(), headers=headers).json()["id"]
+    spec = digits_spec(resources={"workers": 2})
+    job_id = sqlite_api.client.post("/v1/jobs", json=spec, headers=headers).json()["id"]
     channel = Channel.from_url(redis_url)
     beat = Heartbeat(channel, queues=["cpu"])
     try:
         with working_on(job_id):
+            training_as_rank(1, 2)  # the second rank of a job on two workers
             beat.beat()
         browser.get(sqlite_api.url + "/")
         browser.find_element(By.ID, "token-input").send_keys(headers["Authorization"].split()[1])
@@ -104,6 +106,7 @@ def test_system_view_shows_workers(
         row = wait.until(ec.presence_of_element_located(
             (By.CSS_SELECTOR, f'#workers tr[data-worker-id="{beat.worker_id}"]')))
         assert job_id[:8] in row.text and "cpu" in row.text and "GiB" in row.text
+        assert "rank 1 of 2" in row.text
         assert "gpu" in browser.find_element(By.ID, "queues").text
         browser.save_screenshot(str(tmp_path / "system.png"))
     finally:

@@ -129,10 +129,10 @@ def _make(session: Session, state: ServiceState, job: Job, row: Checkpoint,
     except InspectorUnavailable as exc:
         raise unavailable_error(exc) from None
     if answer.refused is not None:
-        raise ApiError(409, "invalid_state", f"the checkpoint at step {row.step} cannot be "
-                       f"exported: {answer.refused.message}",
-                       details=[{"field": answer.refused.field,
-                                 "message": answer.refused.message}])
+        field, why = answer.refused.field, (f"the checkpoint at step {row.step} cannot be "
+                                            f"exported: {answer.refused.message}")
+        raise ApiError(409, "invalid_state", f"{field}: {why}",
+                       details=[{"field": field, "message": why}])
     assert answer.exported is not None and params_file is not None
     # The symbol last: both files are there once it is (a request that finds it reads
     # back what an earlier one made; two at once write the same bytes).

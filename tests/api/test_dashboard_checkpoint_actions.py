@@ -9,6 +9,8 @@ from typing import Any
 
 from core import repositories
 from core.models import JobStatus
+from core.rewind import rewind_job
+from core.storage import open_store
 from tests.api.browser import requires_chromium
 from tests.api.dashboard_pages import no_console_errors, open_job, sign_in
 from tests.api.test_commands import running_job
@@ -125,6 +127,45 @@ def test_roll_back_from_a_table_row_of_a_paused_job(
     wait.until(lambda d: [r.get_attribute("data-step") for r in d.find_elements(
         By.CSS_SELECTOR, "#checkpoints tbody tr")] == ["10"])
     assert browser.find_element(By.ID, "job-step").text == "10"
+    no_console_errors(browser)
+
+
+def test_a_running_job_s_rollback_by_keyboard_is_pending_until_its_worker_confirms(
+    sqlite_api: ApiHarness, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    job_id, headers = _job_with_checkpoints(sqlite_api)  # running
+    wait = sign_in(sqlite_api, browser, headers)
+    open_job(browser, wait, job_id)
+    _marker(browser, wait, 10).send_keys(Keys.ENTER)
+    wait.until(lambda d: _dialog_open(d, 10))
+    browser.switch_to.active_element.send_keys(Keys.TAB)  # fork -> roll back
+    assert browser.switch_to.active_element.get_attribute("data-checkpoint-action") == (
+        "rollback")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    assert browser.switch_to.active_element.get_attribute("id") == "rollback-confirm"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    message = browser.find_element(By.ID, "checkpoint-message")
+    wait.until(lambda d: "rollback to step 10 pending" in message.text)
+    rollback = [c for c in sqlite_api.client.get(f"/v1/jobs/{job_id}/commands",
+                                                 headers=headers).json()["data"]
+                if c["kind"] == "rollback"]
+    assert [(c["params"]["step"], c["status"]) for c in rollback] == [(10, "pending")]
+    wait.until(lambda d: d.find_element(By.CSS_SELECTOR,
+                                        '#timeline tr[data-command-kind="rollback"]'))
+
+    with sqlite_api.sessions() as session:  # what its worker does at the next boundary
+        rewind_job(session, open_store(sqlite_api.settings.storage_url), job_id=job_id,
+                   to_step=10, command_id=rollback[0]["command_id"])
+    wait.until(lambda d: "rolled back to step 10 (applied)" in message.text)
+    wait.until(lambda d: [r.get_attribute("data-step") for r in d.find_elements(
+        By.CSS_SELECTOR, "#checkpoints tbody tr")] == ["10"])
+    # the points after step 10 are drawn again, as the abandoned branch
+    wait.until(lambda d: "train_loss · rolled back (branch 1)" in d.execute_script(
+        "const p = jobView.panels.panels.get('loss');"
+        "return p && p.plot ? p.plot.series.map(s => s.label) : []"))
     no_console_errors(browser)
 
 

@@ -197,6 +197,11 @@ def test_a_bad_override_shows_the_field_the_api_named_and_changes_nothing(
     wait.until(lambda d: "overrides.model" in message.text)
     assert box.get_attribute("aria-invalid") == "true"
     assert epochs.get_attribute("aria-invalid") is None
+    # a box that is not YAML is named before anything is sent
+    box.clear()
+    box.send_keys("optimizer: [1, 2")
+    _click(browser, browser.find_element(By.CSS_SELECTOR, "#fork-form button[type=submit]"))
+    wait.until(lambda d: message.text.startswith("overrides: not YAML or JSON"))
     assert _dialog_open(browser, 20)
     assert browser.execute_script("return location.pathname") == f"/jobs/{parent}"
     lineage = sqlite_api.client.get(f"/v1/jobs/{parent}/lineage", headers=headers).json()

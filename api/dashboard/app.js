@@ -70,6 +70,7 @@ for (const button of document.querySelectorAll("#tabs button")) {
   button.addEventListener("click", () => navigate(viewPath(button.dataset.view)));
 }
 wireJobPage();
+wireCheckpointActions();
 wireJobList();
 wireCompare();
 wireSubmit();

@@ -60,8 +60,11 @@ async function refreshCheckpoints(jobId) {
       link.addEventListener("click", (e) => { e.preventDefault(); download(file.url, file.name); });
       links.append(link, " ");
     }
-    rows.append(tableRow([checkpoint.step, checkpoint.epoch,
-                          `${(checkpoint.size / 1024).toFixed(1)} KiB`, links]));
+    const row = tableRow([checkpoint.step, checkpoint.epoch,
+                          `${(checkpoint.size / 1024).toFixed(1)} KiB`, links,
+                          checkpointActionCell(checkpoint.step)]);
+    row.dataset.step = String(checkpoint.step);
+    rows.append(row);
   }
 }
 

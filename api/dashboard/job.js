@@ -42,6 +42,7 @@ function setStatus(status, reason) {
     button.hidden = !CONTROLS[button.dataset.action].has(status);
   }
   $("#lr-form").hidden = TERMINAL.has(status);
+  updateRollbackAvailability();
   const banner = $("#job-reason");
   const showReason = reason && (status === "failed" || status === "cancelled" || status === "paused");
   banner.hidden = !showReason;
@@ -146,6 +147,7 @@ function setLatest(name, value) {
 
 function closeJob() {
   if (jobView.stream) jobView.stream.abort();
+  closeCheckpointActions();
   clearInterval(jobView.ticker);
   Object.assign(jobView, { selected: null, job: null, status: null, streaming: false });
   $("#job-card").hidden = true;
@@ -154,6 +156,7 @@ function closeJob() {
 
 async function selectJob(jobId) {
   if (jobView.stream) jobView.stream.abort();
+  closeCheckpointActions();
   clearInterval(jobView.ticker);
   Object.assign(jobView, { selected: jobId, lastEventId: null, liveStep: 0, liveEpochs: 0,
                            liveLr: null, streaming: false, job: null, status: null, pace: [],

@@ -190,6 +190,8 @@ class ImageSplits:
     train: Any
     val: Any | None
     sample: Any  # one transformed training input, batched: materialises the net's shapes
+    train_set: Any  # the training Dataset of (HWC image, label), untransformed
+    train_transforms: Any  # what ``train`` applies to each training image
 
 
 def image_splits(data: Any, cache: DatasetCache, lookup: Callable[[str], StoredDataset],
@@ -212,4 +214,4 @@ def image_splits(data: Any, cache: DatasetCache, lookup: Callable[[str], StoredD
     state = engine.random.get_state()
     sample = train_set.transform_first(train_transforms)[0][0]
     engine.random.set_state(state)
-    return ImageSplits(train, val, array(sample.asnumpy()[None]))
+    return ImageSplits(train, val, array(sample.asnumpy()[None]), train_set, train_transforms)

@@ -1,7 +1,7 @@
 """A distributed job on an uploaded image set (RecordIO), ranks as real processes over Gloo
 on loopback: each rank decodes only its part of every global batch; 2 ranks end where
-one worker ends with deterministic transforms, and a stopped run with random
-augmentations resumes bit-identically."""
+one worker ends (random augmentations included: a sample's draws come from (seed, epoch,
+index)), and a stopped run with random augmentations resumes bit-identically."""
 
 from __future__ import annotations
 
@@ -119,18 +119,20 @@ def _params(path: Path) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("augment", [False, True], ids=["deterministic", "random"])
 def test_two_ranks_on_an_uploaded_image_set_train_what_one_worker_trains(
-        tmp_path: Path) -> None:
+        tmp_path: Path, augment: bool) -> None:
     from workers.runner import JobRunner
 
     store = tmp_path / "store"
     _upload(store)
-    reports = _run_gang("gang", store, tmp_path / "gang")
+    reports = _run_gang("gang", store, tmp_path / "gang", augment=augment)
     assert [r["outcome"] for r in reports] == ["succeeded", "succeeded"]
     assert reports[0]["step"] == 2 * 6 and len(set(reports[0]["digests"])) == 1
 
     scripted = ScriptedIO({})
-    single = JobRunner("single", _spec(1, augment=False), LocalStore(store), scripted,  # type: ignore[arg-type]
+    single = JobRunner("single", _spec(1, augment), LocalStore(store),
+                       scripted,  # type: ignore[arg-type]
                        lookup_dataset=_lookup, data_cache=tmp_path / "single-cache")
     scripted.runner = single
     assert single.run().outcome == "succeeded"
@@ -170,7 +172,7 @@ def test_each_rank_reads_its_part_of_the_global_batch_with_per_sample_augmentati
     import engine
     import engine.random
     from workers.data_sources import DatasetCache, build_transforms, image_dataset
-    from workers.gang.shards import ImageShardLoader
+    from workers.shards import ImageShardLoader
 
     _upload(tmp_path / "store")
     cache = DatasetCache(tmp_path / "cache", LocalStore(tmp_path / "store"))

@@ -2,7 +2,7 @@
 
 Every rank builds the same network from the same seed and trains it with
 ``kvstore='dist_sync'`` (the engine sums the gradients over the ranks through Gloo), on
-its part of each global batch (:mod:`workers.gang.shards`: arrays or images, the plan a
+its part of each global batch (:mod:`workers.shards`: arrays or images, the plan a
 function of (seed, epoch, N) only). Each update normalises by the global batch's size, so
 the sums equal one worker's mean gradient (up to the order floats are added in). Any
 partial batch is left out with ``trainer.update_on_kvstore: true``, which fixes the batch
@@ -33,9 +33,9 @@ from workers.checkpoints import (
 )
 from workers.gang.handler import GangHandler
 from workers.gang.link import Link
-from workers.gang.shards import ImageShardLoader, ShardLoader
 from workers.hooks import ServiceHandler
 from workers.runner import JobRunner, ReplayedCommand
+from workers.shards import ImageShardLoader, ShardLoader
 
 log = logging.getLogger(__name__)
 _COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
@@ -59,7 +59,8 @@ class GangRunner(JobRunner):
             cache = data_sources.DatasetCache(self._data_cache, self.store)
             splits = data_sources.image_splits(spec.data, cache, self._lookup_dataset,
                                                seed=self.data_seed)
-            images = ImageShardLoader(splits.train_set, splits.train_transforms, **shard)
+            images = ImageShardLoader(splits.train_set, splits.train_transforms, **shard,
+                                      random_transforms=splits.random_transforms)
             self.train_data, self.step_size = images, images.step_size
             # rank 0 validates, on the whole split
             self.val_data = splits.val if self.rank == 0 else None

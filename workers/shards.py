@@ -1,5 +1,6 @@
 """A rank's part of every global batch: arrays (:class:`ShardLoader`) and images
-(:class:`ImageShardLoader`), both on one plan (:class:`ShardPlan`).
+(:class:`ImageShardLoader`), both on one plan (:class:`ShardPlan`). A single worker is
+rank 0 of 1 (its image loader is an :class:`ImageShardLoader` too).
 
 ``data.batch_size`` is the global batch: batch ``k`` of an epoch is positions
 ``[kB, (k+1)B)`` of the shuffled order (a function of (seed, epoch) alone, the one a single
@@ -11,11 +12,10 @@ batch when ``keep_partial`` is false).
 An image rank decodes and transforms only its own samples. Random transforms draw from a
 generator seeded by (seed, epoch, sample index), not from the process's stream: a sample's
 augmentation is the same whichever rank reads it, in whichever order, and a resumed run
-redraws exactly what the uninterrupted one drew (the engine's own stream, which rank 0's
-checkpoints hold for every rank, is left where it was). One worker draws its augmentations
-from that stream in batch order, so with random transforms N ranks train on differently
-augmented (equally distributed) images than one worker; with deterministic ones they
-train on the same images.
+redraws exactly what the uninterrupted one drew, even the batches it skips to reach its
+place in the epoch (the engine's own stream, which rank 0's checkpoints hold for every
+rank, is left where it was). One worker reads its images the same way, so N ranks train
+on exactly the images, augmentations included, that one worker does.
 """
 
 from __future__ import annotations
@@ -90,11 +90,12 @@ class ImageShardLoader(ShardPlan):
     (HWC image, label), each image through ``transforms`` (see the module docstring)."""
 
     def __init__(self, dataset: Any, transforms: Any, *, global_batch: int, rank: int,
-                 size: int, shuffle: bool, seed: int, ctx: Any,
-                 keep_partial: bool = True) -> None:
+                 size: int, shuffle: bool, seed: int, ctx: Any, keep_partial: bool = True,
+                 random_transforms: bool = True) -> None:
         super().__init__(len(dataset), global_batch=global_batch, rank=rank, size=size,
                          shuffle=shuffle, seed=seed, keep_partial=keep_partial)
         self.dataset, self.transforms, self.ctx = dataset, transforms, ctx
+        self.random_transforms = random_transforms  # False: no per-sample seeding needed
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         for indices in self.plan(self.epoch):
@@ -103,6 +104,9 @@ class ImageShardLoader(ShardPlan):
 
     def samples(self, epoch: int, indices: np.ndarray) -> list[tuple[Any, Any]]:
         """The (transformed image, label) of each index, each drawn on its own stream."""
+        if not self.random_transforms:
+            return [(self.transforms(image), label)
+                    for image, label in (self.dataset[i] for i in indices.tolist())]
         saved = engine.random.get_state()
         try:
             out = []

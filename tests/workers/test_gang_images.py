@@ -202,3 +202,32 @@ def test_each_rank_reads_its_part_of_the_global_batch_with_per_sample_augmentati
     epoch_2 = loader(0, 1)
     epoch_2.set_epoch(2)
     assert not np.array_equal(next(iter(epoch_2))[0].asnumpy(), one[0][0])
+
+
+def test_one_worker_with_random_augmentations_resumes_mid_epoch_bit_identically(
+        tmp_path: Path) -> None:
+    """A single worker is rank 0 of 1: the batches it skips to reach its place in the
+    epoch draw nothing from the random stream its checkpoint restored."""
+    from workers.runner import JobRunner
+
+    store = tmp_path / "store"
+    _upload(store)
+
+    def run(job_id: str, crash_at: int | None) -> JobRunner:
+        scripted = ScriptedIO({}, crash_at=crash_at)
+        runner = JobRunner(job_id, _spec(1, augment=True), LocalStore(store),
+                           scripted,  # type: ignore[arg-type]
+                           lookup_dataset=_lookup, data_cache=tmp_path / "cache")
+        scripted.runner = runner
+        runner.run()
+        return runner
+
+    whole = run("whole", None)
+    assert run("stopped", 6).state.step == 6
+    latest = latest_complete_checkpoint(LocalStore(store), "stopped")
+    assert latest is not None and (latest.meta.step, latest.meta.epoch) == (4, 0)
+    resumed = run("stopped", None)
+    assert resumed.state.step == whole.state.step == 12
+    for mine, theirs in zip(resumed.trainer.parameters, whole.trainer.parameters,
+                            strict=True):
+        assert np.array_equal(mine.data().asnumpy(), theirs.data().asnumpy()), mine.name

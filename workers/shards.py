@@ -12,10 +12,11 @@ batch when ``keep_partial`` is false).
 An image rank decodes and transforms only its own samples. Random transforms draw from a
 generator seeded by (seed, epoch, sample index), not from the process's stream: a sample's
 augmentation is the same whichever rank reads it, in whichever order, and a resumed run
-redraws exactly what the uninterrupted one drew, even the batches it skips to reach its
-place in the epoch (the engine's own stream, which rank 0's checkpoints hold for every
-rank, is left where it was). One worker reads its images the same way, so N ranks train
-on exactly the images, augmentations included, that one worker does.
+redraws exactly what the uninterrupted one drew; the batches before its place in the
+epoch are not even read (:meth:`ShardPlan.iter_from`), and the engine's own stream, which
+rank 0's checkpoints hold for every rank, is left where it was. One worker reads its
+images the same way, so N ranks train on exactly the images, augmentations included,
+that one worker does.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ class ShardPlan:
     def __len__(self) -> int:
         return len(self.global_sizes)
 
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return self.iter_from(0)
+
+    def iter_from(self, start: int) -> Iterator[tuple[Any, Any]]:
+        """The epoch's batches from its batch ``start`` on; the ones before it are not
+        read (a resumed run's place in its epoch)."""
+        raise NotImplementedError
+
     def step_size(self, index: int) -> int:
         """The global batch's size: what the update of the epoch's batch ``index``
         normalises by."""
@@ -79,8 +88,8 @@ class ShardLoader(ShardPlan):
                          shuffle=shuffle, seed=seed, keep_partial=keep_partial)
         self.data, self.label, self.ctx = data, label, ctx
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        for indices in self.plan(self.epoch):
+    def iter_from(self, start: int) -> Iterator[tuple[Any, Any]]:
+        for indices in self.plan(self.epoch)[start:]:
             yield (array(self.data[indices], ctx=self.ctx),
                    array(self.label[indices], ctx=self.ctx))
 
@@ -97,8 +106,8 @@ class ImageShardLoader(ShardPlan):
         self.dataset, self.transforms, self.ctx = dataset, transforms, ctx
         self.random_transforms = random_transforms  # False: no per-sample seeding needed
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        for indices in self.plan(self.epoch):
+    def iter_from(self, start: int) -> Iterator[tuple[Any, Any]]:
+        for indices in self.plan(self.epoch)[start:]:
             data, label = default_batchify_fn(self.samples(self.epoch, indices))
             yield data.as_in_context(self.ctx), label.as_in_context(self.ctx)
 

@@ -197,6 +197,8 @@ def test_each_rank_reads_its_part_of_the_global_batch_with_per_sample_augmentati
         for rank in range(2):
             np.testing.assert_array_equal(halves[rank][k][0], images[rank::2])
             np.testing.assert_array_equal(halves[rank][k][1], labels[rank::2])
+    (last,) = [x.asnumpy() for x, _ in loader(1, 2).iter_from(5)]  # a resume's place
+    np.testing.assert_array_equal(last, halves[1][5][0])
     again = [x.asnumpy() for x, _ in loader(0, 1)]
     assert all(np.array_equal(a, b) for a, (b, _) in zip(again, one, strict=True))
     epoch_2 = loader(0, 1)

@@ -201,6 +201,12 @@ def test_each_rank_reads_its_part_of_the_global_batch_with_per_sample_augmentati
     np.testing.assert_array_equal(last, halves[1][5][0])
     again = [x.asnumpy() for x, _ in loader(0, 1)]
     assert all(np.array_equal(a, b) for a, (b, _) in zip(again, one, strict=True))
+    plain = ImageShardLoader(dataset, build_transforms(parse_spec(_spec(1, False)).data.train
+                                                       .transforms, None),
+                             global_batch=8, rank=0, size=1, shuffle=True, seed=11,
+                             ctx=engine.cpu(), random_transforms=False)
+    plain.set_epoch(1)
+    assert not np.allclose(next(iter(plain))[0].asnumpy(), one[0][0])  # augmented
     epoch_2 = loader(0, 1)
     epoch_2.set_epoch(2)
     assert not np.array_equal(next(iter(epoch_2))[0].asnumpy(), one[0][0])

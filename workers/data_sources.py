@@ -25,10 +25,12 @@ import engine.random
 from core import transform_spec
 from core.jobspec import IMAGE_BUILTINS, BuiltinSource, DatasetSource
 from core.storage import ObjectStore
+from engine.context import cpu
 from engine.gluon.data.vision import datasets as vision_datasets
 from engine.gluon.data.vision import transforms as vision_transforms
 from engine.ndarray.creation import array
 from workers.datasets.archive import class_and_name, members
+from workers.shards import ImageShardLoader
 from workers.synthetic_data import synthetic_root
 
 
@@ -187,9 +189,12 @@ def image_stats(dataset: Any, limit: int = 2000) -> dict[str, Any]:
 
 @dataclass
 class ImageSplits:
-    train: Any
+    train: Any  # one worker's loader (rank 0 of 1: workers.shards.ImageShardLoader)
     val: Any | None
     sample: Any  # one transformed training input, batched: materialises the net's shapes
+    train_set: Any  # the training Dataset of (HWC image, label), untransformed
+    train_transforms: Any  # what ``train`` applies to each training image
+    random_transforms: bool  # whether they draw random numbers
 
 
 def image_splits(data: Any, cache: DatasetCache, lookup: Callable[[str], StoredDataset],
@@ -201,8 +206,12 @@ def image_splits(data: Any, cache: DatasetCache, lookup: Callable[[str], StoredD
         stats = image_stats(train_set)
     normalize = normalize_from_stats(stats) if data.normalize == "auto" else None
     train_transforms = build_transforms(data.train.transforms, normalize)
-    train = image_loader(train_set, train_transforms, batch_size=data.batch_size,
-                         shuffle=data.shuffle, seed=seed)
+    random_transforms = any(t.type.startswith("Random") for t in data.train.transforms or [])
+    # Each sample's random draws come from (seed, epoch, index), as on every rank of a
+    # distributed job, so N ranks see the images one worker sees (workers/shards.py).
+    train = ImageShardLoader(train_set, train_transforms, global_batch=data.batch_size,
+                             rank=0, size=1, shuffle=data.shuffle, seed=seed, ctx=cpu(),
+                             random_transforms=random_transforms)
     val = None
     if data.val is not None:
         val_set, _ = image_dataset(data.val, cache, lookup)
@@ -212,4 +221,5 @@ def image_splits(data: Any, cache: DatasetCache, lookup: Callable[[str], StoredD
     state = engine.random.get_state()
     sample = train_set.transform_first(train_transforms)[0][0]
     engine.random.set_state(state)
-    return ImageSplits(train, val, array(sample.asnumpy()[None]))
+    return ImageSplits(train, val, array(sample.asnumpy()[None]), train_set, train_transforms,
+                       random_transforms)

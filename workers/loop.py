@@ -82,9 +82,11 @@ def run_epochs(
             metric.reset()
         if hasattr(train_data, "set_epoch"):
             train_data.set_epoch(epoch)
-        batches = iter(train_data)
-        if skip:
-            batches = itertools.islice(batches, skip, None)
+        if skip and hasattr(train_data, "iter_from"):  # skips without reading (shards.py)
+            batches = train_data.iter_from(skip)
+        else:
+            batches = itertools.islice(iter(train_data), skip, None) if skip else \
+                iter(train_data)
         for index, (data, label) in enumerate(batches, start=skip):
             with autograd.record():
                 pred = net(data)

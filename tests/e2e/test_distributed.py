@@ -1,7 +1,8 @@
 """One job on two workers through the whole service (issue 23): real API and Celery worker
 processes on PostgreSQL and Redis, ranks over Gloo on loopback.
 
-A 2-rank job ends with the weights a 1-worker job of the same global batch ends with; a
+A 2-rank job ends with the weights a 1-worker job of the same global batch ends with (on
+array data, and on an uploaded RecordIO image set with random augmentations); a
 learning-rate change is confirmed naming the step every rank applied it at; a gang that
 cannot fill gives its workers back and says why; a rank killed with SIGKILL ends the
 generation at once, the job resumes from its checkpoint on a new gang and ends
@@ -17,13 +18,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
 from rudder.client import Client
+from tests.api import uploads
 from tests.e2e.conftest import final_params
 from tests.e2e.harness import Stack, stack_env
 from tests.services import wait_until
+from tests.workers.datasets import files
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +59,7 @@ def _spec(workers: int, **changes: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def cluster(e2e_pg_url: str, e2e_redis_url: str,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """An API and two training workers."""
+    """An API, two training workers and a data set validator."""
     home = tmp_path_factory.mktemp("distributed")
     env = stack_env(e2e_pg_url, e2e_redis_url, f"file://{home / 'objects'}", {
         "RUDDER_WORKER_GANG_TIMEOUT_SECONDS": GANG_TIMEOUT,
@@ -69,6 +73,7 @@ def cluster(e2e_pg_url: str, e2e_redis_url: str,
         stack.start_api()
         stack.start_worker()
         stack.start_worker()
+        stack.start_validator()
         stack.token = stack.issue_token("gang-user")
         yield stack
     finally:
@@ -211,3 +216,34 @@ def test_a_killed_rank_ends_the_generation_and_the_job_resumes_bit_identically(
     resumed = final_params(client, job_id, tmp_path)
     for name in uninterrupted:
         assert np.array_equal(resumed[name], uninterrupted[name]), name
+
+
+def test_two_workers_train_what_one_worker_trains_on_an_uploaded_image_set(
+        client: Client, cluster: Stack, tmp_path: Path) -> None:
+    pictures = files.images(44, height=8, width=8, seed=4)
+    labels = [i % 2 for i in range(44)]
+    for picture, label in zip(pictures, labels, strict=True):  # a learnable mark
+        picture[2:5, 2:5] = 255 if label else 0
+    rec, idx = files.recordio([(float(label), files.png(picture))
+                               for label, picture in zip(labels, pictures, strict=True)])
+    with httpx.Client(base_url=cluster.api_url, timeout=60) as http:
+        dataset = uploads.upload(http, {"Authorization": f"Bearer {cluster.token}"},
+                                 {"set.rec": rec, "set.idx": idx}, part_size=64 * 1024)
+    wait_until(lambda: client.dataset(dataset["id"])["status"] == "ready", 120,
+               interval=0.2, what="the image set validated")
+    data = {"train": {"dataset": dataset["id"], "transforms": [
+                {"type": "RandomFlipLeftRight"}, {"type": "RandomBrightness", "brightness": 0.4},
+                {"type": "CenterCrop", "size": 6}]},
+            "val": {"dataset": dataset["id"], "transforms": [{"type": "CenterCrop", "size": 6}]},
+            "normalize": "auto", "batch_size": 8, "shuffle": True}
+    model = [{"type": "Dense", "units": 8, "activation": "relu"}, {"type": "Dense", "units": 2}]
+    jobs = [client.submit(_spec(workers, data=data, model=model))["id"] for workers in (1, 2)]
+    for job_id in jobs:
+        job = _wait_status(client, cluster, job_id, {"succeeded", "failed"})
+        assert job["status"] == "succeeded", job
+        assert job["progress"]["step"] == 2 * 6  # 5 full batches and one of 4 an epoch
+        assert "val_accuracy" in job["progress"]["metrics"]  # rank 0 validated
+    one, two = (final_params(client, job_id, tmp_path) for job_id in jobs)
+    assert one.keys() == two.keys()
+    for name in one:
+        np.testing.assert_allclose(two[name], one[name], rtol=1e-4, atol=1e-5, err_msg=name)

@@ -1,8 +1,9 @@
 """Ranks of a distributed job as real processes over Gloo on loopback (no Celery, no
-service): a run stopped mid-way resumes from rank 0's checkpoint bit-identically (Dropout
-included), and a killed or stopped rank ends the other's run. (Through the whole service,
-with the comparison to one worker and a live learning-rate change:
-tests/e2e/test_distributed.py.)"""
+service): three ranks train what one worker trains on the same global batch, a run
+stopped mid-way resumes from rank 0's checkpoint bit-identically (Dropout included), and a
+killed or stopped rank ends the other's run. (Through the whole service, 2 ranks against
+one worker with a live learning-rate change: tests/e2e/test_distributed.py; image data:
+tests/workers/test_gang_images.py.)"""
 
 from __future__ import annotations
 
@@ -39,9 +40,10 @@ SPEC: dict[str, Any] = {
 LR_AT = 12  # decided at the boundary after step 11: steps 12.. run with the new rate
 
 
-def _spec(workers: int, dropout: bool = False) -> dict[str, Any]:
+def _spec(workers: int, dropout: bool = False, batch_size: int = 64) -> dict[str, Any]:
     spec = copy.deepcopy(SPEC)
     spec["resources"] = {"workers": workers}
+    spec["data"]["batch_size"] = batch_size
     if dropout:  # draws random numbers: the ranks' RNG state must resume too
         spec["model"].insert(1, {"type": "Dropout", "rate": 0.3})
     return spec
@@ -52,7 +54,7 @@ def _script() -> dict[int, list[Any]]:
 
 
 def _rank(rank: int, size: int, port: int, job_id: str, root: str, out: str,
-          crash_at: int | None, dropout: bool) -> None:
+          crash_at: int | None, dropout: bool, batch_size: int = 64) -> None:
     """One rank's process: join, train, write what it ended with."""
     import json
 
@@ -64,7 +66,8 @@ def _rank(rank: int, size: int, port: int, job_id: str, root: str, out: str,
         rank, size, "127.0.0.1", port, timeout=30))
     scripted = ScriptedIO(_script(), crash_at=crash_at)
     job_io: Any = scripted if rank == 0 else NullIO()
-    runner = GangRunner(job_id, _spec(size, dropout), LocalStore(root), job_io, world=world)
+    runner = GangRunner(job_id, _spec(size, dropout, batch_size), LocalStore(root), job_io,
+                        world=world)
     scripted.runner = runner
     result = runner.run()
     params = {p.name: p.data().asnumpy() for p in runner.trainer.parameters}
@@ -77,14 +80,16 @@ def _rank(rank: int, size: int, port: int, job_id: str, root: str, out: str,
 
 
 def _run_gang(size: int, job_id: str, root: Path, out: Path,
-              crash_at: int | None = None, dropout: bool = False) -> list[dict[str, Any]]:
+              crash_at: int | None = None, dropout: bool = False,
+              batch_size: int = 64) -> list[dict[str, Any]]:
     import json
 
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_rank, args=(r, size, port, job_id, str(root),
-                                                     str(out), crash_at, dropout))
+                                                     str(out), crash_at, dropout,
+                                                     batch_size))
                  for r in range(size)]
     for process in processes:
         process.start()
@@ -97,6 +102,31 @@ def _run_gang(size: int, job_id: str, root: Path, out: Path,
 def _params(path: Path) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as archive:
         return {name: archive[name] for name in archive.files}
+
+
+@pytest.mark.timeout(300)
+def test_three_ranks_train_what_one_worker_trains_and_change_lr_at_one_step(
+        tmp_path: Path) -> None:
+    from workers.runner import JobRunner
+
+    # 63 = 21 a rank; 1257 samples: 19 full batches and one of 60 an epoch
+    reports = _run_gang(3, "gang-3", tmp_path / "store", tmp_path / "out", batch_size=63)
+    assert [r["outcome"] for r in reports] == ["succeeded"] * 3
+    assert {r["step"] for r in reports} == {2 * 20}
+    assert len(set(reports[0]["digests"])) == 1  # the closing exchange compared all three
+    (lr,) = [o for o in reports[0]["outcomes"] if o["command"]["command_id"] == "lr-1"]
+    assert lr["status"] == "applied" and lr["result"]["rank_steps"] == [LR_AT] * 3
+    scripted = ScriptedIO(_script())
+    single = JobRunner("single", _spec(1, batch_size=63), LocalStore(tmp_path / "single"),
+                       scripted)  # type: ignore[arg-type]
+    scripted.runner = single
+    assert single.run().outcome == "succeeded" and single.state.step == 2 * 20
+    gang = _params(tmp_path / "out" / "rank0.npz")
+    one = {p.name: p.data().asnumpy() for p in single.trainer.parameters}
+    assert gang.keys() == one.keys()
+    for name in gang:
+        np.testing.assert_allclose(gang[name], one[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
 
 
 @pytest.mark.timeout(300)

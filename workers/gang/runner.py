@@ -2,14 +2,11 @@
 
 Every rank builds the same network from the same seed and trains it with
 ``kvstore='dist_sync'`` (the engine sums the gradients over the ranks through Gloo), on
-its part of each global batch. ``data.batch_size`` is the global batch: batch ``k`` of an
-epoch is positions ``[kB, (k+1)B)`` of the shuffled order (a function of (seed, epoch)
-alone, the one a single worker uses), and rank ``r`` of ``N`` takes the positions
-``kB + r, kB + r + N, ...`` (:class:`ShardLoader`), so the plan depends on (seed, epoch,
-N) only and N ranks together train exactly the batches one worker would. Each update
-normalises by the global batch's size, so the sums equal one worker's mean gradient (up
-to the order floats are added in). A last partial batch smaller than N is left out (and
-any partial batch with ``trainer.update_on_kvstore: true``, which fixes the batch size).
+its part of each global batch (:mod:`workers.shards`: arrays or images, the plan a
+function of (seed, epoch, N) only). Each update normalises by the global batch's size, so
+the sums equal one worker's mean gradient (up to the order floats are added in). Any
+partial batch is left out with ``trainer.update_on_kvstore: true``, which fixes the batch
+size.
 
 Rank 0 owns the job's I/O: it chooses the checkpoint to resume from and tells the
 others (with the commands to replay), and it alone writes checkpoints, metrics and
@@ -20,10 +17,8 @@ seed, the same draws), so rank 0's checkpoint is every rank's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 from pydantic import TypeAdapter
 
 from core.commands import Command
@@ -40,52 +35,10 @@ from workers.gang.handler import GangHandler
 from workers.gang.link import Link
 from workers.hooks import ServiceHandler
 from workers.runner import JobRunner, ReplayedCommand
+from workers.shards import ImageShardLoader, ShardLoader
 
 log = logging.getLogger(__name__)
 _COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
-
-
-class ShardLoader:
-    """Rank ``rank`` of ``size``'s part of every global batch (see the module docstring).
-
-    >>> loader = ShardLoader(np.arange(10.0)[:, None], np.arange(10.0), global_batch=4,
-    ...                      rank=1, size=2, shuffle=False, seed=0, ctx=engine.cpu())
-    >>> [b.asnumpy().ravel().tolist() for b, _ in loader]
-    [[1.0, 3.0], [5.0, 7.0], [9.0]]
-    """
-
-    def __init__(self, data: np.ndarray, label: np.ndarray, *, global_batch: int, rank: int,
-                 size: int, shuffle: bool, seed: int, ctx: Any,
-                 keep_partial: bool = True) -> None:
-        self.data, self.label = data, label
-        self.global_batch, self.rank, self.size = global_batch, rank, size
-        self.shuffle, self.seed, self.ctx = shuffle, seed, ctx
-        self.epoch = 0
-        full, rest = divmod(len(data), global_batch)
-        keep = keep_partial and rest >= size
-        self.global_sizes = [global_batch] * full + ([rest] if keep else [])
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = int(epoch)
-
-    def plan(self, epoch: int) -> list[np.ndarray]:
-        """This rank's sample indices, batch by batch, in ``epoch``."""
-        n, batch = len(self.data), self.global_batch
-        order = (np.random.default_rng([int(self.seed), int(epoch)]).permutation(n)
-                 if self.shuffle else np.arange(n))
-        return [order[k * batch + self.rank:k * batch + size:self.size]
-                for k, size in enumerate(self.global_sizes)]
-
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        for indices in self.plan(self.epoch):
-            yield (array(self.data[indices], ctx=self.ctx),
-                   array(self.label[indices], ctx=self.ctx))
-
-    def __len__(self) -> int:
-        return len(self.global_sizes)
-
-    def step_size(self, index: int) -> int:
-        return self.global_sizes[index]
 
 
 class GangRunner(JobRunner):
@@ -98,15 +51,22 @@ class GangRunner(JobRunner):
         self.handler: GangHandler | None = None
 
     def _build_data(self, spec: JobSpec) -> Any:
+        shard: dict[str, Any] = {
+            "global_batch": spec.data.batch_size, "rank": self.rank, "size": self.size,
+            "shuffle": spec.data.shuffle, "seed": self.data_seed, "ctx": self.ctx,
+            "keep_partial": spec.trainer.update_on_kvstore is not True}
         if data_sources.is_image_source(spec.data.train, self._lookup_dataset):
-            raise build.SpecError("a job on several workers trains on array data (a built-in "
-                                  "set, an npz or CSV upload); image data sets need "
-                                  "resources.workers: 1 for now")
+            cache = data_sources.DatasetCache(self._data_cache, self.store)
+            splits = data_sources.image_splits(spec.data, cache, self._lookup_dataset,
+                                               seed=self.data_seed)
+            images = ImageShardLoader(splits.train_set, splits.train_transforms, **shard,
+                                      random_transforms=splits.random_transforms)
+            self.train_data, self.step_size = images, images.step_size
+            # rank 0 validates, on the whole split
+            self.val_data = splits.val if self.rank == 0 else None
+            return splits.sample.as_in_context(self.ctx)
         train_x, train_y, val = self._arrays(spec)
-        loader = ShardLoader(train_x, train_y, global_batch=spec.data.batch_size,
-                             rank=self.rank, size=self.size, shuffle=spec.data.shuffle,
-                             seed=self.data_seed, ctx=self.ctx,
-                             keep_partial=spec.trainer.update_on_kvstore is not True)
+        loader = ShardLoader(train_x, train_y, **shard)
         self.train_data, self.step_size = loader, loader.step_size
         self.val_data = None  # rank 0 validates, on the whole split
         if val is not None and self.rank == 0:

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from rudder.client import Client
+from tests import services
 from tests.api import uploads
 from tests.e2e.conftest import final_params
 from tests.e2e.harness import Stack, stack_env
@@ -57,11 +58,18 @@ def _spec(workers: int, **changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def cluster(e2e_pg_url: str, e2e_redis_url: str,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """An API, two training workers and a data set validator."""
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """An API, two training workers and a data set validator, on a Redis and a database of
+    their own: the session's e2e stack is still up, and its worker (another object store)
+    would take this cluster's jobs off a shared queue."""
+    with services.redis_server() as redis_url, services.postgres_database() as pg_url:
+        yield from _cluster(pg_url, redis_url, tmp_path_factory)
+
+
+def _cluster(pg_url: str, redis_url: str,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     home = tmp_path_factory.mktemp("distributed")
-    env = stack_env(e2e_pg_url, e2e_redis_url, f"file://{home / 'objects'}", {
+    env = stack_env(pg_url, redis_url, f"file://{home / 'objects'}", {
         "RUDDER_WORKER_GANG_TIMEOUT_SECONDS": GANG_TIMEOUT,
         "RUDDER_WORKER_DIST_TIMEOUT_SECONDS": 20,
         "RUDDER_WORKER_LOG_EVERY_STEPS": 5,

@@ -222,14 +222,21 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
             self._confirm([self._outcome(command, reason="the job has no validation data "
                                          "(data.val)")], replaying)
             return False
-        raw = self._evaluate()
-        values = {k: v for k, v in raw.items() if math.isfinite(v)}
-        values["lr"] = self._current_lr()
-        self._emit_metrics(values)
+        raw, values = self._validate_and_publish()
         self._confirm([self._outcome(command, result={"values": values})], replaying)
         fired = self.steering.observe(self.state.step, {**self.state.last_metrics, **raw},
                                       values["lr"], validation=True)
         return self._carry_out([], fired, replaying) if fired else False
+
+    def _validate_and_publish(self) -> tuple[dict[str, float], dict[str, float]]:
+        """A validation pass now, published as metrics with the lr in effect (non-finite
+        values left out of what is published): (all values, published values)."""
+        assert self._evaluate is not None
+        raw = self._evaluate()
+        values = {k: v for k, v in raw.items() if math.isfinite(v)}
+        values["lr"] = self._current_lr()
+        self._emit_metrics(values)
+        return raw, values
 
     def _checkpoint_now(self, command: Command) -> None:
         try:

@@ -250,10 +250,7 @@ class GangHandler(ServiceHandler):
             self._confirm([self._outcome(command, reason="the job has no validation data "
                                          "(data.val)")], replaying)
             return False
-        raw = self._evaluate()
-        values = {k: v for k, v in raw.items() if math.isfinite(v)}
-        values["lr"] = self._current_lr()
-        self._emit_metrics(values)
+        raw, values = self._validate_and_publish()
         if not replaying:
             self.io.command_done(self._outcome(command, result={"values": values}))
         self._deferred.extend(self.steering.observe(

@@ -101,6 +101,16 @@ class Pacing:
 _STOP_REASONS = {"pause": STOP_PAUSE, "cancel": STOP_CANCEL, "stop": STOP_EARLY,
                  "rollback": STOP_ROLLBACK}
 
+def _up_to_each_action(commands: list[Command]) -> list[list[Command]]:
+    """``commands`` cut after each action the loop carries out (evaluate, checkpoint)."""
+    segments: list[list[Command]] = [[]]
+    for command in commands:
+        segments[-1].append(command)
+        if command.type in ("evaluate", "checkpoint"):
+            segments.append([])
+    return [s for s in segments if s]
+
+
 class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
     """Publishes metrics, carries out step-boundary commands and checkpoints.
 
@@ -190,18 +200,21 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
             return False
         if not replaying and any(c.checkpoint_before for c in due):
             self.checkpoint("before a command")  # the state the change can roll back to
-        applied = self.steering.apply(due, state.step)
-        self._confirm(applied.outcomes, replaying)
-        for command in applied.evaluate:
-            if self._evaluate_now(command, replaying):
+        # In the order sent: an evaluate or a checkpoint sees the changes sent before it
+        # and none of those sent after it, even when they share this boundary.
+        for segment in _up_to_each_action(due):
+            applied = self.steering.apply(segment, state.step)
+            self._confirm(applied.outcomes, replaying)
+            for command in applied.evaluate:
+                if self._evaluate_now(command, replaying):
+                    return True
+            for command in applied.checkpoint:
+                if not replaying:
+                    self._checkpoint_now(command)
+            if applied.ending is not None:
+                state.stop_reason = _STOP_REASONS[applied.ending.type]
+                state.stop_command = applied.ending
                 return True
-        for command in applied.checkpoint:
-            if not replaying:
-                self._checkpoint_now(command)
-        if applied.ending is not None:
-            state.stop_reason = _STOP_REASONS[applied.ending.type]
-            state.stop_command = applied.ending
-            return True
         return False
 
     def _confirm(self, outcomes: list[CommandOutcome], replaying: bool) -> None:

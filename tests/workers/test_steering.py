@@ -20,7 +20,7 @@ from core.jobspec import SchedulerSpec
 from core.rules import parse_rules
 from core.storage import LocalStore
 from tests.workers.jobs import ScriptedIO
-from workers.checkpoints import latest_complete_checkpoint
+from workers.checkpoints import latest_complete_checkpoint, load_checkpoint
 from workers.runner import JobRunner, ReplayedCommand
 from workers.steering.apply import APPLY
 from workers.steering.collect import Collector
@@ -128,6 +128,30 @@ def test_refusals_leave_the_trainer_as_it_was(tmp_path: Path) -> None:
     assert applied.ending is not None and [x.command_id for x in applied.left] == ["after"]
     assert runner.trainer.optimizer.hyperparameters() == before
     assert runner.steering.state.applied == ["p"]
+
+
+def test_commands_sharing_a_boundary_are_carried_out_in_the_order_sent(
+        tmp_path: Path) -> None:
+    """A checkpoint sent before a freeze saves the state without it, and one sent after
+    it saves the state with it, though all three arrive at the same boundary."""
+    store = LocalStore(tmp_path / "store")
+    _, scripted = _run(store, "ordered", {30: [
+        c.CheckpointCommand(command_id="before"),
+        c.FreezeCommand(command_id="freeze", pattern="net_dense0_"),
+        c.EvaluateCommand(command_id="eval"),
+        c.CheckpointCommand(command_id="after"),
+    ]}, spec={**SPEC, "checkpoint": {"every_steps": 1000, "keep_last": 10}})
+    by_id = {o.command.command_id: o for o in scripted.outcomes}
+    assert [by_id[k].step for k in ("before", "freeze", "eval", "after")] == [29, 30, 29, 29]
+    assert [o.command.command_id for o in scripted.outcomes][:4] == [
+        "before", "freeze", "eval", "after"]
+    saved = load_checkpoint(store, "ordered", 29)
+    assert saved is not None and saved.meta.steering is not None
+    # Both checkpoint commands wrote step 29; the second, taken after the freeze, is kept.
+    assert saved.meta.steering["frozen"] == {"net_dense0_bias": "write",
+                                             "net_dense0_weight": "write"}
+    assert saved.meta.steering["applied"].index("before") < saved.meta.steering[
+        "applied"].index("freeze")
 
 
 def test_a_resumed_run_replays_commands_after_its_checkpoint_bit_identically(

@@ -39,6 +39,10 @@ ROW_BLOCK = 512
 COL_BLOCK = 256
 K_BLOCK = 8192
 MIN_BLOCK_FLOPS = 1 << 23
+# A product of at least SPLIT_FLOPS that the floors above leave whole is halved (each half
+# still 2x MIN_BLOCK_FLOPS), along a side of at least 2x SPLIT_MIN_SIDE.
+SPLIT_FLOPS = 1 << 25
+SPLIT_MIN_SIDE = 64
 
 
 def bounds(size: int, block: int) -> list[tuple[int, int]]:
@@ -57,6 +61,13 @@ def _grid(a: Any, b: Any, out: Any) -> list[Callable[[], Any]]:
     (m, k), n = a.shape, out.shape[1]
     rows = bounds(m, _at_least(2 * k * n, ROW_BLOCK))
     cols = bounds(n, _at_least(2 * k * (rows[0][1] - rows[0][0]), COL_BLOCK))
+    if len(rows) == len(cols) == 1 and 2 * m * k * n >= SPLIT_FLOPS:
+        # A large product under both floors (a deep layer on small maps: 128 rows of 2304
+        # by 256) would run on one thread: halve its wider side.
+        if n >= m and n >= 2 * SPLIT_MIN_SIDE:
+            cols = bounds(n, n // 2)
+        elif m >= 2 * SPLIT_MIN_SIDE:
+            rows = bounds(m, m // 2)
     return [partial(np.matmul, a[r0:r1], b[:, c0:c1], out=out[r0:r1, c0:c1])
             for r0, r1 in rows for c0, c1 in cols]
 

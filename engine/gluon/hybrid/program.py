@@ -375,11 +375,21 @@ class Program:
                 if announcing and position in self._ready_after:
                     self._announce_ready(run, position)
             grads = run.grads
+            direct = run.direct or {}
             out = []
-            for leaf in self.leaf_slots:
+            for index, leaf in enumerate(self.leaf_slots):
                 grad = grads.get(leaf)
                 if grad is not None and grad is not WRITTEN:
-                    grad = grad.copy()  # may live in a reused buffer
+                    # It may live in a reused buffer: a copy leaves this node. A 'write'
+                    # Parameter whose whole gradient comes from here gets it written into
+                    # its own gradient buffer instead (one copy of every weight gradient a
+                    # step, not two: this one and the tape's into .grad).
+                    target = direct.get(id(run.leaves[index]))
+                    if target is not None and target.shape == grad.shape:
+                        target[...] = grad
+                        grad = WRITTEN
+                    else:
+                        grad = grad.copy()
                 out.append(grad)
             if not autograd._state.retain_graph:
                 # this graph cannot run backward again: let the forward's values go now

@@ -503,3 +503,62 @@ def test_a_hybridized_step_frees_its_forward_values_once_backward_ran():
     imperative = _memory_left_after_a_step(False)
     hybridized = _memory_left_after_a_step(True)
     assert hybridized <= imperative, (hybridized, imperative)
+
+
+def _conv_net(prefix: str) -> nn.HybridSequential:
+    net = nn.HybridSequential(prefix=prefix)
+    net.add(nn.Conv2D(8, 3, padding=1, in_channels=3), nn.BatchNorm(in_channels=8),
+            nn.Activation("relu"), nn.Conv2D(4, 3, in_channels=8), nn.GlobalAvgPool2D(),
+            nn.Dense(3, in_units=4))
+    return net
+
+
+@pytest.mark.parametrize("grad_req", ["write", "add"])
+def test_weight_gradients_land_in_the_parameters_own_buffers(grad_req):
+    """A hybridized program writes each weight gradient into the Parameter's gradient buffer
+    (the same array before and after, as a Trainer or a kvstore holding it expects),
+    equal to the imperative one; 'add' accumulates over two backwards."""
+    rng = np.random.default_rng(3)
+    x = nd.array(rng.standard_normal((2, 3, 6, 6)).astype(np.float32))
+    nets = []
+    for hybrid in (False, True):
+        net = _conv_net("c_")
+        net.initialize(engine.init.Xavier())
+        for p in net.collect_params().values():
+            p.set_data(nd.array(np.random.default_rng(len(p.name)).standard_normal(
+                p.shape).astype(np.float32)))
+            p.grad_req = grad_req
+        if hybrid:
+            net.hybridize(static_alloc=True, static_shape=True)
+        nets.append(net)
+    buffers = {name: p.grad().raw for name, p in nets[1].collect_params().items()
+               if p.grad_req != "null"}
+    for net in nets:
+        for _ in range(2):
+            with autograd.record():
+                loss = net(x).sum()
+            loss.backward()
+    for (name, p), q in zip(nets[1].collect_params().items(),
+                            nets[0].collect_params().values(), strict=True):
+        if p.grad_req == "null":
+            continue
+        assert p.grad().raw is buffers[name], name
+        np.testing.assert_allclose(p.grad().asnumpy(), q.grad().asnumpy(), rtol=1e-5,
+                                   atol=1e-5, err_msg=name)
+
+
+def test_a_parameter_shared_by_two_hybridized_blocks_gets_both_gradients():
+    shared = nn.Dense(3, in_units=4)
+    first, second = nn.HybridSequential(), nn.HybridSequential()
+    first.add(shared)
+    second.add(shared)
+    shared.initialize()
+    first.hybridize(static_alloc=True)
+    second.hybridize(static_alloc=True)
+    x = nd.array(np.arange(8, dtype=np.float32).reshape(2, 4))
+    with autograd.record():
+        loss = (first(x) * 2 + second(x)).sum()
+    loss.backward()
+    expected = 3 * x.asnumpy().sum(axis=0)  # d/dW of sum(3·(xW^T + b)) per output row
+    np.testing.assert_allclose(shared.weight.grad().asnumpy(),
+                               np.tile(expected, (3, 1)), rtol=1e-6)

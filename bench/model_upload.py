@@ -42,7 +42,11 @@ NODES = 99_999
 
 
 def _status_mb(pid: int, key: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:  # the process ended since it was listed
+        return float("nan")
+    for line in status.splitlines():
         if line.startswith(f"{key}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
@@ -53,8 +57,13 @@ def _reset_peak(pid: int) -> None:
 
 
 def _children(pid: int) -> list[int]:
-    return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
-            for c in (task / "children").read_text().split()]
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:  # the thread ended since the listing
+            continue
+    return found
 
 
 def zoo_export(name: str) -> tuple[bytes, bytes, str]:
@@ -118,7 +127,8 @@ def upload(http: httpx.Client, api_pid: int, case: tuple[bytes, bytes | None, st
     seconds = time.perf_counter() - started
     return {"status": response.status_code, "seconds": seconds,
             "api_growth": _status_mb(api_pid, "VmHWM") - resting,
-            "inspector": max((_status_mb(p, "VmHWM") for p in _children(api_pid)),
+            "inspector": max((mb for mb in (_status_mb(p, "VmHWM")
+                                            for p in _children(api_pid)) if mb == mb),
                              default=float("nan")),
             "detail": response.text[:160] if response.status_code >= 300 else ""}
 

@@ -28,6 +28,7 @@ from api.schemas.dashboard import (
 )
 from api.services.commands import public
 from core import repositories
+from core.commands import RUN_ENDING
 from core.models import Job, JobCommand
 
 # Each bucket keeps up to four points (first, min, max, last): the shape survives.
@@ -110,15 +111,28 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+# Commands whose applied step is where the run stopped (a rollback's is where it went to).
+_RUN_ENDING = RUN_ENDING - {"rollback"}
+
+
 def timeline(session: Session, *, job: Job) -> TimelinePublic:
     """Every step-boundary command (lr changes included, pending ones too), status
     changes and checkpoints, oldest first: what the charts mark.
 
-    Status changes record only a time; they are placed at the last step reported by then,
-    as are commands not applied (pending or rejected).
+    Status changes record only a time; they are placed at the furthest step known by then
+    (from metric points, checkpoints and the steps where pauses, cancels and stops took
+    effect: a pause's status change lands on the step the run stopped at, not on the last
+    metric point, which may be hundreds of steps earlier), as are commands not applied
+    (pending or rejected).
     """
+    rows = repositories.list_commands(session, job_id=job.id)
+    checkpoints = repositories.list_checkpoints(session, job_id=job.id)
     by_time = [(_aware(t), step) for t, step in
                repositories.metric_steps_by_time(session, job_id=job.id)]
+    by_time += [(_aware(c.created_at), c.step) for c in checkpoints]
+    by_time += [(_aware(r.applied_at), r.applied_step) for r in rows
+                if r.kind in _RUN_ENDING and r.status == "applied" and not r.abandoned
+                and r.applied_at is not None and r.applied_step is not None]
     by_time.sort()
     times = [t for t, _ in by_time]
     furthest = list(accumulate((step for _, step in by_time), max))
@@ -127,7 +141,6 @@ def timeline(session: Session, *, job: Job) -> TimelinePublic:
         at = bisect.bisect_right(times, _aware(moment))
         return furthest[at - 1] if at else None
 
-    rows = repositories.list_commands(session, job_id=job.id)
     entries = [_command_entry(row, shown.by, step_at)
                for row, shown in zip(rows, public(session, rows), strict=True)]
     previous: str | None = None
@@ -148,7 +161,7 @@ def timeline(session: Session, *, job: Job) -> TimelinePublic:
             kind="status", step=step_at(event.created_at), time=_aware(event.created_at),
             title=title, detail=event.reason or "",
         ))
-    for checkpoint in repositories.list_checkpoints(session, job_id=job.id):
+    for checkpoint in checkpoints:
         entries.append(TimelineEntryPublic(
             kind="checkpoint", step=checkpoint.step, time=_aware(checkpoint.created_at),
             title=f"checkpoint (epoch {checkpoint.epoch})",

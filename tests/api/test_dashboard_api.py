@@ -163,3 +163,39 @@ def test_vendored_libraries_are_served_from_node_modules_or_explained(
     monkeypatch.setattr(dashboard_routes, "NODE_MODULES", tmp_path)  # a clone without npm ci
     missing = sqlite_api.client.get("/vendor/uplot.js")
     assert missing.status_code == 503 and "make dashboard-deps" in missing.text
+
+
+def test_a_pause_is_placed_where_the_run_stopped_not_at_the_last_metric_point(
+    sqlite_api: ApiHarness,
+) -> None:
+    """Metric points reach the database in batches: when a pause stops the run at step 70,
+    the last point stored may be step 40. The status changes that follow (paused, resume
+    requested, resumed) sit at 70, where the pause took effect and its checkpoint is."""
+    from core.commands import PauseCommand
+    from core.models import new_id
+
+    user_id, job_id, headers = _job(sqlite_api)
+    start = utcnow() - timedelta(seconds=5)
+    with sqlite_api.sessions() as session:
+        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
+        repositories.add_metric_points(session, job_id=job_id, points=[
+            repositories.MetricPointIn(step=s, epoch=0, name="train_loss", value=1.0 / s,
+                                       time=start + timedelta(milliseconds=s))
+            for s in range(1, 41)
+        ])
+        pause = repositories.create_command(session, job_id=job_id, command=PauseCommand(
+            command_id=new_id(), requested_by=user_id, source="user"))
+        repositories.mark_command_applied(session, command_id=pause.id, applied_step=70,
+                                          applied_at=start + timedelta(seconds=1))
+        repositories.add_checkpoint(
+            session, job_id=job_id, step=70, epoch=0, key_prefix="x",
+            files={"params.npz": {"sha256": "0" * 64, "size": 123}},
+        )
+        session.commit()
+    for status in (JobStatus.PAUSED, JobStatus.QUEUED, JobStatus.RUNNING):
+        with sqlite_api.sessions() as session:
+            repositories.transition_job(session, job_id=job_id, to_status=status)
+            session.commit()
+    body = sqlite_api.client.get(f"/v1/jobs/{job_id}/timeline", headers=headers).json()
+    steps = {e["title"]: e["step"] for e in body["entries"] if e["kind"] == "status"}
+    assert (steps["paused"], steps["resume requested"], steps["resumed"]) == (70, 70, 70)

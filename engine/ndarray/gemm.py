@@ -23,6 +23,7 @@ the same sub-products, the same floats, for any thread count.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -34,14 +35,16 @@ from .kernel_threads import run_tasks
 
 # Block sizes: large enough that the operand each block packs again (OpenBLAS packs the
 # other operand per call) costs little beside its arithmetic, and that a block's work
-# (at least MIN_BLOCK_FLOPS) dwarfs the ~5 µs of handing it to a thread.
+# (at least MIN_BLOCK_FLOPS) dwarfs the fixed cost of a call and of handing it to a thread
+# (at one thread, 8 MFLOP blocks made an MLP's 50 MFLOP products ~10% slower than one
+# call each; 32 MFLOP blocks keep them whole).
 ROW_BLOCK = 512
 COL_BLOCK = 256
 K_BLOCK = 8192
-MIN_BLOCK_FLOPS = 1 << 23
+MIN_BLOCK_FLOPS = 1 << 25
 # A product of at least SPLIT_FLOPS that the floors above leave whole is halved (each half
-# still 2x MIN_BLOCK_FLOPS), along a side of at least 2x SPLIT_MIN_SIDE.
-SPLIT_FLOPS = 1 << 25
+# still MIN_BLOCK_FLOPS), along a side of at least 2x SPLIT_MIN_SIDE.
+SPLIT_FLOPS = 1 << 26
 SPLIT_MIN_SIDE = 64
 
 
@@ -59,6 +62,14 @@ def _at_least(flops_per_unit: int, floor: int) -> int:
 
 def _grid(a: Any, b: Any, out: Any) -> list[Callable[[], Any]]:
     (m, k), n = a.shape, out.shape[1]
+    return [partial(np.matmul, a[r0:r1], b[:, c0:c1], out=out[r0:r1, c0:c1])
+            for r0, r1, c0, c1 in _blocks(m, k, n)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _blocks(m: int, k: int, n: int) -> tuple[tuple[int, int, int, int], ...]:
+    """The (row start, row stop, column start, column stop) blocks of an (m, k) @ (k, n)
+    product (a training step asks for the same few shapes every time: cached)."""
     rows = bounds(m, _at_least(2 * k * n, ROW_BLOCK))
     cols = bounds(n, _at_least(2 * k * (rows[0][1] - rows[0][0]), COL_BLOCK))
     if len(rows) == len(cols) == 1 and 2 * m * k * n >= SPLIT_FLOPS:
@@ -68,8 +79,7 @@ def _grid(a: Any, b: Any, out: Any) -> list[Callable[[], Any]]:
             cols = bounds(n, n // 2)
         elif m >= 2 * SPLIT_MIN_SIDE:
             rows = bounds(m, m // 2)
-    return [partial(np.matmul, a[r0:r1], b[:, c0:c1], out=out[r0:r1, c0:c1])
-            for r0, r1 in rows for c0, c1 in cols]
+    return tuple((r0, r1, c0, c1) for r0, r1 in rows for c0, c1 in cols)
 
 
 def matmul(a: Any, b: Any, out: Any | None = None) -> Any:
@@ -80,7 +90,10 @@ def matmul(a: Any, b: Any, out: Any | None = None) -> Any:
         return a @ b if out is None else array_module(a).matmul(a, b, out=out)
     if out is None:
         out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
-    run_tasks(_grid(a, b, out))
+    if len(_blocks(a.shape[0], a.shape[1], b.shape[1])) == 1:
+        np.matmul(a, b, out=out)  # one block: no task list to build
+    else:
+        run_tasks(_grid(a, b, out))
     return out
 
 

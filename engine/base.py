@@ -47,8 +47,9 @@ mx_real_t = numpy.float32  # MXNet's default real type
 
 
 class MXNetValueError(MXNetError, ValueError):
-    """An operator parameter is out of its range (``normal(0, -1)``). MXNet raises
-    MXNetError; it is also a ValueError, the Python error for a bad argument value."""
+    """An operator parameter is out of its range (``normal(0, -1)``) or unknown to the
+    operator (``attr={'foo': '1'}``). MXNet raises MXNetError; it is also a ValueError, the
+    Python error for a bad argument value."""
 
 
 integer_types = (int, numpy.integer)

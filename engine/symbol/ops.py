@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy
 
+from ..base import MXNetValueError
 from ..ndarray import NDArray, nn_ops
 
 Shape = tuple[int, ...]
@@ -151,7 +152,7 @@ class OpSpec:
         ignorable = {"workspace", "cudnn_tune", "cudnn_off", "layout", "num_args", "attr"}
         unknown = [k for k in unknown if k not in ignorable]
         if unknown:
-            raise ValueError(f"{self.name}: unknown argument(s) {unknown}; "
+            raise MXNetValueError(f"{self.name}: unknown argument(s) {unknown}; "
                              f"expected {sorted(self.params)}")
         out: dict[str, Any] = {}
         for key, (parse, default) in self.params.items():

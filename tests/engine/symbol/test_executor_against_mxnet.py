@@ -59,8 +59,8 @@ def pairs(d):
 result['attrs'] = [[pairs(s.list_attr()), s.attr('wd_mult'),
                     pairs(json.loads(s.tojson())['nodes'][-1].get('attrs', {}))] for s in made]
 result['created_variables'] = sorted([k, pairs(v)] for k, v in made[0].attr_dict().items())
-# (any other attr key is an argument of the operator: an unknown one is refused, by MXNet
-# with MXNetError, by the engine with ValueError; tests/engine/symbol/test_symbol.py checks it)
+# (any other attr key is an argument of the operator: an unknown one is refused with
+# MXNetError; tests/engine/symbol/test_symbol.py checks it)
 """,
     "backward_after_forward": """
 lhs, rhs = mx.sym.var('lhs'), mx.sym.var('rhs')

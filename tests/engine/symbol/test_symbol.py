@@ -234,5 +234,6 @@ def test_attr_keys_mxnet_reserves_are_attributes_and_others_are_arguments():
     x = mx.sym.var("x")
     fc = mx.sym.FullyConnected(x, num_hidden=2, attr={"wd_mult": "0.1"}, name="fc")
     assert fc.attr("__wd_mult__") == "0.1" and "wd_mult" not in fc.tojson().replace("__wd", "")
-    with pytest.raises(ValueError, match="unknown argument"):  # as MXNet refuses it
-        mx.sym.FullyConnected(x, num_hidden=2, attr={"foo": "1"})
+    with pytest.raises(mx.base.MXNetError, match="unknown argument") as refused:
+        mx.sym.FullyConnected(x, num_hidden=2, attr={"foo": "1"})  # MXNet's error, and
+    assert isinstance(refused.value, ValueError)  # the Python one for a bad argument

@@ -83,3 +83,27 @@ def test_a_cancelled_jobs_kept_checkpoints_export_by_step(api: ApiHarness) -> No
     assert "checkpoint at step 600 cannot be exported" in broken.json()["error"]["message"]
     negative = api.client.get(f"/v1/jobs/{job_id}/export?step=-1", headers=alice)
     assert negative.status_code == 422 and negative.json()["error"]["details"][0]["field"] == "step"
+
+
+def test_a_failed_jobs_latest_checkpoint_exports(api: ApiHarness) -> None:
+    """A job that failed after checkpointing exports the weights it had then (issue 26:
+    any state), as the files the worker's export would write."""
+    from core import repositories
+    from core.models import JobStatus
+
+    _, alice = api.make_user()
+    spec = digits_spec()
+    job_id = api.client.post("/v1/jobs", json=spec, headers=alice).json()["id"]
+    net = trained_network(spec, seed=3)
+    write_checkpoint(api, job_id, 100, net)
+    with api.sessions() as session:
+        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
+        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.FAILED)
+        session.commit()
+    assert api.client.get(f"/v1/jobs/{job_id}", headers=alice).json()["status"] == "failed"
+    listed = api.client.get(f"/v1/jobs/{job_id}/export", headers=alice)
+    assert listed.status_code == 200, listed.text
+    assert listed.json()["step"] == 100
+    expected = mxnet_files(net)
+    for item in listed.json()["files"]:
+        assert api.client.get(item["url"], headers=alice).content == expected[item["name"]]

@@ -23,6 +23,16 @@ def _job(api: ApiHarness) -> tuple[str, str, dict[str, str]]:
     return user_id, response.json()["id"], headers
 
 
+def _running_with_points(session: Any, job_id: str, start: Any) -> None:
+    """The job running, with train_loss points at steps 1-40 reported from ``start``."""
+    repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
+    repositories.add_metric_points(session, job_id=job_id, points=[
+        repositories.MetricPointIn(step=s, epoch=0, name="train_loss", value=1.0 / s,
+                                   time=start + timedelta(milliseconds=s))
+        for s in range(1, 41)
+    ])
+
+
 def test_thinning_keeps_every_bucket_extreme_and_both_ends() -> None:
     rng = np.random.default_rng(0)
     values = rng.normal(size=10_001)
@@ -90,12 +100,7 @@ def test_timeline_places_lr_changes_pause_resume_and_checkpoints_on_steps(
     user_id, job_id, headers = _job(sqlite_api)
     start = utcnow() - timedelta(seconds=5)  # reported before the pause below
     with sqlite_api.sessions() as session:
-        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
-        repositories.add_metric_points(session, job_id=job_id, points=[
-            repositories.MetricPointIn(step=s, epoch=0, name="train_loss", value=1.0 / s,
-                                       time=start + timedelta(milliseconds=s))
-            for s in range(1, 41)
-        ])
+        _running_with_points(session, job_id, start)
         applied = repositories.create_lr_change(
             session, job_id=job_id, requested_lr=0.01, mode=LRChangeMode.OVERRIDE,
             requested_by=user_id,
@@ -177,12 +182,7 @@ def test_a_pause_is_placed_where_the_run_stopped_not_at_the_last_metric_point(
     user_id, job_id, headers = _job(sqlite_api)
     start = utcnow() - timedelta(seconds=5)
     with sqlite_api.sessions() as session:
-        repositories.transition_job(session, job_id=job_id, to_status=JobStatus.RUNNING)
-        repositories.add_metric_points(session, job_id=job_id, points=[
-            repositories.MetricPointIn(step=s, epoch=0, name="train_loss", value=1.0 / s,
-                                       time=start + timedelta(milliseconds=s))
-            for s in range(1, 41)
-        ])
+        _running_with_points(session, job_id, start)
         pause = repositories.create_command(session, job_id=job_id, command=PauseCommand(
             command_id=new_id(), requested_by=user_id, source="user"))
         repositories.mark_command_applied(session, command_id=pause.id, applied_step=70,

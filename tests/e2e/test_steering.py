@@ -1,7 +1,8 @@
 """Steering beyond the learning rate with real API and worker processes (issue 24):
 every command on a running job confirmed with its step, commands kept for a paused job
 and applied at resume, rollback continuing as an uninterrupted run would, a fork running
-from an old checkpoint while its parent trains, rules firing on a real run."""
+from an old checkpoint while its parent trains, rules firing on a real run (plateau and
+early stop; the guard's pause)."""
 
 from __future__ import annotations
 
@@ -191,3 +192,26 @@ def test_rules_reduce_the_learning_rate_then_stop_the_job_early(
     assert lrs == pytest.approx([0.001, 0.0005, 0.00025])
     lr_events = [e for e in tap.snapshot() if e.type == "lr"]
     assert len(lr_events) == 3 and all(e.data["status"] == "applied" for e in lr_events)
+
+
+def test_the_guard_pauses_a_job_whose_loss_grows_with_a_checkpoint(
+        stack: Stack, client: Client) -> None:
+    """A guard checking the running training loss every 10 steps, with a factor just over
+    1, fires at the first check (every 10 steps, or a validation) where the loss is above
+    its lowest: the job pauses at that step with a checkpoint there, and the pause is
+    audited as the rule's."""
+    rules = [{"type": "guard", "name": "watch", "factor": 1.0001, "within_steps": 10**6,
+              "every_steps": 10}]
+    job = client.submit(example_spec(name="guarded", epochs=50, rules=rules))
+    tap = EventTap(stack.api_url, stack.token, job["id"])
+    try:
+        paused = tap.wait_for(is_status("paused"), 120, "the guard's pause")
+    finally:
+        tap.close()
+    [pause] = [c for c in client.commands(job["id"])["data"] if c["source"] == "rule"]
+    assert (pause["kind"], pause["by"], pause["status"]) == ("pause", "rule watch", "applied")
+    assert pause["applied_step"] == paused.data["step"]
+    assert "watch" in (paused.data.get("reason") or "")
+    checkpoints = [c["step"] for c in client.checkpoints(job["id"])["data"]]
+    assert pause["applied_step"] in checkpoints
+    client.cancel(job["id"])

@@ -27,7 +27,9 @@ from core.commands import (
     EvaluateCommand,
     FreezeCommand,
     SetHyperparametersCommand,
+    SetRulesCommand,
     SetScheduleCommand,
+    UnfreezeCommand,
 )
 from core.db import session_scope
 from core.events import Command, SetLRCommand
@@ -268,6 +270,11 @@ def _steering_commands(user_id: str) -> list[Command]:
         SetScheduleCommand(lr_scheduler=SchedulerSpec(type="factor", step=5, factor=0.8),
                            learning_rate=0.003, requested_by=user_id),
         EvaluateCommand(requested_by=user_id),
+        UnfreezeCommand(pattern="net_dense0_weight", requested_by=user_id),
+        # no validation is ever "better" by 1000: it fires at the second one after this
+        SetRulesCommand(rules=[{"type": "reduce_on_plateau", "name": "plateau",
+                                "patience": 1, "factor": 0.5, "min_delta": 1000.0}],
+                        requested_by=user_id),
     ]
 
 
@@ -279,9 +286,10 @@ def _commands(job_id: str) -> list[Any]:
 def test_commands_applied_before_the_kill_are_replayed_at_their_steps(
         database: str, channel: Channel, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hyperparameters, a freeze, a replaced schedule and an evaluation confirmed after
-    the last complete checkpoint: the resumed run applies each again at its step (from
-    the database's record) and ends byte-identical to a run that never stopped."""
+    """Hyperparameters, a freeze, a replaced schedule, an evaluation, an unfreeze of part
+    of what was frozen and new rules confirmed after the last complete checkpoint: the
+    resumed run applies each again at its step (from the database's record), its rule
+    fires where an uninterrupted run's does, and it ends byte-identical to that run."""
     from tests.workers.conftest import _clear_caches
 
     monkeypatch.setenv("RUDDER_WORKER_METRICS_MIN_INTERVAL_SECONDS", "0")
@@ -302,8 +310,8 @@ def test_commands_applied_before_the_kill_are_replayed_at_their_steps(
             channel.send_command(crashed, command)
 
     def confirmed() -> None:
-        wait_until(lambda: [c.status for c in _commands(crashed)] == ["applied"] * 4, 30,
-                   what="the commands confirmed")
+        wait_until(lambda: [c.status for c in _commands(crashed)] == ["applied"] * len(sent),
+                   30, what="the commands confirmed")
 
     _kill_during_write(crashed, tmp_path / "signals", hold_step=20, stall_step=40,
                        while_held=steer, before_kill=confirmed)
@@ -312,8 +320,11 @@ def test_commands_applied_before_the_kill_are_replayed_at_their_steps(
     assert previous is not None and previous.meta.step == 30 < min(steps.values())
 
     _resume(crashed, channel)
-    after = {c.id: (c.status, c.applied_step) for c in _commands(crashed)}
+    after = {c.id: (c.status, c.applied_step) for c in _commands(crashed)
+             if c.source == "user"}
     assert after == {k: ("applied", v) for k, v in steps.items()}  # recorded once
+    fired = [(c.kind, c.status, c.applied_step) for c in _commands(crashed)
+             if c.source == "rule"]
 
     script: dict[int, list[Command]] = {}
     for command in _steering_commands(user_id):
@@ -323,4 +334,6 @@ def test_commands_applied_before_the_kill_are_replayed_at_their_steps(
     runner = JobRunner("reference-steered", CRASH_SPEC, store, scripted)  # type: ignore[arg-type]
     scripted.runner = runner
     assert runner.run().outcome == "succeeded"
+    assert fired and fired == [(o.command.type, o.status, o.step) for o in scripted.outcomes
+                               if o.command.source == "rule"]
     assert _final_files(store, crashed) == _final_files(store, "reference-steered")

@@ -169,18 +169,27 @@ def test_a_fork_from_an_old_checkpoint_trains_while_its_parent_runs(
         stack.workers.remove(second)
 
 
+def _submit_until(stack: Stack, client: Client, spec: dict[str, Any], status: str,
+                  timeout: float, what: str) -> tuple[dict[str, Any], EventTap, Any]:
+    """Submit ``spec`` and follow its events until it reaches ``status``: (the job, its
+    closed tap, whose snapshot keeps what it saw, the status event)."""
+    job = client.submit(spec)
+    tap = EventTap(stack.api_url, stack.token, job["id"])
+    try:
+        event = tap.wait_for(is_status(status), timeout, what)
+    finally:
+        tap.close()
+    return job, tap, event
+
+
 def test_rules_reduce_the_learning_rate_then_stop_the_job_early(
         stack: Stack, client: Client) -> None:
     # min_delta larger than any change: every validation after the first is "no better".
     rules = [{"type": "reduce_on_plateau", "name": "plateau", "patience": 1,
               "factor": 0.5, "min_delta": 1000.0},
              {"type": "early_stop", "name": "stopper", "patience": 3, "min_delta": 1000.0}]
-    job = client.submit(example_spec(name="ruled", epochs=50, rules=rules))
-    tap = EventTap(stack.api_url, stack.token, job["id"])
-    try:
-        done = tap.wait_for(is_status("succeeded"), 240, "the early stop")
-    finally:
-        tap.close()
+    job, tap, done = _submit_until(stack, client, example_spec(
+        name="ruled", epochs=50, rules=rules), "succeeded", 240, "the early stop")
     assert "stopped early by rule stopper" in (done.data.get("reason") or "")
     final = client.get_job(job["id"])
     assert final["progress"]["epoch"] == 4 < 50
@@ -202,12 +211,8 @@ def test_the_guard_pauses_a_job_whose_loss_grows_with_a_checkpoint(
     audited as the rule's."""
     rules = [{"type": "guard", "name": "watch", "factor": 1.0001, "within_steps": 10**6,
               "every_steps": 10}]
-    job = client.submit(example_spec(name="guarded", epochs=50, rules=rules))
-    tap = EventTap(stack.api_url, stack.token, job["id"])
-    try:
-        paused = tap.wait_for(is_status("paused"), 120, "the guard's pause")
-    finally:
-        tap.close()
+    job, _, paused = _submit_until(stack, client, example_spec(
+        name="guarded", epochs=50, rules=rules), "paused", 120, "the guard's pause")
     [pause] = [c for c in client.commands(job["id"])["data"] if c["source"] == "rule"]
     assert (pause["kind"], pause["by"], pause["status"]) == ("pause", "rule watch", "applied")
     assert pause["applied_step"] == paused.data["step"]

@@ -14,6 +14,7 @@ from tests.conftest import ApiHarness
 
 
 def sign_in(api: ApiHarness, browser: Any, headers: dict[str, str], path: str = "/") -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -21,7 +22,9 @@ def sign_in(api: ApiHarness, browser: Any, headers: dict[str, str], path: str = 
     browser.get(api.url + path)
     browser.find_element(By.ID, "token-input").send_keys(headers["Authorization"].split()[1])
     browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
-    return WebDriverWait(browser, 20)
+    # the page redraws its tables as it refreshes: an element a condition found may be
+    # replaced before it is read, so the condition is asked again (as for a missing one)
+    return WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def open_job(browser: Any, wait: Any, job_id: str) -> None:

@@ -120,9 +120,12 @@ def test_roll_back_from_a_table_row_of_a_paused_job(
     rollbacks = [c for c in commands["data"] if c["kind"] == "rollback"]
     assert [(c["params"]["step"], c["status"], c["applied_step"]) for c in rollbacks] == [
         (10, "applied", 10)]
-    row = wait.until(lambda d: d.find_element(
-        By.CSS_SELECTOR, '#timeline tr[data-command-kind="rollback"]'))
-    assert "rollback" in row.text and "10" in row.text
+    # read in one script: the timeline's rows are redrawn as the page refreshes, so a row
+    # found by one call may be gone (stale) by the next
+    row_text = wait.until(lambda d: d.execute_script(
+        "const row = document.querySelector('#timeline tr[data-command-kind=\"rollback\"]');"
+        "return row && row.textContent"))
+    assert "rollback" in row_text and "10" in row_text
     # the checkpoint after it is gone from the table, the job is back at step 10
     wait.until(lambda d: [r.get_attribute("data-step") for r in d.find_elements(
         By.CSS_SELECTOR, "#checkpoints tbody tr")] == ["10"])

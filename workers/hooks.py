@@ -21,6 +21,7 @@ import engine.gluon.estimator
 from core.commands import Command, CommandOutcome
 from core.events import MetricEvent
 from workers.jobio import JobIO
+from workers.steering.apply import ACTIONS
 from workers.steering.boundary import Steering
 
 # The estimator dispatches on these mixins with isinstance.
@@ -101,12 +102,13 @@ class Pacing:
 _STOP_REASONS = {"pause": STOP_PAUSE, "cancel": STOP_CANCEL, "stop": STOP_EARLY,
                  "rollback": STOP_ROLLBACK}
 
+
 def _up_to_each_action(commands: list[Command]) -> list[list[Command]]:
     """``commands`` cut after each action the loop carries out (evaluate, checkpoint)."""
     segments: list[list[Command]] = [[]]
     for command in commands:
         segments[-1].append(command)
-        if command.type in ("evaluate", "checkpoint"):
+        if command.type in ACTIONS:
             segments.append([])
     return [s for s in segments if s]
 

@@ -153,7 +153,7 @@ class OpSpec:
         unknown = [k for k in unknown if k not in ignorable]
         if unknown:
             raise MXNetValueError(f"{self.name}: unknown argument(s) {unknown}; "
-                             f"expected {sorted(self.params)}")
+                                  f"expected {sorted(self.params)}")
         out: dict[str, Any] = {}
         for key, (parse, default) in self.params.items():
             if key in attrs:

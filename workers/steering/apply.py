@@ -81,7 +81,9 @@ def applies(kind: str) -> Callable[[ApplyFunction], ApplyFunction]:
     return register
 
 
-for _action in ("evaluate", "checkpoint", *RUN_ENDING):
+# What the loop carries out at the boundary itself, in the order sent (not the trainer)
+ACTIONS = ("evaluate", "checkpoint")
+for _action in (*ACTIONS, *RUN_ENDING):
     APPLY[_action] = None
 
 

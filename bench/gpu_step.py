@@ -1,8 +1,8 @@
 """Training steps on one CUDA GPU: the engine on cupy side by side with PyTorch CUDA.
 
 Run by hand on a machine with an NVIDIA GPU (after ``scripts/gpu-setup``); CI has none.
-Contenders, float32, same device, same process, each timed with the device synchronized
-at the end of every timed run:
+Contenders, float32 (PyTorch with TF32 off), same device, same process, each timed with the
+device synchronized at the end of every timed run:
 - ``mlp``: 784-256-256-10 relu MLP, batch 128, SoftmaxCrossEntropy summed, Adam step
   (issue 17 target: engine <= 2x PyTorch);
 - ``cnn``: issue 11's Conv-BN-ReLU-Pool network (bench/engine_cnn.py), batch 64 of 3x32x32;
@@ -18,7 +18,7 @@ holds the step's high-water mark) against ``torch.cuda.max_memory_reserved``.
 Each round times every contender once (best of ``--repeats`` runs of ``--iters`` steps);
 figures are medians over ``--rounds`` and ratios are ratios of medians.
 Usage: python bench/gpu_step.py [--only mlp,cnn,resnet18,trainer] [--iters 50] [--rounds 3]
-       [--resnet-batch 64] [--profile cnn]
+       [--resnet-batch 128] [--profile cnn] [--profile-ops resnet18 [--top 25]]
 """
 
 from __future__ import annotations
@@ -235,6 +235,8 @@ def measure(name: str, args) -> None:
     target = TARGETS.get(name)
     note = f"(target <= {target})" if target else "(target: engine <= 0.3 ms)"
     print(f"  engine / torch = {med['engine'] / med['torch']:6.2f}   {note}")
+    if name != "trainer":
+        print("  images/s: " + ", ".join(f"{k} {batch / v:,.0f}" for k, v in med.items()))
     if name in ("cnn", "resnet18"):
         steps.clear()  # drop the timed nets so the pools below hold one net each
         gc.collect()
@@ -250,6 +252,9 @@ def peak_memory(name: str, batch: int) -> None:
         step()
     cupy_sync()
     engine_bytes = cupy_pool_bytes()
+    import cupy
+
+    live = int(cupy.get_default_memory_pool().used_bytes())  # arrays alive between steps
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     step = torch_net_step(name, batch, seed=1)
@@ -259,7 +264,8 @@ def peak_memory(name: str, batch: int) -> None:
     torch_bytes = torch.cuda.max_memory_reserved()
     print(f"  peak GPU memory: engine {engine_bytes / 2**20:.1f} MiB (cupy pool), "
           f"torch {torch_bytes / 2**20:.1f} MiB (max reserved), "
-          f"ratio {engine_bytes / max(torch_bytes, 1):.2f} (target <= 1.5)")
+          f"ratio {engine_bytes / max(torch_bytes, 1):.2f} (target <= 1.5); engine arrays "
+          f"alive between steps {live / 2**20:.1f} MiB, the rest the pool's free blocks")
 
 
 def profile(name: str, args) -> None:
@@ -280,15 +286,78 @@ def profile(name: str, args) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(20)
 
 
+def profile_ops(name: str, args) -> None:
+    """Per-op time of the engine's hybridized step on the GPU: the device is drained before
+    and after each kernel's forward and backward, so each row is that op's GPU time plus
+    its launches; "other" is the rest (loss, autograd, the optimizer). The step's time
+    without those drains comes first: their sum over it says how much the host's Python
+    would hide behind the device if it ran ahead."""
+    from collections import defaultdict
+
+    from engine_cnn import _kernel_label
+
+    from engine.gluon.hybrid import kernels, norm_kernels
+
+    batch = {"mlp": 128, "cnn": 64, "resnet18": args.resnet_batch}[name]
+    step = engine_net_step(name, batch)
+    free_running = timed(step, cupy_sync, args.iters, args.repeats)
+    spent: dict[str, float] = defaultdict(float)
+    labels: dict[int, str] = {}
+
+    def drained(method, direction: str):
+        def run_drained(kernel, run):
+            if direction == "fwd":
+                labels[id(kernel)] = _kernel_label(kernel, run)
+            cupy_sync()
+            t0 = time.perf_counter()
+            method(kernel, run)
+            cupy_sync()
+            spent[f"{labels.get(id(kernel), '?')} {direction}"] += time.perf_counter() - t0
+        return run_drained
+
+    classes = [cls for module in (kernels, norm_kernels) for cls in vars(module).values()
+               if isinstance(cls, type) and cls.__module__ == module.__name__
+               and callable(getattr(cls, "forward", None))
+               and callable(getattr(cls, "backward", None))]
+    originals = {cls: (cls.forward, cls.backward) for cls in classes}
+    for cls, (fwd, bwd) in originals.items():
+        cls.forward, cls.backward = drained(fwd, "fwd"), drained(bwd, "bwd")
+    try:
+        for _ in range(2):
+            step()
+        cupy_sync()
+        spent.clear()
+        t0 = time.perf_counter()
+        for _ in range(args.iters):
+            step()
+        cupy_sync()
+        wall = (time.perf_counter() - t0) / args.iters
+    finally:
+        for cls, (fwd, bwd) in originals.items():
+            cls.forward, cls.backward = fwd, bwd
+    print(f"{name} batch {batch}: {free_running * 1e3:.2f} ms/step free-running, "
+          f"{wall * 1e3:.2f} ms with the device drained around every op; by op (ms/step):")
+    rows = sorted(spent.items(), key=lambda item: -item[1])
+    for label, seconds in rows[:args.top]:
+        print(f"  {label:<56} {seconds / args.iters * 1e3:8.3f}")
+    rest = sum(v for _, v in rows[args.top:]) / args.iters
+    print(f"  {f'({len(rows) - args.top} more ops)':<56} {rest * 1e3:8.3f}")
+    other = wall - sum(spent.values()) / args.iters
+    print(f"  {'other (loss, autograd, optimizer)':<56} {other * 1e3:8.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="mlp,cnn,resnet18,trainer")
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--resnet-batch", type=int, default=64)
+    parser.add_argument("--resnet-batch", type=int, default=128)
     parser.add_argument("--profile", choices=("mlp", "cnn", "resnet18"),
                         help="instead of timing, cProfile the engine's step of this net")
+    parser.add_argument("--profile-ops", choices=("mlp", "cnn", "resnet18"),
+                        help="instead of timing, the engine's per-op GPU time on this net")
+    parser.add_argument("--top", type=int, default=25, help="rows of --profile-ops")
     args = parser.parse_args()
     import torch
 
@@ -301,8 +370,21 @@ def main() -> None:
     if args.profile:
         profile(args.profile, args)
         return
+    if args.profile_ops:
+        profile_ops(args.profile_ops, args)
+        return
+    failed = False
+    # the anchor is float32 as the engine computes it: no TF32 in cuDNN or cuBLAS
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     for name in args.only.split(","):
-        measure(name, args)
+        try:
+            measure(name, args)
+        except Exception as exc:  # noqa: BLE001 - one broken contender must not hide the rest
+            print(f"{name}: FAILED {type(exc).__name__}: {exc}")
+            failed = True
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

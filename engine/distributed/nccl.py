@@ -32,12 +32,23 @@ def _nccl_dtype(nccl: Any, dtype: Any) -> int:
 
 
 def encode_unique_id(uid: Any) -> bytes:
-    """cupy gives the id as a tuple of C chars (-128..127); the store carries bytes."""
+    """The id as the store carries it: cupy 14 gives bytes, older cupy a tuple of C chars
+    (-128..127)."""
+    if isinstance(uid, (bytes, bytearray)):
+        return bytes(uid)
     return bytes(int(c) % 256 for c in uid)
 
 
 def decode_unique_id(blob: bytes) -> tuple[int, ...]:
+    """The tuple form older cupy's NcclCommunicator takes."""
     return tuple(b - 256 if b > 127 else b for b in blob)
+
+
+def _join(nccl: Any, size: int, blob: bytes, rank: int) -> Any:
+    try:
+        return nccl.NcclCommunicator(size, blob, rank)  # cupy >= 14 takes the bytes
+    except TypeError:
+        return nccl.NcclCommunicator(size, decode_unique_id(blob), rank)
 
 
 class _NcclWork(Work):
@@ -82,9 +93,8 @@ class NcclCommunicator(Communicator):
         if rank == 0:
             store.set(key, encode_unique_id(nccl.get_unique_id()))
         store.wait([key])
-        uid = decode_unique_id(bytes(store.get(key)))
         self.device = cupy.cuda.Device()
-        self._comm = nccl.NcclCommunicator(size, uid, rank)
+        self._comm = _join(nccl, size, bytes(store.get(key)), rank)
         self._stream = cupy.cuda.Stream(non_blocking=True)
 
     # ----------------------------------------------------------------- failures

@@ -10,6 +10,7 @@ communicator (NCCL) can be joined later through it.
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 from datetime import timedelta
 from typing import Any
@@ -18,6 +19,15 @@ from .comm import Communicator, DistributedError, GlooCommunicator, import_torch
 from .rendezvous import Rendezvous, RendezvousError, can_listen, from_env, local_address_towards
 
 _RANK_COUNTER = "rudder/next-rank"
+log = logging.getLogger(__name__)
+
+
+def _has_nccl() -> bool:
+    try:
+        from cupy.cuda import nccl  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class World:
@@ -44,13 +54,31 @@ class World:
         device = int(raw.device.id)
         comm = self._gpu.get(device)
         if comm is None:
-            from .nccl import NcclCommunicator
-
             with xp.cuda.Device(device):
-                comm = NcclCommunicator(self.store, self.rank, self.size, self.timeout,
-                                        prefix=f"nccl/{device}")
+                if self._gpus_shared(xp, device) or not _has_nccl():
+                    from .staged import HostStagedCommunicator
+
+                    log.warning("rank %d of %d: the ranks do not each have a GPU of their "
+                                "own (or cupy has no NCCL); GPU arrays reduce through host "
+                                "memory", self.rank, self.size)
+                    comm = HostStagedCommunicator(self.cpu)
+                else:
+                    from .nccl import NcclCommunicator
+
+                    comm = NcclCommunicator(self.store, self.rank, self.size, self.timeout,
+                                            prefix=f"nccl/{device}")
             self._gpu[device] = comm
         return comm
+
+    def _gpus_shared(self, xp: Any, device: int) -> bool:
+        """Whether two ranks train on one GPU (NCCL refuses that): every rank publishes
+        its device's PCI bus id through the store and reads the others'."""
+        if self.size == 1:
+            return False
+        keys = [f"gpu-bus/{device}/{rank}" for rank in range(self.size)]
+        self.store.set(keys[self.rank], str(xp.cuda.Device(device).pci_bus_id).encode())
+        self.store.wait(keys)
+        return len({bytes(self.store.get(key)) for key in keys}) < self.size
 
     def close(self) -> None:
         for comm in self._gpu.values():

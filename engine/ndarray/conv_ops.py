@@ -10,7 +10,8 @@ strided add per kernel position; the input gradient is skipped for a network's i
 On numpy, 3x3 stride-1 ungrouped 2-D convolutions with enough channels and tiles run by
 Winograd instead: F(4x4, 3x3) (:mod:`.winograd4`, 4x fewer multiply-adds) where numba
 compiles its transforms and there are enough tiles, else F(2x2, 3x3) (:mod:`.winograd`:
-2.25x fewer); every other geometry, and cupy, keeps im2col. Other float32 ungrouped
+2.25x fewer); every other geometry keeps im2col. On cupy, 2-D convolutions run through
+cuDNN (:mod:`.cudnn`) where it loads, else im2col. Other float32 ungrouped
 2-D convolutions on numpy build and scatter their columns with compiled single-pass kernels
 (:mod:`.conv_kernels`, see :func:`_compiled_convolution`); cupy, float64, grouped and 1-D/3-D
 convolutions keep the numpy copies below. A convolution of 1-pixel maps (where only one
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from . import conv_kernels, conv_windows, cpu_kernels, gemm, winograd, winograd4
+from . import conv_kernels, conv_windows, cpu_kernels, cudnn, gemm, winograd, winograd4
 from .kernel_threads import run_tasks
 from .ndarray import NDArray, apply_op, needs_grad
 from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
@@ -136,16 +137,25 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     """Convolution of ``data`` (N, C, *spatial) with ``weight`` (F, C/num_group, *kernel).
 
     Channels-last layouts (``NWC``, ``NHWC``, ``NDHWC``) take data (N, *spatial, C) and a
-    weight (F, *kernel, C/num_group), as MXNet infers it. ``workspace``, ``cudnn_tune`` and
-    ``cudnn_off`` are accepted for MXNet compatibility and do nothing here.
+    weight (F, *kernel, C/num_group), as MXNet infers it. On a GPU, 2-D convolutions run
+    through cuDNN (:mod:`.cudnn`) unless ``cudnn_off``, with at most ``workspace`` MB of
+    scratch; ``cudnn_tune`` is accepted for MXNet compatibility and does nothing here.
     """
     x, w = data._data, weight._data
     xp = data.xp
     groups = int(num_group)
     last, kernel, stride, dilate, pad, sizes, out_sizes = _conv_geometry(
         x, w, kernel, stride, dilate, pad, num_filter, groups, layout)
-    xl = conv_windows.to_channels_last(x, last)
     use_bias = bias is not None and not no_bias
+    if xp is not np and not cudnn_off and len(kernel) == 2 and x.dtype == w.dtype \
+            and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
+        f = w.shape[0]
+        y_shape = (x.shape[0], *out_sizes, f) if last else (x.shape[0], f, *out_sizes)
+        planned = cudnn.plan(x, tuple(w.shape), y_shape, stride, pad, dilate, groups, last,
+                             workspace)
+        if planned is not None:
+            return _cudnn_convolution(data, weight, bias if use_bias else None, planned, last)
+    xl = conv_windows.to_channels_last(x, last)
     tap = _single_tap(sizes, out_sizes, kernel, dilate, pad)
     if tap is not None and xp is np and groups == 1 and x.dtype == w.dtype \
             and x.dtype in (np.float32, np.float64) \
@@ -196,6 +206,30 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
 
     return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _cudnn_convolution(data: NDArray, weight: NDArray, bias: NDArray | None,
+                       planned: cudnn.Plan, last: bool) -> NDArray:
+    """One cuDNN call each way: forward, input gradient (skipped for a network's input
+    data) and weight gradient (skipped for a frozen weight)."""
+    xp = data.xp
+    x, w = xp.ascontiguousarray(data._data), xp.ascontiguousarray(weight._data)
+    y = planned.forward(x, w)
+    f = w.shape[0]
+    if bias is not None:
+        y += bias._data.reshape((1, 1, 1, f) if last else (1, f, 1, 1))
+    inputs = (data, weight, bias) if bias is not None else (data, weight)
+    need_gx, need_gw = needs_grad(data), needs_grad(weight)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        dy = xp.ascontiguousarray(g)
+        gx = planned.backward_data(w, dy, x.shape) if need_gx else None
+        gw = planned.backward_filter(x, dy, w.shape) if need_gw else None
+        if bias is not None:
+            return gx, gw, dy.sum(axis=(0, 1, 2) if last else (0, 2, 3))
+        return gx, gw
+
+    return apply_op(y, inputs, backward)  # type: ignore[arg-type]
 
 
 def _single_tap(sizes: tuple[int, ...], out_sizes: tuple[int, ...], kernel: tuple[int, ...],

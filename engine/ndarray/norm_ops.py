@@ -22,7 +22,7 @@ from typing import Any
 import numpy
 
 from .. import autograd
-from . import batch_norm_kernels, cpu_kernels
+from . import batch_norm_kernels, cpu_kernels, gpu_norm
 from .ndarray import NDArray, apply_op, as_raw
 
 
@@ -105,6 +105,11 @@ def batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArra
     if batch_stats and view.flat and work.shape[0] > 0 and cpu_kernels.available(work):
         return _compiled_batch_norm(data, gamma, beta, moving_mean, moving_var, view, eps,
                                     momentum, fix_gamma, output_mean_var)
+    running = (moving_mean._data, moving_var._data)
+    if batch_stats and not output_mean_var and gpu_norm.applies(x, g_raw, bet, *running) \
+            and all(r.flags.c_contiguous for r in running):
+        return _gpu_batch_norm(data, gamma, beta, moving_mean, moving_var, ax, g_raw, bet,
+                               eps, momentum, fix_gamma)
     if batch_stats:
         mean = view.sum(work) / view.count
         xhat = work - view.vec(mean)
@@ -147,6 +152,22 @@ def batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArra
     if output_mean_var:
         return result, NDArray(mean, data._ctx), NDArray(var, data._ctx)  # type: ignore[return-value]
     return result
+
+
+def _gpu_batch_norm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArray,
+                    moving_var: NDArray, axis: int, scale: Any, shift: Any, eps: float,
+                    momentum: float, fix_gamma: bool) -> NDArray:
+    """Training BatchNorm of float32 data on a GPU (:mod:`.gpu_norm`)."""
+    norm = gpu_norm.TrainingNormGpu(data._data, axis)
+    out = norm.forward(scale, shift, moving_mean._data, moving_var._data, eps, momentum)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        gx, ggamma, gbeta = norm.backward(g, scale)
+        if fix_gamma:
+            ggamma[...] = 0
+        return gx, ggamma.reshape(gamma.shape), gbeta.reshape(beta.shape), None, None
+
+    return apply_op(out, (data, gamma, beta, moving_mean, moving_var), backward)
 
 
 class TrainingNorm:

@@ -10,7 +10,7 @@ from typing import Any
 
 from core import repositories
 from core.channel import Channel
-from core.events import WorkerHeartbeat
+from core.events import GpuUsage, WorkerHeartbeat
 from core.queue import enqueue_training
 from tests.api.browser import requires_chromium
 from tests.api.specs import digits_spec
@@ -93,6 +93,13 @@ def test_system_view_shows_workers(
     job_id = sqlite_api.client.post("/v1/jobs", json=spec, headers=headers).json()["id"]
     channel = Channel.from_url(redis_url)
     beat = Heartbeat(channel, queues=["cpu"])
+    gpu_worker = f"gpu-box:1:{uuid.uuid4().hex[:6]}"
+    channel.publish_heartbeat(WorkerHeartbeat(
+        worker_id=gpu_worker, hostname="gpu-box", queues=["gpu"], current_job_id=None,
+        cpu_percent=5.0, memory_used_bytes=3 * 2**30, memory_total_bytes=8 * 2**30,
+        gpus=[GpuUsage(name="NVIDIA H100 80GB HBM3", utilization_percent=37.0,
+                       memory_used_bytes=2 * 2**30, memory_total_bytes=80 * 2**30)],
+        time=time.time()), ttl_s=20)
     try:
         with working_on(job_id):
             training_as_rank(1, 2)  # the second rank of a job on two workers
@@ -107,10 +114,14 @@ def test_system_view_shows_workers(
             (By.CSS_SELECTOR, f'#workers tr[data-worker-id="{beat.worker_id}"]')))
         assert job_id[:8] in row.text and "cpu" in row.text and "GiB" in row.text
         assert "rank 1 of 2" in row.text
+        gpu_row = browser.find_element(
+            By.CSS_SELECTOR, f'#workers tr[data-worker-id="{gpu_worker}"]')
+        assert "NVIDIA H100 80GB HBM3 37% 2.0 / 80.0 GiB" in gpu_row.text
         assert "gpu" in browser.find_element(By.ID, "queues").text
         browser.save_screenshot(str(tmp_path / "system.png"))
     finally:
         channel.remove_heartbeat(beat.worker_id)
+        channel.remove_heartbeat(gpu_worker)
         channel.close()
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []

@@ -137,7 +137,9 @@ def stack_env(database_url: str, redis_url: str, storage_url: str,
         "RUDDER_WORKER_LOG_EVERY_STEPS": "20",
         # These jobs train for seconds; crash tests need interval checkpoints inside that.
         "RUDDER_WORKER_CHECKPOINT_MIN_INTERVAL_SECONDS": "0.2",
-        "PYTHONPATH": str(ROOT),
+        # the repository first; a machine's own additions (wheels installed with --target on
+        # a GPU machine, scripts/gpu-check) stay behind it
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
     })
     env.update({k: str(v) for k, v in (extra or {}).items()})
     return env

@@ -39,7 +39,7 @@ def job_env(workers: int, servers: int, port: int, host: str = "127.0.0.1",
     env.update({"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": str(port),
                 "DMLC_NUM_WORKER": str(workers), "DMLC_NUM_SERVER": str(servers),
                 "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                "PYTHONPATH": str(REPO)})
+                "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])})
     env.update(extra or {})
     return env
 

@@ -2,10 +2,13 @@
 
 Runs only where a CUDA GPU and cupy are present (marker ``gpu``): one rank, so NCCL's
 unique-id exchange through the store, its communicator and each collective are exercised
-on the one device this project's GPU machines have.
+on the one device this project's GPU machines have; then two ranks training on it, which
+NCCL refuses (a device per rank), so they reduce through host memory.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,3 +58,22 @@ def test_dist_device_sync_store_on_the_gpu(world) -> None:
     kv.pull(0, out=out)
     assert out.context == ctx
     np.testing.assert_array_equal(out.asnumpy(), [2.0, 2.0, 2.0])
+
+
+def test_two_ranks_on_one_gpu_reduce_through_host_memory_and_match_one_rank(
+        tmp_path: Path) -> None:
+    """Two processes train shards of each batch on gpu(0) with 'dist_device_sync' and end
+    where one process on the whole batch ends, within float32 rounding. NCCL refuses two
+    ranks on one device (NCCL_ERROR_INVALID_USAGE), so the world sees the shared GPU and
+    reduces through host memory."""
+    from tests.engine.distributed import launching
+    from tests.engine.distributed.test_training import SCRIPT, assert_same_weights, reference
+
+    args = ["--net", "cnn", "--optimizer", "adam", "--update-on-kvstore", "0", "--ctx", "gpu"]
+    done = launching.engine_launch(2, SCRIPT, str(tmp_path / "two"), *args,
+                                   "--kvstore", "dist_device_sync", timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ranks = [launching.load(tmp_path / "two" / f"rank{r}.npz") for r in range(2)]
+    assert_same_weights(ranks, reference(tmp_path / "one", args))
+    assert [launching.facts(s)["gpu_communicators"] for s in ranks] == [
+        ["HostStagedCommunicator"]] * 2

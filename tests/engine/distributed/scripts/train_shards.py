@@ -6,6 +6,7 @@ ends. Writes the final weights (and a few facts) to ``$OUT/rank<r>.npz``.
 
 usage: train_shards.py OUT [--net mlp|cnn] [--hybridize] [--steps S] [--kvstore dist_sync]
        [--update-on-kvstore 1|0] [--optimizer adam] [--batch B] [--accumulate 1,2]
+       [--ctx cpu|gpu]
 """
 
 from __future__ import annotations
@@ -39,14 +40,16 @@ def train(args: argparse.Namespace, rank: int, workers: int, accumulate: int) ->
     """One training from the same start; (weights, trainer)."""
     mx.random.seed(100)
     net = build(args.net)
-    net.initialize(mx.init.Xavier())
+    ctx = mx.gpu(0) if args.ctx == "gpu" else mx.cpu()
+    net.initialize(mx.init.Xavier(), ctx=ctx)
     if args.hybridize:
         net.hybridize()
     rng = np.random.default_rng(7)
     shape = (args.batch, 3, 8, 8) if args.net == "cnn" else (args.batch, 20)
     data = rng.standard_normal((args.steps,) + shape).astype(np.float32)
     labels = rng.integers(0, 10, (args.steps, args.batch)).astype(np.float32)
-    net(mx.nd.array(data[0][:1]))  # shapes known before the Trainer copies rank 0's weights
+    # shapes known before the Trainer copies rank 0's weights
+    net(mx.nd.array(data[0][:1], ctx=ctx))
     params = {"learning_rate": 0.01} if args.optimizer != "sgd" else \
         {"learning_rate": 0.1, "momentum": 0.9}
     update = None if args.update_on_kvstore is None else bool(args.update_on_kvstore)
@@ -61,8 +64,8 @@ def train(args: argparse.Namespace, rank: int, workers: int, accumulate: int) ->
     for step in range(args.steps):
         for k in range(accumulate):
             start = rank * per_rank + k * micro
-            x = mx.nd.array(data[step][start:start + micro])
-            y = mx.nd.array(labels[step][start:start + micro])
+            x = mx.nd.array(data[step][start:start + micro], ctx=ctx)
+            y = mx.nd.array(labels[step][start:start + micro], ctx=ctx)
             with autograd.record():
                 loss = loss_fn(net(x), y)
             loss.backward()
@@ -75,6 +78,14 @@ def train(args: argparse.Namespace, rank: int, workers: int, accumulate: int) ->
     return weights, trainer
 
 
+def _gpu_communicators() -> list[str]:
+    """The kinds of GPU communicator this rank used (NCCL, or host staging)."""
+    from engine import distributed
+
+    world = distributed.current()
+    return sorted(type(c).__name__ for c in world._gpu.values()) if world is not None else []
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -85,6 +96,7 @@ def main() -> None:
     parser.add_argument("--kvstore", default="dist_sync")
     parser.add_argument("--update-on-kvstore", type=int, default=None)
     parser.add_argument("--optimizer", default="adam")
+    parser.add_argument("--ctx", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--accumulate", default="1",
                         help="backward passes per step (grad_req='add' when > 1); several "
                              "comma-separated: one training each, the later ones saved as "
@@ -100,7 +112,8 @@ def main() -> None:
         facts = {"rank": rank, "workers": workers,
                  "buckets": len(sync.reducer.buckets) if sync is not None else 0,
                  "started_in_backward": sync.reducer.started_in_backward if sync else 0,
-                 "update_on_kvstore": trainer._update_on_kvstore}
+                 "update_on_kvstore": trainer._update_on_kvstore,
+                 "gpu_communicators": _gpu_communicators()}
         name = f"rank{rank}" if n == 0 else f"rank{rank}.acc{accumulate}"
         if n == 0:
             # every rank holds the same optimizer states (MXNet refuses to save them on

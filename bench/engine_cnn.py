@@ -31,6 +31,7 @@ import inspect
 import os
 import statistics
 import sys
+from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from threads import cap_threads  # noqa: E402
@@ -266,6 +267,26 @@ def _kernel_label(kernel, run) -> str:
     return f"{name}{shape}{geometry}"
 
 
+@contextmanager
+def wrapped_kernels(wrap):
+    """Every hybridized-program kernel class's ``forward``/``backward`` replaced by
+    ``wrap(method, "fwd" | "bwd")`` while the block runs (for the per-op profiles)."""
+    from engine.gluon.hybrid import kernels, norm_kernels
+
+    classes = [cls for module in (kernels, norm_kernels) for cls in vars(module).values()
+               if isinstance(cls, type) and cls.__module__ == module.__name__
+               and callable(getattr(cls, "forward", None))
+               and callable(getattr(cls, "backward", None))]
+    originals = {cls: (cls.forward, cls.backward) for cls in classes}
+    for cls, (fwd, bwd) in originals.items():
+        cls.forward, cls.backward = wrap(fwd, "fwd"), wrap(bwd, "bwd")
+    try:
+        yield
+    finally:
+        for cls, (fwd, bwd) in originals.items():
+            cls.forward, cls.backward = fwd, bwd
+
+
 def profile(net_name: str, data, steps: int) -> None:
     """Per-op forward/backward ms per step of the engine's hybridized training step.
 
@@ -279,8 +300,6 @@ def profile(net_name: str, data, steps: int) -> None:
     many threads the op kept busy ("par"), which says where more cores would not help.
     """
     from collections import defaultdict
-
-    from engine.gluon.hybrid import kernels, norm_kernels
 
     spent: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     labels: dict[int, str] = {}
@@ -296,14 +315,7 @@ def profile(net_name: str, data, steps: int) -> None:
             cell[1] += time.process_time() - c0
         return run_timed
 
-    classes = [cls for module in (kernels, norm_kernels) for cls in vars(module).values()
-               if isinstance(cls, type) and cls.__module__ == module.__name__
-               and callable(getattr(cls, "forward", None))
-               and callable(getattr(cls, "backward", None))]
-    originals = {cls: (cls.forward, cls.backward) for cls in classes}
-    for cls, (fwd, bwd) in originals.items():
-        cls.forward, cls.backward = timed(fwd, "fwd"), timed(bwd, "bwd")
-    try:
+    with wrapped_kernels(timed):
         step = engine_step(net_name, data)
         step()
         step()
@@ -313,9 +325,6 @@ def profile(net_name: str, data, steps: int) -> None:
             step()
         cpu = (time.process_time() - c0) / steps
         wall = (time.perf_counter() - t0) / steps
-    finally:
-        for cls, (fwd, bwd) in originals.items():
-            cls.forward, cls.backward = fwd, bwd
     print(f"{net_name}: {wall * 1e3:.1f} ms/step wall, {cpu * 1e3:.1f} ms of CPU time "
           f"(mean of {steps}, hybridized, {THREADS} engine thread(s)), by op and input shape:")
     print(f"  {'op':<48} {'wall ms':>8} {'cpu ms':>8} {'par':>5}")

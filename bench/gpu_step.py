@@ -294,15 +294,14 @@ def profile_ops(name: str, args) -> None:
     would hide behind the device if it ran ahead."""
     from collections import defaultdict
 
-    from engine_cnn import _kernel_label
-
-    from engine.gluon.hybrid import kernels, norm_kernels
+    from engine_cnn import _kernel_label, wrapped_kernels
 
     batch = {"mlp": 128, "cnn": 64, "resnet18": args.resnet_batch}[name]
     step = engine_net_step(name, batch)
     free_running = timed(step, cupy_sync, args.iters, args.repeats)
     spent: dict[str, float] = defaultdict(float)
     labels: dict[int, str] = {}
+    inner: list[float] = []  # time of the kernels a running kernel calls (BatchNorm's ReLU)
 
     def drained(method, direction: str):
         def run_drained(kernel, run):
@@ -310,19 +309,18 @@ def profile_ops(name: str, args) -> None:
                 labels[id(kernel)] = _kernel_label(kernel, run)
             cupy_sync()
             t0 = time.perf_counter()
+            inner.append(0.0)
             method(kernel, run)
             cupy_sync()
-            spent[f"{labels.get(id(kernel), '?')} {direction}"] += time.perf_counter() - t0
+            elapsed = time.perf_counter() - t0
+            nested = inner.pop()
+            if inner:
+                inner[-1] += elapsed
+            # each op its own time: a kernel called from another is its own row
+            spent[f"{labels.get(id(kernel), '?')} {direction}"] += elapsed - nested
         return run_drained
 
-    classes = [cls for module in (kernels, norm_kernels) for cls in vars(module).values()
-               if isinstance(cls, type) and cls.__module__ == module.__name__
-               and callable(getattr(cls, "forward", None))
-               and callable(getattr(cls, "backward", None))]
-    originals = {cls: (cls.forward, cls.backward) for cls in classes}
-    for cls, (fwd, bwd) in originals.items():
-        cls.forward, cls.backward = drained(fwd, "fwd"), drained(bwd, "bwd")
-    try:
+    with wrapped_kernels(drained):
         for _ in range(2):
             step()
         cupy_sync()
@@ -332,9 +330,6 @@ def profile_ops(name: str, args) -> None:
             step()
         cupy_sync()
         wall = (time.perf_counter() - t0) / args.iters
-    finally:
-        for cls, (fwd, bwd) in originals.items():
-            cls.forward, cls.backward = fwd, bwd
     print(f"{name} batch {batch}: {free_running * 1e3:.2f} ms/step free-running, "
           f"{wall * 1e3:.2f} ms with the device drained around every op; by op (ms/step):")
     rows = sorted(spent.items(), key=lambda item: -item[1])

@@ -30,7 +30,7 @@ def _train(ctx, x, gamma, beta, axis, fix_gamma):
                          axis=axis)
     y.backward(nd.array(head, ctx=ctx, dtype="float32"))
     if ctx.device_type == "gpu":
-        assert gpu_norm.applies(args[0]._data, args[1]._data, rm._data, rv._data)
+        assert gpu_norm.applies(args[0].raw, args[1].raw, rm.raw, rv.raw)
     return [y.asnumpy(), rm.asnumpy(), rv.asnumpy(), *(a.grad.asnumpy() for a in args)]
 
 

@@ -332,7 +332,9 @@ def plan(x: Any, w_shape: tuple[int, ...], y_shape: tuple[int, ...], stride: tup
     with _lock:
         if key not in _plans:
             if len(_plans) >= _MAX_PLANS:
-                _plans.clear()  # descriptors are a few hundred bytes: let them go
+                # forget them, but destroy nothing: a pending backward may still hold a
+                # plan, and its descriptors are a few hundred bytes
+                _plans.clear()
             made: Plan | None
             try:
                 made = _make_plan(lib, device, tuple(x.shape), w_shape, y_shape, stride, pad,

@@ -55,7 +55,7 @@ class World:
         comm = self._gpu.get(device)
         if comm is None:
             with xp.cuda.Device(device):
-                if self._gpus_shared(xp, device) or not _has_nccl():
+                if self._needs_staging(xp, device):
                     from .staged import HostStagedCommunicator
 
                     log.warning("rank %d of %d: the ranks do not each have a GPU of their "
@@ -70,15 +70,20 @@ class World:
             self._gpu[device] = comm
         return comm
 
-    def _gpus_shared(self, xp: Any, device: int) -> bool:
-        """Whether two ranks train on one GPU (NCCL refuses that): every rank publishes
-        its device's PCI bus id through the store and reads the others'."""
+    def _needs_staging(self, xp: Any, device: int) -> bool:
+        """Whether GPU arrays must go through host memory: two ranks train on one GPU
+        (NCCL refuses that) or a rank's cupy has no NCCL. Decided from what every rank
+        publishes through the store (its device's PCI bus id, whether it has NCCL), so all
+        ranks choose alike."""
         if self.size == 1:
-            return False
-        keys = [f"gpu-bus/{device}/{rank}" for rank in range(self.size)]
-        self.store.set(keys[self.rank], str(xp.cuda.Device(device).pci_bus_id).encode())
+            return not _has_nccl()
+        keys = [f"gpu-layout/{device}/{rank}" for rank in range(self.size)]
+        mine = f"{xp.cuda.Device(device).pci_bus_id}|{int(_has_nccl())}"
+        self.store.set(keys[self.rank], mine.encode())
         self.store.wait(keys)
-        return len({bytes(self.store.get(key)) for key in keys}) < self.size
+        layouts = [bytes(self.store.get(key)).decode() for key in keys]
+        buses = {layout.rsplit("|", 1)[0] for layout in layouts}
+        return len(buses) < self.size or any(layout.endswith("|0") for layout in layouts)
 
     def close(self) -> None:
         for comm in self._gpu.values():

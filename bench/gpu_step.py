@@ -120,10 +120,12 @@ def cupy_sync():
     cupy.cuda.Device().synchronize()
 
 
-def cupy_pool_bytes() -> int:
+def cupy_pool_bytes(in_use: bool = False) -> int:
+    """cupy's pool: everything it holds, or (``in_use``) what live arrays use of it."""
     import cupy
 
-    return int(cupy.get_default_memory_pool().total_bytes())
+    pool = cupy.get_default_memory_pool()
+    return int(pool.used_bytes() if in_use else pool.total_bytes())
 
 
 def cupy_pool_reset() -> None:
@@ -252,9 +254,7 @@ def peak_memory(name: str, batch: int) -> None:
         step()
     cupy_sync()
     engine_bytes = cupy_pool_bytes()
-    import cupy
-
-    live = int(cupy.get_default_memory_pool().used_bytes())  # arrays alive between steps
+    live = cupy_pool_bytes(in_use=True)  # arrays alive between steps
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     step = torch_net_step(name, batch, seed=1)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -319,7 +320,7 @@ def plan(x: Any, w_shape: tuple[int, ...], y_shape: tuple[int, ...], stride: tup
     lib = library()
     dtype = x.dtype.name
     if lib is None or dtype not in _DATA_TYPES or len(y_shape) != 4 or x.size == 0 \
-            or max(x.size, _count(y_shape), _count(w_shape)) > _MAX_ELEMENTS:
+            or max(x.size, math.prod(y_shape), math.prod(w_shape)) > _MAX_ELEMENTS:
         return None
     stride, pad, dilate = (tuple(int(v) for v in t) for t in (stride, pad, dilate))
     w_shape, y_shape = tuple(int(v) for v in w_shape), tuple(int(v) for v in y_shape)
@@ -344,9 +345,3 @@ def plan(x: Any, w_shape: tuple[int, ...], y_shape: tuple[int, ...], stride: tup
             _plans[key] = made
     return _plans[key]
 
-
-def _count(shape: tuple[int, ...]) -> int:
-    total = 1
-    for size in shape:
-        total *= int(size)
-    return total

@@ -27,8 +27,8 @@ from ..backend import cupy
 _THREADS = 512
 _MAX_ELEMENTS = 2**31 - 1
 
-_SOURCE = r"""
-#define THREADS 512
+# the block size, defined once: the launches below and the kernels' shared arrays use it
+_SOURCE = f"#define THREADS {_THREADS}\n" + r"""
 
 __device__ double block_sum(double value, double* shared) {
     shared[threadIdx.x] = value;

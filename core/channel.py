@@ -113,6 +113,17 @@ def worker_key(worker_id: str) -> str:
     return WORKER_PREFIX + worker_id
 
 
+def gangs_gathering_key(queue: str) -> str:
+    """The gangs gathering workers on ``queue``: a sorted set of "<job id>:<generation>"
+    scored by the job's submit time, the order in which they may keep workers waiting."""
+    return f"rudder:gangs:gathering:{queue}"
+
+
+def gang_gathering_alive_key(queue: str, member: str) -> str:
+    """Present (with a short expiry its rank 0 keeps renewing) while that gang gathers."""
+    return f"{gangs_gathering_key(queue)}:alive:{member}"
+
+
 def job_keys(job_id: str) -> list[str]:
     return [events_key(job_id), control_key(job_id), lease_key(job_id), lr_changes_key(job_id),
             commands_rate_key(job_id), gang_generation_key(job_id)]

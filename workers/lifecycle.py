@@ -54,6 +54,9 @@ class LeaseBusy(Exception):
 class Outcome:
     job_id: str
     result: str  # succeeded | paused | cancelled | failed | lease_lost | skipped:<why>
+    # (job id, generation) of an older gang whose seat this worker takes next: a rank 0
+    # that gave way to it (workers.gang.waiting), its own job back in the queue
+    then_join: tuple[str, int] | None = None
 
 
 def _set_status(channel: Channel, job_id: str, status: JobStatus, reason: str | None,

@@ -41,9 +41,16 @@ def train(self: Any, job_id: str, generation: int | None = None) -> str:
         with heartbeat.working_on(str(job_id)):
             if generation is not None:
                 return join_gang(resources.get_channel(), str(job_id), int(generation)).result
-            return run_job(str(job_id)).result
+            outcome = run_job(str(job_id))
     except LeaseBusy as exc:
         raise self.retry(exc=exc, countdown=get_worker_settings().busy_retry_seconds) from exc
+    if outcome.then_join is None:
+        return outcome.result
+    # this job's gang gave way to an older one (its lease is released): take a seat there
+    older_job, older_generation = outcome.then_join
+    with heartbeat.working_on(older_job):
+        joined = join_gang(resources.get_channel(), older_job, older_generation)
+    return f"{outcome.result}; then {older_job}: {joined.result}"
 
 
 def _served_queues() -> list[str]:

@@ -171,6 +171,32 @@ def test_a_gang_that_cannot_fill_gives_its_workers_back(client: Client,
     assert _wait_status(client, cluster, other, {"succeeded"}, timeout=GANG_TIMEOUT + 30)
 
 
+def test_two_gangs_that_each_hold_a_worker_do_not_wait_on_each_other(
+        client: Client, cluster: Stack) -> None:
+    """Two 2-worker jobs on two workers: each worker leads one gang and waits for the
+    other. The one submitted later gives way (its worker joins the earlier gang) instead of
+    both timing out and meeting the same way again, for ever."""
+    first, second = (client.submit(_spec(2, seed=seed))["id"] for seed in (21, 22))
+    reasons: dict[str, set[str]] = {first: set(), second: set()}
+
+    def both_done() -> bool:
+        done = True
+        for job_id, seen in reasons.items():
+            job = client.get_job(job_id)
+            seen.add(str(job["status_reason"]))
+            done = done and job["status"] in {"succeeded", "failed"}
+        return done
+    # a deadlock would last at least GANG_TIMEOUT, and come back after it
+    wait_until(both_done, 2 * GANG_TIMEOUT + 30, interval=0.05, what="both gangs trained")
+    for job_id in (first, second):
+        assert client.get_job(job_id)["status"] == "succeeded", cluster.log_tail(60)
+    assert not any("did not fill" in reason for seen in reasons.values() for reason in seen), \
+        reasons
+    # the later one said why it waited longer
+    assert any(f"gave way to job {first}, submitted earlier" in reason
+               for reason in reasons[second]), reasons
+
+
 KILL_SPEC = _spec(2, epochs=80, checkpoint={"every_steps": 50, "keep_last": 3})
 
 

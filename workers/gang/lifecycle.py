@@ -5,7 +5,10 @@ Rank 0 is the worker that got the job's own message and its lease (workers.lifec
 it opens a new generation in Redis, asks ``N - 1`` workers to join it, and waits. While
 fewer have joined the job says "waiting for N workers (K online)"; a gang that does not
 fill within ``gang_timeout_seconds`` lets its workers go and the job is queued again with
-the reason, so no worker waits on a gang for ever. A full gang meets at the address rank
+the reason, so no worker waits on a gang for ever. Gangs gathering on one queue stand in
+submit order (workers.gang.waiting): one that has not filled gives way to an older one the
+workers can fill, its worker taking a seat there, so two gangs that each hold part of the
+workers never wait on each other. A full gang meets at the address rank
 0 publishes (``engine.distributed.init``); the job runs; a failed collective (a rank
 killed, stopped, unreachable) ends the generation on every rank, and rank 0 (or, if rank
 0 died, the lease watchdog) queues the job to resume from its latest complete checkpoint
@@ -18,6 +21,8 @@ import logging
 import socket
 import time
 import traceback
+from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,6 +43,7 @@ from workers.db_retry import retry_db
 from workers.gang.handler import NullIO
 from workers.gang.runner import GangRunner
 from workers.gang.seats import ABANDONED, GangSeats, Seat
+from workers.gang.waiting import Gathering, WaitingRoom
 from workers.lease import Lease
 from workers.lifecycle import Outcome
 from workers.resources import dispatch_now, get_store
@@ -46,17 +52,31 @@ from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 _POLL_SECONDS = 0.1
+_GIVE_WAY_AFTER_SECONDS = 1.0  # (at most a quarter of the gang timeout)
+_LOOK_AHEAD_SECONDS = 0.5
 
 
 def waiting_reason(size: int, online: int) -> str:
     return f"waiting for {size} workers ({online} online)"
 
 
-def _job_row(job_id: str) -> tuple[str, str, dict[str, object]] | None:
-    def read() -> tuple[str, str, dict[str, object]] | None:
+@dataclass(frozen=True)
+class _JobRow:
+    status: str
+    queue: str
+    spec: dict[str, object]
+    submitted: float  # unix seconds
+
+
+def _job_row(job_id: str) -> _JobRow | None:
+    def read() -> _JobRow | None:
         with session_scope() as session:
             job = repo.get_job(session, job_id=job_id)
-            return None if job is None else (job.status, job.queue, dict(job.spec))
+            if job is None:
+                return None
+            created = job.created_at if job.created_at.tzinfo else \
+                job.created_at.replace(tzinfo=UTC)  # SQLite hands back naive UTC
+            return _JobRow(job.status, job.queue, dict(job.spec), created.timestamp())
     return retry_db(read, what=f"job {job_id}",
                     deadline_seconds=get_worker_settings().db_retry_seconds)
 
@@ -108,33 +128,57 @@ def _free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
-def _gather(channel: Channel, seats: GangSeats, seat: Seat, lease: Lease) -> str | None:
+@dataclass(frozen=True)
+class _GaveUp:
+    """Why rank 0 stopped gathering; ``join`` is the older gang it gave way to."""
+
+    reason: str
+    requeue: bool = False
+    join: Gathering | None = None
+
+
+def _gather(channel: Channel, seats: GangSeats, seat: Seat, lease: Lease,
+            room: WaitingRoom) -> _GaveUp | None:
     """Wait for the gang to fill; None when it is full, else why it was given up."""
     settings = get_worker_settings()
     # Say why the last gang ended too: a job that waits again keeps telling its user.
     last_state, last_reason = seats.state(seat.generation - 1)
     before = f"; before: {last_reason}" if last_state == ABANDONED and last_reason else ""
-    deadline = time.monotonic() + settings.gang_timeout_seconds
-    shown, looked = -1, time.monotonic()
+    began = time.monotonic()
+    deadline = began + settings.gang_timeout_seconds
+    # a moment for the joins already asked for to arrive before giving way to anyone
+    give_way_from = began + min(_GIVE_WAY_AFTER_SECONDS, settings.gang_timeout_seconds / 4)
+    shown, looked, looked_ahead = -1, began, began
     while True:
         online = seats.joined(seat.generation)
         if online >= seat.size:
             return None
+        now = time.monotonic()
+        room.renew(seat)
         # (re)say what the job waits for, and notice a cancel, at least once a second
-        if online != shown or time.monotonic() - looked >= 1.0:
-            shown, looked = online, time.monotonic()
+        if online != shown or now - looked >= 1.0:
+            shown, looked = online, now
             if not _note_waiting(channel, seat.job_id,
                                  waiting_reason(seat.size, online) + before):
                 seats.fail(seat.generation, "the job left the queue")
-                return "the job left the queue"
+                return _GaveUp("the job left the queue")
         if not lease.held:
             seats.fail(seat.generation, "rank 0 lost the job's lease")
-            return "lost the job's lease"
-        if time.monotonic() > deadline:
+            return _GaveUp("lost the job's lease")
+        if now >= give_way_from and now - looked_ahead >= _LOOK_AHEAD_SECONDS:
+            looked_ahead = now
+            older = room.to_give_way_to(seat)
+            if older is not None:
+                reason = (f"gave way to job {older.job_id}, submitted earlier and also "
+                          f"gathering {older.size} workers on the '{room.queue}' queue")
+                if seats.abandon(seat.generation, reason):
+                    return _GaveUp(reason + "; back in the queue", requeue=True, join=older)
+                continue  # the last seat was taken just now: the gang is full
+        if now > deadline:
             reason = (f"the gang of {seat.size} workers did not fill within "
                       f"{settings.gang_timeout_seconds:g} s ({online} online)")
             if seats.abandon(seat.generation, reason):
-                return reason + "; back in the queue"
+                return _GaveUp(reason + "; back in the queue", requeue=True)
             continue  # the last seat was taken just now: the gang is full
         time.sleep(_POLL_SECONDS)
 
@@ -148,14 +192,23 @@ def lead_gang(channel: Channel, job_id: str, spec: dict[str, object], lease: Lea
         return Outcome(job_id, "skipped:no such job")
     seats = GangSeats(channel, job_id)
     seat = seats.open(size)
-    send_gang_joins(get_settings().redis_url or "", job_id, queue=row[1],
-                    generation=seat.generation, count=size - 1)
-    why = _gather(channel, seats, seat, lease)
-    if why is not None:
-        if why.endswith("back in the queue"):
-            _requeue(channel, job_id, why, attempt=False)
-            return Outcome(job_id, "requeued:gang did not fill")
-        return Outcome(job_id, f"skipped:{why}")
+    room = WaitingRoom(channel, row.queue)
+    room.enter(seat, row.submitted)
+    try:
+        send_gang_joins(get_settings().redis_url or "", job_id, queue=row.queue,
+                        generation=seat.generation, count=size - 1)
+        gave_up = _gather(channel, seats, seat, lease, room)
+    finally:
+        room.leave(seat)
+    if gave_up is not None:
+        if not gave_up.requeue:
+            return Outcome(job_id, f"skipped:{gave_up.reason}")
+        _requeue(channel, job_id, gave_up.reason, attempt=False)
+        if gave_up.join is not None:
+            log.info("job %s: %s", job_id, gave_up.reason)
+            return Outcome(job_id, "requeued:gave way to an older gang",
+                           then_join=(gave_up.join.job_id, gave_up.join.generation))
+        return Outcome(job_id, "requeued:gang did not fill")
     host = _gang_host()
     port = _free_port(host)
     if not lifecycle._set_status(channel, job_id, JobStatus.RUNNING, None,
@@ -223,7 +276,7 @@ def join_gang(channel: Channel, job_id: str, generation: int) -> Outcome:
     try:
         world = engine.distributed.init(Rendezvous(seat.rank, seat.size, host, int(port),
                                                    timeout=settings.dist_timeout_seconds))
-        runner = GangRunner(job_id, row[2], get_store(), NullIO(), world=world,
+        runner = GangRunner(job_id, row.spec, get_store(), NullIO(), world=world,
                             load_upload=lifecycle._load_upload,
                             lookup_dataset=lifecycle._lookup_dataset,
                             data_cache=Path(get_settings().home) / "cache",

@@ -6,7 +6,8 @@ forward and one backward (data, weight and bias gradients; none for the data of 
 network input) by each path, forced with the thresholds of engine/ndarray/winograd.py and
 winograd4.py, and marks the path the engine picks by itself. Times are CPU seconds of this
 thread (so other processes on a shared machine weigh less), the minimum over interleaved
-rounds.
+rounds; with ``--threads`` above 1, wall-clock seconds (this thread's CPU time would leave
+out the work of the engine's other threads).
 
 Usage: python bench/conv_paths.py [--nets cnn,resnet18] [--rounds 5] [--threads 1]
 """
@@ -21,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from threads import cap_threads  # noqa: E402
 
-cap_threads()
+THREADS = cap_threads()
 
 from pathlib import Path  # noqa: E402
 
@@ -40,8 +41,10 @@ LAYERS = {"cnn": [(64, 3, 32, 32), (64, 32, 16, 64), (64, 64, 8, 128)],
 
 
 def time_layer(n: int, c: int, size: int, f: int, reps: int = 5) -> tuple[float, float]:
-    """Minimum CPU ms of a forward and of a backward (gradients arrive channels-last, as
-    the engine's BatchNorm/Activation/Pooling hand them back)."""
+    """Minimum ms of a forward and of a backward (gradients arrive channels-last, as the
+    engine's BatchNorm/Activation/Pooling hand them back): CPU ms of this thread on one
+    engine thread, wall-clock ms on several."""
+    clock = time.thread_time if THREADS == 1 else time.perf_counter
     rng = np.random.default_rng(0)
     x = NDArray(rng.standard_normal((n, c, size, size)).astype(np.float32))
     w = NDArray((rng.standard_normal((f, c, 3, 3)) * 0.1).astype(np.float32))
@@ -51,13 +54,13 @@ def time_layer(n: int, c: int, size: int, f: int, reps: int = 5) -> tuple[float,
     g = NDArray(np.ones((n, size, size, f), np.float32).transpose(0, 3, 1, 2))
     fwd, bwd = [], []
     for _ in range(reps):
-        t0 = time.thread_time()
+        t0 = clock()
         with autograd.record():
             y = nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=f)
-        t1 = time.thread_time()
+        t1 = clock()
         y.backward(g)
         fwd.append(t1 - t0)
-        bwd.append(time.thread_time() - t1)
+        bwd.append(clock() - t1)
     return min(fwd) * 1e3, min(bwd) * 1e3
 
 

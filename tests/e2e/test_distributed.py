@@ -171,15 +171,16 @@ def test_a_gang_that_cannot_fill_gives_its_workers_back(client: Client,
     assert _wait_status(client, cluster, other, {"succeeded"}, timeout=GANG_TIMEOUT + 30)
 
 
-def test_two_gangs_that_each_hold_a_worker_do_not_wait_on_each_other(
-        client: Client, cluster: Stack) -> None:
-    """Two 2-worker jobs on two workers: each worker leads one gang and waits for the
-    other. The one submitted later gives way (its worker joins the earlier gang) instead of
-    both timing out and meeting the same way again, for ever."""
-    first, second = (client.submit(_spec(2, seed=seed))["id"] for seed in (21, 22))
-    reasons: dict[str, set[str]] = {first: set(), second: set()}
+@pytest.mark.parametrize("gangs", [2, 3])
+def test_gangs_that_each_hold_a_worker_do_not_wait_on_each_other(
+        client: Client, cluster: Stack, gangs: int) -> None:
+    """2-worker jobs on two workers: each worker leads one gang and waits for the other. A
+    later-submitted one gives way (its worker joins the earlier gang) instead of both timing
+    out and meeting the same way again, for ever; they run in submit order."""
+    jobs = [client.submit(_spec(2, seed=20 + i))["id"] for i in range(gangs)]
+    reasons: dict[str, set[str]] = {job_id: set() for job_id in jobs}
 
-    def both_done() -> bool:
+    def all_done() -> bool:
         done = True
         for job_id, seen in reasons.items():
             job = client.get_job(job_id)
@@ -187,14 +188,17 @@ def test_two_gangs_that_each_hold_a_worker_do_not_wait_on_each_other(
             done = done and job["status"] in {"succeeded", "failed"}
         return done
     # a deadlock would last at least GANG_TIMEOUT, and come back after it
-    wait_until(both_done, 2 * GANG_TIMEOUT + 30, interval=0.05, what="both gangs trained")
-    for job_id in (first, second):
+    wait_until(all_done, gangs * GANG_TIMEOUT + 30, interval=0.05, what="every gang trained")
+    for job_id in jobs:
         assert client.get_job(job_id)["status"] == "succeeded", cluster.log_tail(60)
     assert not any("did not fill" in reason for seen in reasons.values() for reason in seen), \
         reasons
-    # the later one said why it waited longer
-    assert any(f"gave way to job {first}, submitted earlier" in reason
-               for reason in reasons[second]), reasons
+    # who gave way said to whom, and only ever to a job submitted before it
+    gave_way = {(later, earlier) for later in jobs for earlier in jobs
+                if any(f"gave way to job {earlier}, submitted earlier" in reason
+                       for reason in reasons[later])}
+    assert gave_way, reasons  # the first two messages make each worker a rank 0
+    assert all(jobs.index(earlier) < jobs.index(later) for later, earlier in gave_way), gave_way
 
 
 KILL_SPEC = _spec(2, epochs=80, checkpoint={"every_steps": 50, "keep_last": 3})

@@ -69,16 +69,11 @@ class WaitingRoom:
 
     def ahead_of(self, seat: Seat) -> list[Gathering]:
         """The live gangs that stand before ``seat``'s, oldest first (dead ones dropped)."""
-        mine = _member(seat)
-        score = self.client.zscore(self.key, mine)
-        if score is None:
-            return []
         # ties in submit time are broken by the member, as the sorted set orders them
-        rank = self.client.zrank(self.key, mine)
-        members = [str(m) for m in self.client.zrange(self.key, 0, int(rank) - 1)] \
-            if rank else []
-        if not members:
+        rank = self.client.zrank(self.key, _member(seat))
+        if not rank:  # first in line, or not in it
             return []
+        members = [str(m) for m in self.client.zrange(self.key, 0, int(rank) - 1)]
         sizes = self.client.mget([self._alive_key(m) for m in members])
         ahead, dead = [], []
         for member, size in zip(members, sizes, strict=True):

@@ -22,6 +22,7 @@ pytestmark = [needs_mxnet, pytest.mark.slow]
 SCRIPT = launching.SCRIPTS / "mxnet_semantics.py"
 SCENARIOS = ["kv", "trainer_kv", "trainer_local", "compression", "module_kv", "module_local"]
 TIMEOUT = 600  # the shared machine can be slow; a hang still ends here
+ORACLE_RUNS = 10  # of MXNet's trainer_local scenario, at most (see runs())
 
 
 def _replicas_agree(saved: list[dict[str, np.ndarray]]) -> bool:
@@ -44,10 +45,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, n
     # workers' weights sometimes part ways (1 run in 3 on this loaded machine, even with
     # waitall() after each step), and sometimes agree on weights that another run of the
     # same script does not give (seen: w0[0] 0.2487, then 0.2419, where the engine gives
-    # 0.2413 every time and most MXNet runs agree with it). So MXNet is asked again, up to
-    # 5 runs, until one run's replicas agree with each other and with the engine; an engine
-    # that computes something else matches none of them and the test fails.
-    for attempt in range(1, 5):
+    # 0.2413 every time and most MXNet runs agree with it: 5 of 6 on an idle AMD EPYC VM,
+    # yet once 5 runs in a row did not, inside a full `make test`). So MXNet is asked again,
+    # up to ORACLE_RUNS runs, until one run's replicas agree with each other and with the
+    # engine; an engine that computes something else matches none of them and the test fails.
+    for attempt in range(1, ORACLE_RUNS):
         if _replicas_agree(saved["mxnet_trainer_local"]) and _same(
                 saved, "trainer_local", "trainer_local_w", **TRAINER_TOLERANCE):
             break

@@ -113,8 +113,9 @@ class Dispatcher:
         missing = {job_id for job_id in unaccounted if job_id not in leased}
         confirmed, self._suspects = missing & self._suspects, missing - self._suspects
         requeued: list[str] = []
-        for job_id in sorted(confirmed):
-            with session_scope(self._sessions) as session:
+        # one transaction for them all: after a Redis restart every queued job may be here
+        with session_scope(self._sessions) as session:
+            for job_id in sorted(confirmed):
                 if repo.put_back_in_outbox(session, job_id=job_id, sent_before=cutoff):
                     requeued.append(job_id)
         if requeued:

@@ -154,10 +154,11 @@ def _gather(channel: Channel, seats: GangSeats, seat: Seat, lease: Lease,
         if online >= seat.size:
             return None
         now = time.monotonic()
-        room.renew(seat)
-        # (re)say what the job waits for, and notice a cancel, at least once a second
+        # (re)say what the job waits for, notice a cancel and renew the place in line (its
+        # expiry is 5 s), at least once a second
         if online != shown or now - looked >= 1.0:
             shown, looked = online, now
+            room.renew(seat)
             if not _note_waiting(channel, seat.job_id,
                                  waiting_reason(seat.size, online) + before):
                 seats.fail(seat.generation, "the job left the queue")

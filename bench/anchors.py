@@ -188,6 +188,101 @@ def run_in_anchor(
     return AnchorResult(outputs, result, finished.stdout, finished.stderr, seconds)
 
 
+# Runs inside the anchor interpreter for an AnchorStepper: the snippet builds and warms a
+# model and defines ``step()``; then each line "<n>" on stdin times n steps and answers one
+# line "@@times [seconds, ...]" (lines without the marker are the snippet's own prints).
+_STEPPER_HARNESS = r"""
+import json, sys, time
+import numpy as np
+
+workdir = sys.argv[1]
+with np.load(workdir + "/inputs.npz", allow_pickle=False) as packed:
+    inputs = {name: packed[name] for name in packed.files}
+result = {}
+with open(workdir + "/snippet.py") as handle:
+    source = handle.read()
+namespace = {"inputs": inputs, "outputs": {}, "result": result, "__name__": "__anchor__"}
+exec(compile(source, workdir + "/snippet.py", "exec"), namespace)
+step = namespace["step"]
+print("@@ready " + json.dumps(result), flush=True)
+for line in sys.stdin:
+    count = int(line)
+    if count <= 0:
+        break
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - started)
+    print("@@times " + json.dumps(times), flush=True)
+"""
+
+
+class AnchorStepper:
+    """An anchor process that keeps a warm model and times ``steps(n)`` on request.
+
+    Benchmarks that compare contenders on a shared machine step them in turn, a few steps
+    each, many times over: a load phase of the machine (seconds to minutes) then hits all of
+    them alike, which one process per contender per round cannot promise. ``code`` builds
+    the model, warms it up and defines ``step()``; it may fill ``result`` (e.g. a version),
+    available as ``.json`` once the process is ready. Use as a context manager.
+    """
+
+    def __init__(self, name: str, code: str, arrays: Mapping[str, npt.ArrayLike] | None = None,
+                 *, threads: int | None = 1) -> None:
+        python = anchor_python(name)
+        if python is None:
+            raise AnchorMissing(f"the {name} anchor is not built; run bench/setup --{name}-only")
+        self.name = name
+        self._dir = tempfile.TemporaryDirectory(prefix=f"anchor-{name}-")
+        work = Path(self._dir.name)
+        np.savez(work / "inputs.npz", **{str(k): _plain_array(k, v)
+                                         for k, v in (arrays or {}).items()})
+        (work / "snippet.py").write_text(code)
+        (work / "harness.py").write_text(_STEPPER_HARNESS)
+        self._stderr = open(work / "stderr.txt", "w+")  # noqa: SIM115 - closed in close()
+        self._process = subprocess.Popen(
+            [str(python), str(work / "harness.py"), str(work)], cwd=work,
+            env=_anchor_env(threads), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, text=True, bufsize=1)
+        self.json: dict[str, object] = json.loads(self._answer("@@ready "))
+
+    def _answer(self, marker: str) -> str:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            if line.startswith(marker):
+                return line[len(marker):]
+        self._stderr.seek(0)
+        raise AnchorError(f"{self.name} stepper exited with code {self._process.wait()}",
+                          self._stderr.read())
+
+    def steps(self, count: int) -> list[float]:
+        """Seconds of each of ``count`` steps, timed in the anchor process."""
+        assert self._process.stdin is not None
+        self._process.stdin.write(f"{count}\n")
+        self._process.stdin.flush()
+        return [float(t) for t in json.loads(self._answer("@@times "))]
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            try:
+                assert self._process.stdin is not None
+                self._process.stdin.write("0\n")
+                self._process.stdin.close()
+                self._process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+        self._stderr.close()
+        self._dir.cleanup()
+
+    def __enter__(self) -> AnchorStepper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def _plain_array(name: object, value: npt.ArrayLike) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype.hasobject:

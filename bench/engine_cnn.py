@@ -202,19 +202,32 @@ result['version'] = torch.__version__
 VERSIONS: dict[str, str] = {}
 
 
-def run_anchor(name: str, net_name: str, data, steps: int,
-               threads: int | None = None) -> list[float] | None:
-    threads = THREADS if threads is None else threads
-    if anchor_python(name) is None:
-        return None
+def anchor_code(name: str, net_name: str, threads: int, steps: int) -> str:
+    """The anchor ``name``'s snippet: build ``net_name``, warm it up, time ``steps`` steps."""
     if name == "mxnet":
         builder = BUILDERS[net_name]
         code = (MXNET_SNIPPET.replace("BUILDER_SOURCE", inspect.getsource(builder))
                 .replace("BUILDER", builder.__name__))
     else:
         code = TORCH_SNIPPET.replace("NET", net_name).replace("THREADS", str(threads))
-    code = code.replace("STEPS", str(steps)).replace("LR", repr(LR))
-    run = run_in_anchor(name, code, data, timeout=600, threads=threads)
+    return code.replace("STEPS", str(steps)).replace("LR", repr(LR))
+
+
+def anchor_stepper_code(name: str, net_name: str, threads: int) -> str:
+    """The anchor's snippet for an ``anchors.AnchorStepper``: built, warmed up, ``step()``
+    defined, its version in ``result``; no timing loop."""
+    setup = anchor_code(name, net_name, threads, 0).split("times = []")[0]
+    module = "mx" if name == "mxnet" else "torch"
+    return setup + f"result['version'] = {module}.__version__\n"
+
+
+def run_anchor(name: str, net_name: str, data, steps: int,
+               threads: int | None = None) -> list[float] | None:
+    threads = THREADS if threads is None else threads
+    if anchor_python(name) is None:
+        return None
+    run = run_in_anchor(name, anchor_code(name, net_name, threads, steps), data, timeout=600,
+                        threads=threads)
     VERSIONS[name] = str(run.json["version"])
     return [float(t) for t in run.json["seconds"]]
 

@@ -105,12 +105,21 @@ result['version'] = mx.__version__
 """
 
 
+def mxnet_code(model: str, steps: int) -> str:
+    """MXNet's snippet: build the zoo ``model``, warm it up, time ``steps`` steps."""
+    return ("import mxnet as mx\nfrom mxnet import autograd, gluon, nd\n"
+            + MXNET_SNIPPET.replace("MODEL", repr(model)).replace("OPTIMIZER", repr(OPTIMIZER))
+            .replace("STEPS", str(steps)))
+
+
+def mxnet_stepper_code(model: str) -> str:
+    """MXNet's snippet for an ``anchors.AnchorStepper`` (no timing loop; version in result)."""
+    return mxnet_code(model, 0).split("times = []")[0] + "result['version'] = mx.__version__\n"
+
+
 def mxnet_times(model: str, data: dict[str, np.ndarray], steps: int,
                 threads: int | None = None) -> tuple[list[tuple[float, float]], str]:
-    code = (MXNET_SNIPPET.replace("MODEL", repr(model)).replace("OPTIMIZER", repr(OPTIMIZER))
-            .replace("STEPS", str(steps)))
-    run = run_in_anchor("mxnet", "import mxnet as mx\nfrom mxnet import autograd, gluon, nd\n"
-                        + code, data, timeout=600,
+    run = run_in_anchor("mxnet", mxnet_code(model, steps), data, timeout=600,
                         threads=THREADS if threads is None else threads)
     return [(float(w), float(c)) for w, c in run.json["seconds"]], str(run.json["version"])
 

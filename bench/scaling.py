@@ -1,25 +1,34 @@
-"""Thread scaling: every contender at 1 thread and at N threads, in the same run.
+"""Thread scaling: every contender at 1 thread and at N threads, in the same run, in lockstep.
 
-Issue 29's figures. For each network each round times, in turn, the engine at 1 thread and
-at N (in this process: engine.ndarray.kernel_threads.set_count), MXNet 1.9.1 hybridized at
-1 and N, and PyTorch at 1 and N (each anchor in its own venv process, its BLAS/OpenMP
-threads capped as bench/threads.py caps them), so a load spike on the shared machine hits
-them alike. Networks: issue 11's CNN (batch 64) and the CIFAR-form ResNet-18 (batch 16)
-of bench/engine_cnn.py, both with Adam; model-zoo ``resnet18_v1`` (batch 32, 3x32x32, SGD
-momentum) of bench/engine_zoo.py against MXNet. Prints each contender's median ms/step at 1
-and N threads, its scaling (1-thread time / N-thread time), and at N threads the engine's
-ratio to each anchor, beside the issue's targets:
+Issue 29's figures. Six contenders per network: the engine at 1 thread and at N (in this
+process: engine.ndarray.kernel_threads.set_count), MXNet 1.9.1 hybridized at 1 and N, and
+PyTorch at 1 and N (each anchor configuration a persistent process in its own venv, its
+BLAS/OpenMP threads capped as bench/threads.py caps them, its model built and warmed once:
+bench/anchors.AnchorStepper). Each round steps every contender in turn, ``--steps`` steps
+each, the order rotating from round to round. The shared machines these run on change speed
+by tens of percent within a minute (their neighbours' load), so a figure compares samples
+taken seconds apart: a contender's time per round is the median of its steps; its scaling
+is the median over rounds of (1-thread time / N-thread time) of the same round; the engine's
+ratio to an anchor is the median over rounds of the same round's ratio. The spread of the
+per-round scaling (lowest and highest) is printed beside it. Networks: issue 11's CNN
+(batch 64) and the CIFAR-form ResNet-18 (batch 16) of bench/engine_cnn.py, both with Adam;
+model-zoo ``resnet18_v1`` (batch 32, 3x32x32, SGD momentum) of bench/engine_zoo.py against
+MXNet. Targets (issue 29):
 
 - scaling 1 -> 2 threads >= 1.7x on the CNN and on ResNet-18 (MXNet: 1.6x);
 - at 2 threads: CNN <= 0.8x MXNet and <= 0.8x PyTorch; ResNet-18 <= 0.8x the faster anchor;
   resnet18_v1 <= 0.6x MXNet.
 
 ``--threads 4`` or ``8`` on a 2-core machine oversubscribes it: those figures say how each
-contender copes with more threads than cores, not how it scales. Wall-clock scaling means
-something only on an otherwise idle machine (``uptime`` load well under 1).
+contender copes with more threads than cores, not how it scales.
 
-Usage: python bench/scaling.py --threads 2 [--nets cnn,resnet18,resnet18_v1] [--steps 5]
-       [--rounds 3]
+The machine's own ceiling is printed before and after (bench/machine_ceiling.py: N
+processes of single-threaded sgemm, and of memory copies, at once against one alone). On a
+cloud VM one busy core may run at a higher clock than N busy cores, so a GEMM-bound step can
+scale by less than N even with no synchronisation at all; read a scaling figure beside it.
+
+Usage: python bench/scaling.py --threads 2 [--nets cnn,resnet18,resnet18_v1] [--steps 2]
+       [--rounds 10]
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ import argparse
 import os
 import statistics
 import sys
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from threads import cap_threads  # noqa: E402
@@ -36,86 +48,126 @@ THREADS = cap_threads(default=2)
 
 import engine_cnn  # noqa: E402
 import engine_zoo  # noqa: E402
-from anchors import anchor_python  # noqa: E402
+import machine_ceiling  # noqa: E402
+from anchors import AnchorStepper, anchor_python  # noqa: E402
 
 from engine.ndarray import kernel_threads  # noqa: E402
 
+VERSIONS: dict[str, str] = {}
 TARGETS = {"cnn": ("<= 0.8x mxnet, <= 0.8x torch", 1.7),
            "resnet18": ("<= 0.8x the faster anchor", 1.7),
            "resnet18_v1": ("<= 0.6x mxnet", None)}
 
 
-def _engine(net: str, data):
+Key = tuple[str, int]  # (contender, threads)
+
+
+def _engine_stepper(net: str, data) -> Callable[[int, int], list[float]]:
+    """``run(threads, steps)``: the engine's step times at ``threads`` threads."""
     if net == "resnet18_v1":
         step = engine_zoo.engine_step(net, data)
-        return lambda steps: [wall for wall, _ in engine_zoo.time_engine(step, steps)]
-    step = engine_cnn.engine_step(net, data)
-    return lambda steps: engine_cnn.time_engine(step, steps)
+    else:
+        step = engine_cnn.engine_step(net, data)
+    step()  # traces the hybridized program and completes the deferred shapes
+    for threads in (1, THREADS):
+        kernel_threads.set_count(threads)
+        step()
+
+    def run(threads: int, steps: int) -> list[float]:
+        kernel_threads.set_count(threads)
+        step()  # the first step after a change of count wakes (or idles) the threads
+        times = []
+        for _ in range(steps):
+            started = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - started)
+        return times
+
+    return run
 
 
-def _anchor(name: str, net: str, data, steps: int, threads: int) -> list[float] | None:
+def _anchor_code(name: str, net: str, threads: int) -> str | None:
     if anchor_python(name) is None:
         return None
     if net == "resnet18_v1":
-        if name != "mxnet":
-            return None
-        return [wall for wall, _ in engine_zoo.mxnet_times(net, data, steps, threads)[0]]
-    return engine_cnn.run_anchor(name, net, data, steps, threads)
+        return engine_zoo.mxnet_stepper_code(net) if name == "mxnet" else None
+    return engine_cnn.anchor_stepper_code(name, net, threads)
 
 
-def measure(net: str, steps: int, rounds: int) -> dict[tuple[str, int], list[float]]:
+def measure(net: str, steps: int, rounds: int) -> list[dict[Key, float]]:
+    """Per round, each contender's median seconds per step."""
     batch = {"cnn": 64, "resnet18": 16, "resnet18_v1": 32}[net]
     data = (engine_zoo.make_data(batch, 32) if net == "resnet18_v1"
             else engine_cnn.make_data(batch))
-    engine_steps = _engine(net, data)
-    times: dict[tuple[str, int], list[float]] = {}
-    for _ in range(rounds):
-        for threads in (1, THREADS):
-            kernel_threads.set_count(threads)
-            times.setdefault(("engine", threads), []).extend(engine_steps(steps))
+    engine = _engine_stepper(net, data)
+    runners: dict[Key, Callable[[int], list[float]]] = {
+        ("engine", t): (lambda count, t=t: engine(t, count)) for t in (1, THREADS)}
+    with ExitStack() as stack:
         for name in ("mxnet", "torch"):
             for threads in (1, THREADS):
-                secs = _anchor(name, net, data, steps, threads)
-                if secs is not None:
-                    times.setdefault((name, threads), []).extend(secs)
-    return times
+                code = _anchor_code(name, net, threads)
+                if code is not None:
+                    stepper = stack.enter_context(
+                        AnchorStepper(name, code, data, threads=threads))
+                    VERSIONS[name] = str(stepper.json.get("version", ""))
+                    runners[(name, threads)] = stepper.steps
+        keys = list(runners)
+        per_round = []
+        for r in range(rounds):
+            times = {}
+            for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+                times[key] = statistics.median(runners[key](steps))
+            per_round.append(times)
+    return per_round
 
 
-def report(net: str, times: dict[tuple[str, int], list[float]]) -> None:
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):5.2f}x (rounds {min(values):.2f}-{max(values):.2f})"
+
+
+def report(net: str, per_round: list[dict[Key, float]]) -> None:
     target, scaling_target = TARGETS[net]
-    medians = {key: statistics.median(ts) * 1e3 for key, ts in times.items()}
+    keys = per_round[0].keys()
+    medians = {key: statistics.median(r[key] for r in per_round) * 1e3 for key in keys}
     print(f"{net} (at {THREADS} threads: {target}; scaling target "
-          f"{'none' if scaling_target is None else f'>= {scaling_target}x'}):")
+          f"{'none' if scaling_target is None else f'>= {scaling_target}x'}; "
+          f"{len(per_round)} rounds):")
     for name in ("engine", "mxnet", "torch"):
         if (name, 1) not in medians:
             continue
-        one, many = medians[(name, 1)], medians[(name, THREADS)]
-        print(f"  {name:<7} 1 thread {one:8.1f} ms  {THREADS} threads {many:8.1f} ms  "
-              f"scaling {one / many:5.2f}x")
+        scaling = [r[(name, 1)] / r[(name, THREADS)] for r in per_round]
+        label = f"{name} {VERSIONS.get(name, '')}".strip()
+        print(f"  {label:<18} 1 thread {medians[(name, 1)]:8.1f} ms  {THREADS} threads "
+              f"{medians[(name, THREADS)]:8.1f} ms  scaling {_spread(scaling)}")
     anchors = [n for n in ("mxnet", "torch") if (n, THREADS) in medians]
     for name in anchors:
-        print(f"  at {THREADS} threads engine / {name:<6} = "
-              f"{medians[('engine', THREADS)] / medians[(name, THREADS)]:5.2f}")
+        ratios = [r[("engine", THREADS)] / r[(name, THREADS)] for r in per_round]
+        print(f"  at {THREADS} threads engine / {name:<6} = {_spread(ratios)}")
     if anchors:
-        fastest = min(medians[(n, THREADS)] for n in anchors)
-        print(f"  at {THREADS} threads engine / faster anchor = "
-              f"{medians[('engine', THREADS)] / fastest:5.2f}")
-        print(f"  at 1 thread engine / faster anchor = "
-              f"{medians[('engine', 1)] / min(medians[(n, 1)] for n in anchors):5.2f}")
+        for threads in (THREADS, 1):
+            ratios = [r[("engine", threads)] / min(r[(n, threads)] for n in anchors)
+                      for r in per_round]
+            print(f"  at {threads} thread{'s' if threads > 1 else ''} engine / faster anchor "
+                  f"= {_spread(ratios)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", default="cnn,resnet18,resnet18_v1")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2,
+                        help="timed steps per contender per round")
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2, help="the N of 1 vs N threads")
     args = parser.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"1 vs {THREADS} threads each, {os.cpu_count()} cores (load average {load:.2f} at "
-          f"start), {args.rounds} interleaved rounds of {args.steps} steps")
+          f"start), {args.rounds} rounds of {args.steps} steps per contender, in lockstep")
+    # What the machine itself gives THREADS cores against one, before and after: a figure
+    # of scaling means little without it on a shared host (bench/machine_ceiling.py).
+    print(machine_ceiling.describe(THREADS, 3), flush=True)
     for net in args.nets.split(","):
         report(net, measure(net, args.steps, args.rounds))
+    print(machine_ceiling.describe(THREADS, 3))
 
 
 if __name__ == "__main__":

@@ -29,10 +29,13 @@ pytestmark = pytest.mark.skipif(not cpu_kernels.ENABLED, reason="numba is not in
 rng = np.random.RandomState(5)
 
 # (data shape NCHW, filters, pad): sizes whose outputs are not multiples of 4 (a partial last
-# tile), padding 0, 1 and 2, batch 1, one channel, and a CNN-like 32-channel layer
+# tile), padding 0, 1 and 2, batch 1, one channel, and a CNN-like 32-channel layer; for the
+# transforms' blocks of rows of tiles (winograd4.BLOCK_TILES): blocks that span images, a
+# short last block (3 images of 2 rows in blocks of 4 rows), one row wider than a block
 SHAPES = [((1, 3, 5, 5), 2, 0), ((2, 4, 7, 6), 3, 1), ((2, 5, 8, 9), 4, 0),
           ((1, 2, 3, 3), 1, 1), ((3, 17, 11, 12), 8, 2), ((1, 6, 4, 7), 5, 1),
-          ((1, 1, 6, 6), 1, 0), ((2, 32, 12, 12), 64, 1)]
+          ((1, 1, 6, 6), 1, 0), ((2, 32, 12, 12), 64, 1), ((3, 3, 6, 5), 2, 1),
+          ((1, 2, 5, 38), 3, 1)]
 
 
 def _case(shape, filters, pad):

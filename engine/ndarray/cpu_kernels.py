@@ -121,6 +121,69 @@ def max_pool_2x2_grad(g: Any, arg: Any, gx: Any) -> None:
                         gx[n, 2 * i + di, 2 * j + dj, c] = g[n, i, j, c] if hit else _ZERO
 
 
+@kernel
+def max_pool_2d(x: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, lowest: Any,
+                out: Any, arg: Any) -> None:
+    """Max-pool of channels-last ``x`` (N, H, W, C) with any window, stride and padding into
+    ``out`` (N, OH, OW, C), with ``arg`` (uint8) the row-major window position of the first
+    maximum (the cell MXNet's backward picks). Padding and cells past it (ceil mode) count as
+    ``lowest``, the dtype's lowest finite value, as MXNet's kernels; one block per output row."""
+    n_, oh_, ow_, c_ = out.shape
+    h_, w_ = x.shape[1], x.shape[2]
+    for p in prange(n_ * oh_):
+        n, i = p // oh_, p % oh_
+        for j in range(ow_):
+            best = out[n, i, j]
+            at = arg[n, i, j]
+            for c in range(c_):
+                best[c] = lowest
+                at[c] = 0
+            for di in range(kh):
+                y = i * sh - ph + di
+                if y < 0 or y >= h_:
+                    continue  # padding: lowest, which only the first position keeps
+                for dj in range(kw):
+                    xx = j * sw - pw + dj
+                    if xx < 0 or xx >= w_:
+                        continue
+                    k = di * kw + dj
+                    src = x[n, y, xx]
+                    for c in range(c_):
+                        v, b = src[c], best[c]
+                        if k == 0 or ((v > b or v != v) and b == b):  # as _first_max
+                            best[c] = v
+                            at[c] = k
+
+
+@kernel
+def max_pool_2d_grad(g: Any, arg: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
+                     gx: Any) -> None:
+    """Each output's gradient added to its window's first maximum (``arg`` of
+    :func:`max_pool_2d`), in output order; windows overlap within an image only, so one
+    block per image."""
+    n_, oh_, ow_, c_ = g.shape
+    h_, w_ = gx.shape[1], gx.shape[2]
+    for n in prange(n_):
+        gx[n] = 0.0
+        for i in range(oh_):
+            for j in range(ow_):
+                src = g[n, i, j]
+                at = arg[n, i, j]
+                for di in range(kh):
+                    y = i * sh - ph + di
+                    if y < 0 or y >= h_:
+                        continue
+                    for dj in range(kw):
+                        xx = j * sw - pw + dj
+                        if xx < 0 or xx >= w_:
+                            continue
+                        k = di * kw + dj
+                        dst = gx[n, y, xx]
+                        for c in range(c_):
+                            if at[c] == k:
+                                dst[c] += src[c]
+
+
 # ------------------------------------------------------------ residual add + ReLU
 @kernel
 def add_relu(a: Any, b: Any, out: Any) -> None:

@@ -1,4 +1,4 @@
-"""BatchNorm and 2x2 max-pooling through the compiled kernels (engine.ndarray.cpu_kernels).
+"""BatchNorm and max-pooling through the compiled kernels (engine.ndarray.cpu_kernels).
 
 The kernels take float32 data laid out channels-last in memory, as a convolution returns
 it. Each test runs the op on such data and compares with the numpy path of the same op on
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine import autograd, nd
-from engine.ndarray import cpu_kernels
+from engine.ndarray import cpu_kernels, kernel_threads
 
 rng = np.random.default_rng(5)
 
@@ -92,8 +92,54 @@ def test_max_pool_2x2_propagates_nan_as_numpys_maximum():
     assert np.isnan(out[0, 1, 0, 0]) and np.isfinite(np.delete(out.ravel(), 4)).all()
 
 
-def test_max_pool_of_odd_sizes_falls_back_to_the_numpy_path():
+def test_max_pool_of_odd_sizes_drops_the_last_row():
     x = rng.standard_normal((1, 2, 5, 4)).astype(np.float32)
     y = nd.Pooling(channels_last(x), kernel=(2, 2), stride=(2, 2), pool_type="max")
     want = x[:, :, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))
     np.testing.assert_array_equal(y.asnumpy(), want)
+
+
+def _pool(x, dtype, **geometry):
+    """Max-pool output and input gradient; float32 takes the compiled kernels (channels-last
+    memory), float64 the numpy path. The head gradient holds small integers, so sums of them
+    are exact in any order and the two paths must agree bit for bit."""
+    arr = channels_last(x.astype(np.float32)) if dtype == np.float32 \
+        else nd.array(x, dtype=np.float64)
+    arr.attach_grad()
+    with autograd.record():
+        y = nd.Pooling(arr, pool_type="max", **geometry)
+    head = np.random.default_rng(3).integers(-4, 5, y.shape)
+    y.backward(nd.array(head, dtype=dtype))
+    out = y.asnumpy()  # a window wholly past the input holds the dtype's lowest value
+    return np.where(out == np.finfo(dtype).min, -np.inf, out), arr.grad.asnumpy()
+
+
+POOLS = [dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1)),  # ResNet's stem: windows overlap
+         dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pooling_convention="full"),
+         dict(kernel=(2, 3), stride=(1, 2), pad=(0, 1)),
+         dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1)),
+         dict(kernel=(2, 2), stride=(3, 3), pooling_convention="full")]  # gaps, ceil mode
+
+
+@pytest.mark.parametrize("geometry", POOLS)
+def test_max_pool_of_any_window_matches_the_numpy_path(geometry):
+    # few distinct values: ties everywhere, and the gradient goes to each window's first
+    # maximum in row-major order (MXNet's backward); padding never takes it
+    x = rng.integers(-2, 2, (2, 3, 9, 7)).astype(np.float64)
+    got, want = _pool(x, np.float32, **geometry), _pool(x, np.float64, **geometry)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_max_pool_of_any_window_is_the_same_on_any_thread_count():
+    x = rng.standard_normal((6, 8, 17, 15))
+    before = kernel_threads.count()
+    try:
+        results = []
+        for count in (1, 2, 3):
+            kernel_threads.set_count(count)
+            results.append(_pool(x, np.float32, **POOLS[0]))
+    finally:
+        kernel_threads.set_count(before)
+    for got in results[1:]:
+        assert all(g.tobytes() == r.tobytes() for g, r in zip(got, results[0], strict=True))

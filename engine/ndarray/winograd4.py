@@ -196,7 +196,8 @@ def _load_planes(src: Any, t0: int, buf: Any) -> None:
 # buffer (tiles, 36, C) in cache and moves it to (or from) the planes in one pass, plane by
 # plane, in runs of the block's tiles: measured here, the data-gradient transform of a
 # (64, 16, 16, 64) map went from 5.0 to 2.2 ms on one thread and from 2.3 to 0.9 on two.
-# The arithmetic is unchanged: the same floats.
+# The arithmetic is unchanged: the same floats. (F(2x2)'s 16 planes, engine.ndarray.
+# conv_kernels, gained nothing from the same blocks: its kernels write each tile directly.)
 @kernel
 def _input_transform(x: Any, ph: int, pw: int, th: int, tw: int, v: Any) -> None:
     """``V = Bᵀ d B`` for every 6x6 tile d (stride 4) of channels-last x (N, H, W, C)

@@ -34,11 +34,12 @@ numba). Without numba the functions stay plain Python (correct, slow, used by no
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy
 
-from .kernel_threads import ENABLED, JIT_OPTIONS, kernel, numba, prange
+from .kernel_threads import ENABLED, JIT_OPTIONS, kernel, numba, prange, run_tasks
 
 # elements per block of an elementwise kernel (one block's share of the work: ~64 KiB)
 ELEMENT_BLOCK = 16384
@@ -182,6 +183,43 @@ def max_pool_2d_grad(g: Any, arg: Any, kh: int, kw: int, sh: int, sw: int, ph: i
                         for c in range(c_):
                             if at[c] == k:
                                 dst[c] += src[c]
+
+
+@kernel
+def channels_last_to_first(src: Any, dst: Any) -> None:
+    """``dst[f, c, k] = src[f, k, c]``: one block per leading index (a filter), whose
+    K x C values stay in cache while they are transposed."""
+    for f in prange(src.shape[0]):
+        s = src[f]
+        d = dst[f]
+        for k in range(s.shape[0]):
+            for c in range(s.shape[1]):
+                d[c, k] = s[k, c]
+
+
+def assign(target: Any, value: Any) -> None:
+    """``target[...] = value``, faster for the weight gradients a training step copies into
+    its parameters: a channels-first (F, C, *K) target from a transposed channels-last
+    (F, *K, C) gradient (what a convolution computes) through
+    :func:`channels_last_to_first` (numpy's strided copy of that view ran 2.6x slower than
+    a contiguous copy: 5.6 ms for a 512x512x3x3 weight); anything else as numpy does."""
+    if (value.ndim >= 3 and target.ndim == value.ndim and target.shape == value.shape
+            and available(target, value) and target.flags.c_contiguous):
+        order = (0, *range(2, value.ndim), 1)
+        stored = value.transpose(order)
+        if stored.flags.c_contiguous:
+            f, c = value.shape[0], value.shape[1]
+            channels_last_to_first(stored.reshape(f, -1, c), target.reshape(f, c, -1))
+            return
+    if (type(target) is numpy.ndarray and type(value) is numpy.ndarray and target.ndim
+            and target.shape == value.shape and target.nbytes >= 2 << 20):
+        # a big plain copy (a 1x1-map convolution's 9.4 MB gradient): in blocks of about
+        # 1 MiB on the engine's threads (memory copies scale with the cores here)
+        rows = max(1, (1 << 20) // max(1, target[0].nbytes))
+        run_tasks([partial(numpy.copyto, target[r:r + rows], value[r:r + rows])
+                   for r in range(0, target.shape[0], rows)])
+        return
+    target[...] = value
 
 
 # ------------------------------------------------------------ residual add + ReLU

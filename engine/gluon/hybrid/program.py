@@ -20,6 +20,7 @@ from typing import Any
 
 from ... import autograd, grad_hooks
 from ...autograd import WRITTEN
+from ...ndarray import cpu_kernels
 from ...ndarray.ndarray import NDArray, _Node
 from .kernels import (
     ActivationKernel,
@@ -386,7 +387,7 @@ class Program:
                     # step, not two: this one and the tape's into .grad).
                     target = direct.get(id(run.leaves[index]))
                     if target is not None and target.shape == grad.shape:
-                        target[...] = grad
+                        cpu_kernels.assign(target, grad)
                         grad = WRITTEN
                     else:
                         grad = grad.copy()

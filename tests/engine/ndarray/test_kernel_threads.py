@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine import threads
-from engine.ndarray import batch_norm_kernels, conv_kernels, gemm, kernel_threads
+from engine.ndarray import batch_norm_kernels, conv_kernels, cpu_kernels, gemm, kernel_threads
 
 rng = np.random.default_rng(7)
 
@@ -171,3 +171,25 @@ def test_cgroup_quotas_v2_and_v1_the_tightest_along_the_hierarchy(tmp_path, monk
     assert threads._cgroup_quota() is None
     proc.write_text("garbage\n")
     assert threads._cgroup_quota() is None
+
+
+def test_weight_gradient_copies_give_numpys_assignment_on_any_thread_count(thread_counts):
+    """cpu_kernels.assign: a convolution's channels-last weight gradient seen channels-first
+    (a transposed view) goes through a compiled transpose; a big plain copy through blocks
+    on the engine's threads; anything else as numpy assigns. The values are numpy's."""
+    stored = rng.standard_normal((64, 3, 3, 48)).astype(np.float32)
+    plain = rng.standard_normal((1000, 64, 3, 3)).astype(np.float32)  # 2.3 MB: blocks
+    cases = [stored.transpose(0, 3, 1, 2), plain, plain[:, :5],  # the last one is small
+             rng.standard_normal((4, 7, 5)).astype(np.float32).transpose(0, 2, 1),
+             rng.standard_normal((6, 5, 3, 3))]  # float64: numpy's own copy
+
+    def copies():
+        out = []
+        for value in cases:
+            target = np.empty(value.shape, value.dtype)
+            cpu_kernels.assign(target, value)
+            np.testing.assert_array_equal(target, value)
+            out.append(target)
+        return np.concatenate([t.ravel().astype(np.float64) for t in out])
+
+    assert _equal_bytes(thread_counts(copies))

@@ -223,12 +223,19 @@ def assign(target: Any, value: Any) -> None:
 
 
 # ------------------------------------------------------------ residual add + ReLU
+# An element loop indexes with unsigned integers: with a signed index numba checks each
+# access for a negative (wrap-around) index, which kept LLVM from vectorizing these loops:
+# add_relu over 128k float32 took 246 us on one thread and 224 us on two; unsigned, 52 us
+# and 15 us (the same floats).
+_index = numba.uint64 if ENABLED else int
+
+
 @kernel
 def add_relu(a: Any, b: Any, out: Any) -> None:
     """``out = maximum(a + b, 0)`` over 1-D arrays (float32 sum, as numpy's add)."""
     size = out.shape[0]
     for blk in prange((size + ELEMENT_BLOCK - 1) // ELEMENT_BLOCK):
-        for i in range(blk * ELEMENT_BLOCK, min(size, (blk + 1) * ELEMENT_BLOCK)):
+        for i in range(_index(blk * ELEMENT_BLOCK), _index(min(size, (blk + 1) * ELEMENT_BLOCK))):
             out[i] = _relu(a[i] + b[i])
 
 
@@ -238,7 +245,7 @@ def relu_grad_of_output(g: Any, out: Any, gx: Any) -> None:
     relu rule)."""
     size = out.shape[0]
     for blk in prange((size + ELEMENT_BLOCK - 1) // ELEMENT_BLOCK):
-        for i in range(blk * ELEMENT_BLOCK, min(size, (blk + 1) * ELEMENT_BLOCK)):
+        for i in range(_index(blk * ELEMENT_BLOCK), _index(min(size, (blk + 1) * ELEMENT_BLOCK))):
             gx[i] = _relu_grad(g[i], out[i])
 
 

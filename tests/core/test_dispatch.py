@@ -34,6 +34,28 @@ def broker() -> Iterator[RedisProcess]:
         yield process
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def own_sessions(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[sessionmaker[Session]]:
+    """A database of this test's own, on SQLite and on PostgreSQL: a test that times how
+    soon every queued job is sent again must not wait on other tests' queued jobs, which
+    the shared session database holds and the dispatcher sends too."""
+    from contextlib import ExitStack
+
+    from core.migrate import upgrade
+    from tests.services import postgres_database
+
+    with ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp_path_factory.mktemp('dispatch') / 'rudder.db'}"
+            upgrade(url)
+        else:
+            url = stack.enter_context(postgres_database())
+        engine = make_engine(url)
+        stack.callback(engine.dispose)
+        yield make_sessionmaker(engine)
+
+
 @pytest.fixture
 def channel(broker: RedisProcess) -> Iterator[Channel]:
     chan = Channel.from_url(broker.url)
@@ -117,11 +139,11 @@ def test_the_dispatch_thread_keeps_retrying_until_the_broker_takes_the_job(
 
 
 def test_queued_jobs_the_broker_lost_are_sent_again_within_seconds(
-    session_factory: sessionmaker[Session], broker: RedisProcess, channel: Channel
+    own_sessions: sessionmaker[Session], broker: RedisProcess, channel: Channel
 ) -> None:
     """Redis restarted empty (no persistence): three queued jobs lost their messages."""
-    job_ids = _queued_jobs(session_factory, 3)
-    dispatcher = _dispatcher(session_factory, channel, broker, lost_after_seconds=2,
+    job_ids = _queued_jobs(own_sessions, 3)
+    dispatcher = _dispatcher(own_sessions, channel, broker, lost_after_seconds=2,
                              check_interval_seconds=1)
     dispatcher.run_once()
     assert len(_messages(broker, job_ids)) == 3

@@ -9,7 +9,9 @@ cores than 1: the CPU-time line says what 2 idle cores would give: twice one ran
 time per step over a rank's CPU time per step in the 2-rank job, communication threads
 included). "comm wait" is the share of rank 0's
 step time spent blocked in ``trainer.step`` waiting for the gradient reduction (what
-backward did not hide). Targets: CNN 2 ranks >= 1.8x one rank's images/s.
+backward did not hide). Targets: CNN 2 ranks >= 1.8x one rank's images/s. The machine's
+own 2-core ceiling (bench/machine_ceiling.py) is printed first: on a cloud VM two busy cores
+may each run slower than one alone, which no reduction schedule can win back.
 
 Usage: python bench/dist_scaling.py [--nets cnn,mlp,resnet18] [--steps 10] [--rounds 2]
 """
@@ -28,6 +30,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
+
+import machine_ceiling  # noqa: E402
 
 BATCH = {"cnn": 64, "mlp": 128, "resnet18": 16}
 TARGET = {"cnn": 1.8}
@@ -126,6 +130,7 @@ def main() -> None:
         return
     print(f"1 thread per rank, {os.cpu_count()} cores, {args.rounds} rounds of {args.steps} "
           f"steps per job (medians)", flush=True)
+    print(machine_ceiling.describe(2, 3), flush=True)  # what 2 busy cores give against 1
     for net_name in args.nets.split(","):
         one: list[float] = []
         two: list[float] = []

@@ -6,6 +6,7 @@ same inputs; outputs and the gradients of ``sum(y * cos(y))``-style heads must a
 ``target_shape``, pooling conventions and ``count_include_pad``. MXNet runs once per module.
 """
 
+import itertools
 import textwrap
 
 import numpy as np
@@ -346,5 +347,5 @@ def test_single_position_weight_passes_split_into_blocks_that_cover_every_filter
     w = np.empty((512, 512, 3, 3), np.float32)  # ResNet's last stage: 9.4 MB
     blocks = conv_ops._filter_blocks(w)
     assert len(blocks) == 9 and blocks[0][0] == 0 and blocks[-1][1] == 512
-    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
     assert conv_ops._filter_blocks(np.empty((7, 12, 3, 3), np.float32)) == [(0, 7)]

@@ -37,7 +37,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from contextlib import ExitStack
 
@@ -74,14 +73,8 @@ def _engine_stepper(net: str, data) -> Callable[[int, int], list[float]]:
         step()
 
     def run(threads: int, steps: int) -> list[float]:
-        kernel_threads.set_count(threads)
-        step()  # the first step after a change of count wakes (or idles) the threads
-        times = []
-        for _ in range(steps):
-            started = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - started)
-        return times
+        kernel_threads.set_count(threads)  # time_engine's untimed steps settle the threads
+        return engine_cnn.time_engine(step, steps)
 
     return run
 

@@ -160,27 +160,20 @@ def _block_rows(tw: int) -> int:
 
 
 @_jit
-def _store_planes(buf: Any, dst: Any, t0: int) -> None:
-    """``dst[k, t0 + q] = buf[q, k]``: a block's tiles, tile-major, into the 36 planes."""
+def _move_planes(planes: Any, t0: int, buf: Any, into_planes: bool) -> None:
+    """A block's tiles between the 36 planes and its tile-major buffer: ``planes[k, t0 + q]
+    = buf[q, k]`` when ``into_planes``, else the other way."""
     nt, ch = buf.shape[0], _u(buf.shape[2])
     for k in range(36):
         for q in range(nt):
-            row = dst[_u(k), _u(t0 + q)]
-            src = buf[_u(q), _u(k)]
-            for c in range(ch):
-                row[c] = src[c]
-
-
-@_jit
-def _load_planes(src: Any, t0: int, buf: Any) -> None:
-    """``buf[q, k] = src[k, t0 + q]``: a block's tiles from the 36 planes, tile-major."""
-    nt, ch = buf.shape[0], _u(buf.shape[2])
-    for k in range(36):
-        for q in range(nt):
-            row = src[_u(k), _u(t0 + q)]
-            dst = buf[_u(q), _u(k)]
-            for c in range(ch):
-                dst[c] = row[c]
+            plane_row = planes[_u(k), _u(t0 + q)]
+            buf_row = buf[_u(q), _u(k)]
+            if into_planes:
+                for c in range(ch):
+                    plane_row[c] = buf_row[c]
+            else:
+                for c in range(ch):
+                    buf_row[c] = plane_row[c]
 
 
 # In the four kernels below the channel loop is the innermost one, with the 1-D transform
@@ -237,7 +230,7 @@ def _input_transform(x: Any, ph: int, pw: int, th: int, tw: int, v: Any) -> None
                         buf[q, k + 3, c] = r[3]
                         buf[q, k + 4, c] = r[4]
                         buf[q, k + 5, c] = r[5]
-        _store_planes(buf, v, p0 * tw)
+        _move_planes(v, p0 * tw, buf, True)
 
 
 @kernel
@@ -251,7 +244,7 @@ def _output_transform(m: Any, th: int, tw: int, bias: Any, use_bias: bool, out: 
         p0 = blk * rb
         p1 = min(rows, p0 + rb)
         buf = np.empty(((p1 - p0) * tw, 36, f_), dtype=m.dtype)
-        _load_planes(m, p0 * tw, buf)
+        _move_planes(m, p0 * tw, buf, False)
         s = np.empty((4, 6, f_), dtype=m.dtype)
         o = np.empty((4, 4, f_), dtype=m.dtype)
         for p in range(p0, p1):
@@ -323,7 +316,7 @@ def _grad_transform(gl: Any, th: int, tw: int, gy: Any) -> None:
                         buf[q, k + 3, j] = r[3]
                         buf[q, k + 4, j] = r[4]
                         buf[q, k + 5, j] = r[5]
-        _store_planes(buf, gy, p0 * tw)
+        _move_planes(gy, p0 * tw, buf, True)
 
 
 @kernel
@@ -337,7 +330,7 @@ def _input_grad(dv: Any, ph: int, pw: int, th: int, tw: int, gx: Any) -> None:
         t = np.empty((6, 6, c_), dtype=gx.dtype)
         buf = np.empty((tw, 36, c_), dtype=dv.dtype)  # one row of tiles, tile-major
         for ty in range(th):
-            _load_planes(dv, (n * th + ty) * tw, buf)
+            _move_planes(dv, (n * th + ty) * tw, buf, False)
             for tx in range(tw):
                 dt = buf[_u(tx)]
                 for b in range(6):  # t = B dV, column by column

@@ -243,13 +243,6 @@ def _single_tap(sizes: tuple[int, ...], out_sizes: tuple[int, ...], kernel: tupl
     return tuple(p // d for p, d in zip(pad, dilate, strict=True))
 
 
-def _filter_blocks(w: Any) -> list[tuple[int, int]]:
-    """A weight's filters in blocks of about 1 MiB: a few tasks per thread (each task costs
-    10-30 µs to hand out), each block's two passes mostly in cache."""
-    per_filter = max(1, w[0].nbytes)
-    return gemm.bounds(w.shape[0], max(1, (1 << 20) // per_filter))
-
-
 def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, xl: Any,
                             tap: tuple[int, ...], last: bool) -> NDArray:
     """A convolution of 1-pixel maps (ResNet's last stage on 32x32 images: a 3x3, padding-1
@@ -265,7 +258,8 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
     # The copy and the gradient's zeros stream the whole weight (9.4 MB for 512x512x3x3),
     # more than the product itself: both run in blocks of filters on the engine's threads.
     wc = np.empty((f, c), dtype=w.dtype)
-    run_tasks([partial(np.copyto, wc[f0:f1], w[f0:f1][at]) for f0, f1 in _filter_blocks(w)])
+    blocks = cpu_kernels.leading_blocks(w)
+    run_tasks([partial(np.copyto, wc[f0:f1], w[f0:f1][at]) for f0, f1 in blocks])
     out = gemm.matmul(x2, wc.T)
     if bias is not None:
         out += bias._data
@@ -281,7 +275,7 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
             block.fill(0)
             block[at] = tap_grad[f0:f1]
 
-        run_tasks([partial(write, f0, f1) for f0, f1 in _filter_blocks(w)])
+        run_tasks([partial(write, f0, f1) for f0, f1 in blocks])
         gx = None
         if need_gx:
             gx = conv_windows.from_channels_last(gemm.matmul(g2, wc).reshape(xl.shape), last)

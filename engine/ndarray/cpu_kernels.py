@@ -213,13 +213,21 @@ def assign(target: Any, value: Any) -> None:
             return
     if (type(target) is numpy.ndarray and type(value) is numpy.ndarray and target.ndim
             and target.shape == value.shape and target.nbytes >= 2 << 20):
-        # a big plain copy (a 1x1-map convolution's 9.4 MB gradient): in blocks of about
-        # 1 MiB on the engine's threads (memory copies scale with the cores here)
-        rows = max(1, (1 << 20) // max(1, target[0].nbytes))
-        run_tasks([partial(numpy.copyto, target[r:r + rows], value[r:r + rows])
-                   for r in range(0, target.shape[0], rows)])
+        # a big plain copy (a 1x1-map convolution's 9.4 MB gradient): in blocks on the
+        # engine's threads (memory copies scale with the cores here)
+        run_tasks([partial(numpy.copyto, target[r0:r1], value[r0:r1])
+                   for r0, r1 in leading_blocks(target)])
         return
     target[...] = value
+
+
+def leading_blocks(array: Any) -> list[tuple[int, int]]:
+    """``array``'s first axis in blocks of about 1 MiB, as (start, stop) pairs, for a pass
+    over a big array on the engine's threads: a few tasks per thread (each costs 10-30 µs to
+    hand out), each block mostly in cache while it is worked on."""
+    per_row = max(1, array[0].nbytes) if array.ndim and len(array) else 1
+    rows = max(1, (1 << 20) // per_row)
+    return [(r, min(r + rows, len(array))) for r in range(0, len(array), rows)]
 
 
 # ------------------------------------------------------------ residual add + ReLU

@@ -342,10 +342,10 @@ def test_one_pixel_maps_take_the_single_kernel_position(monkeypatch, layout, ker
 def test_single_position_weight_passes_split_into_blocks_that_cover_every_filter():
     """The single-position path copies its weight slice and writes its gradient in blocks of
     filters on the engine's threads: blocks of about 1 MiB, in order, covering every filter."""
-    from engine.ndarray import conv_ops
+    from engine.ndarray import cpu_kernels
 
     w = np.empty((512, 512, 3, 3), np.float32)  # ResNet's last stage: 9.4 MB
-    blocks = conv_ops._filter_blocks(w)
-    assert len(blocks) == 9 and blocks[0][0] == 0 and blocks[-1][1] == 512
+    blocks = cpu_kernels.leading_blocks(w)
+    assert len(blocks) == 10 and blocks[0][0] == 0 and blocks[-1][1] == 512
     assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
-    assert conv_ops._filter_blocks(np.empty((7, 12, 3, 3), np.float32)) == [(0, 7)]
+    assert cpu_kernels.leading_blocks(np.empty((7, 12, 3, 3), np.float32)) == [(0, 7)]

@@ -218,6 +218,12 @@ for line in sys.stdin:
 """
 
 
+def stepper_code(timing_snippet: str, module: str) -> str:
+    """A timing snippet (build, warm up, ``times = []``, a timed loop) cut before its timed
+    loop, for an :class:`AnchorStepper`; it reports ``module.__version__`` as its version."""
+    return timing_snippet.split("times = []")[0] + f"result['version'] = {module}.__version__\n"
+
+
 class AnchorStepper:
     """An anchor process that keeps a warm model and times ``steps(n)`` on request.
 

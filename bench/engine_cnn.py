@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anchors import anchor_python, run_in_anchor  # noqa: E402
+from anchors import anchor_python, run_in_anchor, stepper_code  # noqa: E402
 
 LR = 1e-3
 TARGETS = {"cnn": "engine <= 1.0x mxnet", "resnet18": "engine <= 1.5x min(mxnet, torch)"}
@@ -216,9 +216,8 @@ def anchor_code(name: str, net_name: str, threads: int, steps: int) -> str:
 def anchor_stepper_code(name: str, net_name: str, threads: int) -> str:
     """The anchor's snippet for an ``anchors.AnchorStepper``: built, warmed up, ``step()``
     defined, its version in ``result``; no timing loop."""
-    setup = anchor_code(name, net_name, threads, 0).split("times = []")[0]
-    module = "mx" if name == "mxnet" else "torch"
-    return setup + f"result['version'] = {module}.__version__\n"
+    return stepper_code(anchor_code(name, net_name, threads, 0),
+                        "mx" if name == "mxnet" else "torch")
 
 
 def run_anchor(name: str, net_name: str, data, steps: int,

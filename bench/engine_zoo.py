@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anchors import anchor_python, run_in_anchor  # noqa: E402
+from anchors import anchor_python, run_in_anchor, stepper_code  # noqa: E402
 
 OPTIMIZER = ("sgd", {"learning_rate": 0.01, "momentum": 0.9})
 
@@ -114,7 +114,7 @@ def mxnet_code(model: str, steps: int) -> str:
 
 def mxnet_stepper_code(model: str) -> str:
     """MXNet's snippet for an ``anchors.AnchorStepper`` (no timing loop; version in result)."""
-    return mxnet_code(model, 0).split("times = []")[0] + "result['version'] = mx.__version__\n"
+    return stepper_code(mxnet_code(model, 0), "mx")
 
 
 def mxnet_times(model: str, data: dict[str, np.ndarray], steps: int,

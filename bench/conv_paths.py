@@ -9,7 +9,7 @@ thread (so other processes on a shared machine weigh less), the minimum over int
 rounds; with ``--threads`` above 1, wall-clock seconds (this thread's CPU time would leave
 out the work of the engine's other threads).
 
-Usage: python bench/conv_paths.py [--nets cnn,resnet18] [--rounds 5] [--threads 1]
+Usage: python bench/conv_paths.py [--nets cnn,resnet18,resnet18_v1] [--rounds 5] [--threads 1]
 """
 
 from __future__ import annotations
@@ -37,7 +37,10 @@ from engine.ndarray.ndarray import NDArray  # noqa: E402
 # (batch, in channels, size, filters) of each 3x3 stride-1 padding-1 convolution
 LAYERS = {"cnn": [(64, 3, 32, 32), (64, 32, 16, 64), (64, 64, 8, 128)],
           "resnet18": [(16, 3, 32, 64), (16, 64, 32, 64), (16, 128, 16, 128),
-                       (16, 256, 8, 256), (16, 512, 4, 512)]}
+                       (16, 256, 8, 256), (16, 512, 4, 512)],
+          # model-zoo resnet18_v1 on 3x32x32 (bench/engine_zoo.py): its stem leaves 8x8 maps
+          "resnet18_v1": [(32, 64, 8, 64), (32, 128, 4, 128), (32, 256, 2, 256),
+                          (32, 512, 1, 512)]}
 
 
 def time_layer(n: int, c: int, size: int, f: int, reps: int = 5) -> tuple[float, float]:

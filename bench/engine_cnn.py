@@ -299,8 +299,9 @@ def wrapped_kernels(wrap):
             cls.forward, cls.backward = fwd, bwd
 
 
-def profile(net_name: str, data, steps: int) -> None:
-    """Per-op forward/backward ms per step of the engine's hybridized training step.
+def profile(net_name: str, data, steps: int, make_step=None) -> None:
+    """Per-op forward/backward ms per step of the engine's hybridized training step
+    (``make_step(net_name, data)``, by default this module's ``engine_step``).
 
     A hybridized block runs a compiled program of kernels (engine/gluon/hybrid/kernels.py
     and norm_kernels.py: fused ones, and a generic one that calls the ``engine.nd``
@@ -328,7 +329,7 @@ def profile(net_name: str, data, steps: int) -> None:
         return run_timed
 
     with wrapped_kernels(timed):
-        step = engine_step(net_name, data)
+        step = (make_step or engine_step)(net_name, data)
         step()
         step()
         spent.clear()

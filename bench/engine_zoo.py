@@ -12,7 +12,7 @@ loaded machine disturbs far less. ``--threads N`` caps every contender's BLAS/Op
 threads alike (bench/threads.py, default 1).
 
 Usage: python bench/engine_zoo.py [--models resnet18_v1] [--batch 32] [--size 32]
-       [--steps 5] [--rounds 3] [--threads 1]
+       [--steps 5] [--rounds 3] [--threads 1] [--profile]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import engine_cnn  # noqa: E402
 from anchors import anchor_python, run_in_anchor, stepper_code  # noqa: E402
 
 OPTIMIZER = ("sgd", {"learning_rate": 0.01, "momentum": 0.9})
@@ -133,7 +134,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS/OpenMP threads for every contender (see bench/threads.py)")
+    parser.add_argument("--profile", action="store_true",
+                        help="the engine's per-op time table instead of the comparison")
     args = parser.parse_args()
+    if args.profile:
+        for model in args.models.split(","):
+            engine_cnn.profile(model, make_data(args.batch, args.size), args.steps,
+                               engine_step)
+        return
     has_mxnet = anchor_python("mxnet") is not None
     print(f"{THREADS} thread(s) each, {os.cpu_count()} cores, {args.rounds} interleaved rounds "
           f"of {args.steps} steps; batch {args.batch} of 3x{args.size}x{args.size}, "

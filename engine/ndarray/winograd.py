@@ -35,7 +35,6 @@ Everything works on channels-last data (N, H, W, C) and the weight as rows (F, 9
 from __future__ import annotations
 
 import os
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -213,8 +212,9 @@ def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any
     v = v.reshape(16, plan.tiles, plan.c)
     u = weight_transform(wrows, plan.c).astype(xl.dtype, copy=False)
     m = np.empty((16, plan.tiles, plan.f), dtype=xl.dtype)
-    # 16 2-D GEMMs (faster than one batched np.matmul here), shared out among the threads
-    run_tasks([partial(np.matmul, v[k], u[k].T, out=m[k]) for k in range(16)])
+    # U's transposed view: storing Uᵀ (as winograd4 does) cost more than it saved here,
+    # with 16 planes against 36 (measured on ResNet's 4x4 maps)
+    gemm.planes(v, u.transpose(0, 2, 1), m)
     out = np.empty((plan.n, 2 * plan.th, 2 * plan.tw, plan.f), dtype=xl.dtype)
     m = m.reshape(4, 4, plan.n, plan.th, plan.tw, plan.f)
     if compiled:
@@ -243,11 +243,10 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     gy = gy.reshape(16, plan.tiles, plan.f)
     du = np.empty((16, plan.f, plan.c), dtype=v.dtype)
     dv = np.empty((16, plan.tiles, plan.c), dtype=v.dtype) if need_gx else None
-    tasks = []  # the weight- and data-gradient GEMMs are independent: all share the threads
-    for k in range(16):
-        tasks.append(partial(np.matmul, gy[k].T, v[k], out=du[k]))
-        if dv is not None:
-            tasks.append(partial(np.matmul, gy[k], u[k], out=dv[k]))
+    # the weight- and data-gradient GEMMs are independent: they share the threads
+    tasks = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
+    if dv is not None:
+        tasks += gemm.planes_tasks(gy, u, dv)
     run_tasks(tasks)
     gw = gemm.matmul(_GG.T.astype(v.dtype), du.reshape(16, -1))  # (9, F·C)
     gw = gw.reshape(9, plan.f, plan.c).transpose(1, 0, 2).reshape(plan.f, 9 * plan.c)

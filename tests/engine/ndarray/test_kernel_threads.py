@@ -103,6 +103,20 @@ def test_split_products_are_the_same_for_any_thread_count(thread_counts):
                                atol=1e-3)
 
 
+@pytest.mark.parametrize("planes, rows, inner, cols", [(36, 128, 64, 64), (16, 7, 33, 5),
+                                                      (2, 300, 40, 20)])
+def test_plane_products_are_numpys_batched_product_for_any_thread_count(
+        thread_counts, planes, rows, inner, cols):
+    a = rng.standard_normal((planes, rows, inner)).astype(np.float32)
+    b = rng.standard_normal((planes, cols, inner)).astype(np.float32).transpose(0, 2, 1)
+    results = thread_counts(lambda: gemm.planes(a, b, np.empty((planes, rows, cols),
+                                                               np.float32)))
+    assert _equal_bytes(results)
+    assert results[0].tobytes() == np.matmul(a, b).tobytes()  # one call: the same floats
+    kernel_threads.set_count(3)
+    assert len(gemm.planes_tasks(a, b, results[0])) == min(3, planes)
+
+
 def test_tasks_run_on_several_threads_and_raise_the_first_error(thread_counts):
     kernel_threads.set_count(3)
     seen: set[int] = set()

@@ -50,10 +50,14 @@ SPLIT_FLOPS = 1 << 26
 SPLIT_MIN_SIDE = 64
 
 
-def bounds(size: int, block: int) -> list[tuple[int, int]]:
+def bounds(size: int, block: int, balanced: bool = False) -> list[tuple[int, int]]:
     """``size`` split into ``size // block`` near-equal blocks (one when it is under two),
-    as (start, stop) pairs."""
+    as (start, stop) pairs; ``balanced``: more than two blocks become a multiple of four
+    (at most ``size``), which 2 and 4 threads share out evenly (3 blocks of a network input
+    layer's product kept one of 2 threads idle for a third of it)."""
     count = max(1, size // block)
+    if balanced and count > 2:
+        count = min(size, -(-count // 4) * 4)
     edges = [size * i // count for i in range(count + 1)]
     return list(zip(edges[:-1], edges[1:], strict=True))
 
@@ -72,7 +76,7 @@ def _grid(a: Any, b: Any, out: Any) -> list[Callable[[], Any]]:
 def _blocks(m: int, k: int, n: int) -> tuple[tuple[int, int, int, int], ...]:
     """The (row start, row stop, column start, column stop) blocks of an (m, k) @ (k, n)
     product (a training step asks for the same few shapes every time: cached)."""
-    rows = bounds(m, _at_least(2 * k * n, ROW_BLOCK))
+    rows = bounds(m, _at_least(2 * k * n, ROW_BLOCK), balanced=True)
     cols = bounds(n, _at_least(2 * k * (rows[0][1] - rows[0][0]), COL_BLOCK))
     if len(rows) == len(cols) == 1 and 2 * m * k * n >= SPLIT_FLOPS:
         # A large product under both floors (a deep layer on small maps: 128 rows of 2304

@@ -25,8 +25,8 @@ from engine import backend
 from rudder.client import Client
 from tests import services
 from tests.e2e.conftest import final_params
-from tests.e2e.harness import Stack, stack_env
-from tests.e2e.test_distributed import GANG_TIMEOUT, _spec, _wait_status, _worker_of_rank
+from tests.e2e.harness import Stack
+from tests.e2e.test_distributed import _cluster, _spec, _wait_status, _worker_of_rank
 from tests.services import wait_until
 
 DEVICE = os.environ.get("RUDDER_TEST_GANG_DEVICE", "gpu")
@@ -40,27 +40,12 @@ STAGED = "GPU arrays reduce through host memory"
 
 @pytest.fixture(scope="module")
 def gpu_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    home = tmp_path_factory.mktemp("gpu-gang")
-    database_url = f"sqlite:///{home / 'rudder.db'}"
+    """test_distributed's two-worker cluster, on the embedded defaults' SQLite (the GPU
+    machine has no PostgreSQL)."""
+    database_url = f"sqlite:///{tmp_path_factory.mktemp('gpu-gang-db') / 'rudder.db'}"
     upgrade(database_url)
     with services.redis_server() as redis_url:
-        env = stack_env(database_url, redis_url, f"file://{home / 'objects'}", {
-            "RUDDER_WORKER_GANG_TIMEOUT_SECONDS": GANG_TIMEOUT,
-            "RUDDER_WORKER_DIST_TIMEOUT_SECONDS": 20,
-            "RUDDER_WORKER_LOG_EVERY_STEPS": 5,
-            "RUDDER_WORKER_METRICS_MIN_INTERVAL_SECONDS": 0,
-            "RUDDER_WORKER_ENGINE_THREADS": 1,
-        })
-        stack = Stack(env=env, logs=home)
-        try:
-            stack.start_api()
-            stack.start_worker()
-            stack.start_worker()
-            stack.start_validator()
-            stack.token = stack.issue_token("gpu-gang-user")
-            yield stack
-        finally:
-            stack.stop()
+        yield from _cluster(database_url, redis_url, tmp_path_factory)
 
 
 @pytest.fixture

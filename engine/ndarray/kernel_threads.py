@@ -167,10 +167,17 @@ class Kernel:
         return self.serial(*args)
 
 
-# Fewest elements in a kernel's largest array for its parallel build: below it (~50 µs of
-# streaming work) waking the threads (5-20 µs on an idle machine, far more on a busy one)
-# costs about what they save. The floats are the same either way.
-PARALLEL_MIN_ELEMENTS = 1 << 17
+# Fewest elements in a kernel's largest array for its parallel build; the floats are the
+# same either way. Below it, waking the sleeping OpenMP threads costs about what they save:
+# 5-20 us on an idle Intel VM, ~40 us on a 2-vCPU AMD EPYC VM (an empty 2-thread launch:
+# 41.8 us, against 1.6 us with spinning threads). Measured on that AMD VM with the threads
+# idle before each call, as in a training step (serial/parallel us): a 2^17-element
+# BatchNorm statistics pass 33/181, ReLU 20/35; 2^19: 110/123, 61/78; 2^20: 222/228,
+# 154/176; F(4x4) input transform at 2^18.2 (ResNet's 8x8 maps) 118/180, at 2^20.2
+# 692/613. 2^19 keeps most of that loss off a training step (resnet18_v1 at 2 threads
+# 1.08x faster than with 2^17 in paired rounds, the CNN the same), and on a machine that
+# wakes its threads faster it gives up little.
+PARALLEL_MIN_ELEMENTS = 1 << 19
 
 
 def _large(args: tuple[Any, ...]) -> bool:

@@ -124,19 +124,26 @@ def test_two_workers_train_what_one_worker_trains(client: Client, cluster: Stack
     assert {"train_loss", "train_accuracy", "throughput_rank0", "throughput_rank1"} <= names
 
 
+def applied_learning_rate_change(client: Client, job_id: str, value: float) -> dict[str, Any]:
+    """Once the gang trains, change its learning rate and wait until the change is applied:
+    the change's command record (``applied_step`` > 0, each rank's step in its result)."""
+    wait_until(lambda: client.get_job(job_id)["progress"]["step"] > 0, 60, interval=0.05,
+               what="the gang training")
+    change = client.set_learning_rate(job_id, value)
+    wait_until(lambda: any(c["change_id"] == change["change_id"] and c["status"] == "applied"
+                           for c in client.learning_rate(job_id)["changes"]),
+               30, interval=0.05, what="the change applied")
+    command = dict(client._request("GET", f"/v1/jobs/{job_id}/commands/{change['change_id']}"))
+    assert command["applied_step"] > 0
+    return command
+
+
 def test_a_learning_rate_change_and_a_pause_take_effect_at_one_step_on_every_rank(
         client: Client, cluster: Stack) -> None:
     job_id = client.submit(_spec(2, epochs=120, checkpoint={"every_steps": 1000,
                                                            "keep_last": 3}))["id"]
-    wait_until(lambda: client.get_job(job_id)["progress"]["step"] > 0, 60, interval=0.05,
-               what="the gang training")
-    change = client.set_learning_rate(job_id, 0.003)
-    wait_until(lambda: any(c["change_id"] == change["change_id"] and c["status"] == "applied"
-                           for c in client.learning_rate(job_id)["changes"]),
-               30, interval=0.05, what="the change applied")
-    command = client._request("GET", f"/v1/jobs/{job_id}/commands/{change['change_id']}")
+    command = applied_learning_rate_change(client, job_id, 0.003)
     step = command["applied_step"]
-    assert step > 0
     assert command["result"]["ranks"] == 2
     assert command["result"]["rank_steps"] == [step, step]
     # a pause reaches every rank too: rank 0 checkpoints where they all stopped, and a

@@ -26,7 +26,13 @@ from rudder.client import Client
 from tests import services
 from tests.e2e.conftest import final_params
 from tests.e2e.harness import Stack
-from tests.e2e.test_distributed import _cluster, _spec, _wait_status, _worker_of_rank
+from tests.e2e.test_distributed import (
+    _cluster,
+    _spec,
+    _wait_status,
+    _worker_of_rank,
+    applied_learning_rate_change,
+)
 from tests.services import wait_until
 
 DEVICE = os.environ.get("RUDDER_TEST_GANG_DEVICE", "gpu")
@@ -87,15 +93,8 @@ def test_a_learning_rate_change_is_applied_at_one_step_on_both_gpu_ranks(
         client: Client, gpu_cluster: Stack) -> None:
     job_id = client.submit(_device(2, epochs=60,
                                    checkpoint={"every_steps": 1000, "keep_last": 3}))["id"]
-    wait_until(lambda: client.get_job(job_id)["progress"]["step"] > 0, 60, interval=0.05,
-               what="the gang training")
-    change = client.set_learning_rate(job_id, 0.003)
-    wait_until(lambda: any(c["change_id"] == change["change_id"] and c["status"] == "applied"
-                           for c in client.learning_rate(job_id)["changes"]),
-               30, interval=0.05, what="the change applied")
-    command = client._request("GET", f"/v1/jobs/{job_id}/commands/{change['change_id']}")
+    command = applied_learning_rate_change(client, job_id, 0.003)
     step = command["applied_step"]
-    assert step > 0
     assert command["result"]["rank_steps"] == [step, step]
     client.cancel(job_id)
     assert _wait_status(client, gpu_cluster, job_id, {"cancelled"})["status"] == "cancelled"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +106,16 @@ def _wait_status(client: Client, cluster: Stack, job_id: str, statuses: set[str]
     return dict(client.get_job(job_id))
 
 
-def test_two_workers_train_what_one_worker_trains(client: Client, cluster: Stack,
-                                                   tmp_path: Path) -> None:
-    single = client.submit(_spec(1))["id"]
+def gang_that_trains_what_one_worker_trains(client: Client, cluster: Stack,
+                                            spec: Callable[[int], dict[str, Any]],
+                                            tmp_path: Path) -> str:
+    """Train ``spec(1)`` and then ``spec(2)`` to the end: both succeed, the gang runs every
+    step, and its final weights are the single worker's within float tolerance; the gang's
+    job id."""
+    single = client.submit(spec(1))["id"]
     assert _wait_status(client, cluster, single, {"succeeded", "failed"})["status"] == \
         "succeeded"
-    gang = client.submit(_spec(2))["id"]
+    gang = client.submit(spec(2))["id"]
     job = _wait_status(client, cluster, gang, {"succeeded", "failed"})
     assert job["status"] == "succeeded", job
     assert job["progress"]["step"] == 40
@@ -119,6 +123,12 @@ def test_two_workers_train_what_one_worker_trains(client: Client, cluster: Stack
     assert one.keys() == two.keys()
     for name in one:
         np.testing.assert_allclose(two[name], one[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    return str(gang)
+
+
+def test_two_workers_train_what_one_worker_trains(client: Client, cluster: Stack,
+                                                   tmp_path: Path) -> None:
+    gang = gang_that_trains_what_one_worker_trains(client, cluster, _spec, tmp_path)
     # rank 0 published the loss and accuracy over the global batch, and each rank's speed
     names = {point["name"] for point in client.metric_points(gang)}
     assert {"train_loss", "train_accuracy", "throughput_rank0", "throughput_rank1"} <= names

@@ -76,10 +76,8 @@ def _train(threads: int, hybridize: bool, optimizer: str, steps: int = 3) -> lis
 
 @pytest.mark.parametrize(("hybridize", "optimizer"), [(True, "sgd"), (False, "adam")])
 def test_training_steps_are_bit_identical_on_1_2_and_3_threads(hybridize, optimizer,
-                                                                monkeypatch):
+                                                                every_kernel_parallel):
     assert winograd.WINOGRAD == "4x4" and winograd4.MIN_TILES == 64  # the paths named above
-    # every kernel on its parallel build above 1 thread, whatever the sizes of this network
-    monkeypatch.setattr(kernel_threads, "PARALLEL_MIN_ELEMENTS", 0)
     before = kernel_threads.count()
     try:
         runs = {threads: _train(threads, hybridize, optimizer) for threads in (1, 2, 3)}

@@ -131,8 +131,7 @@ def test_max_pool_of_any_window_matches_the_numpy_path(geometry):
     np.testing.assert_array_equal(got[1], want[1])
 
 
-def test_max_pool_of_any_window_is_the_same_on_any_thread_count(monkeypatch):
-    monkeypatch.setattr(kernel_threads, "PARALLEL_MIN_ELEMENTS", 0)  # the parallel builds
+def test_max_pool_of_any_window_is_the_same_on_any_thread_count(every_kernel_parallel):
     x = rng.standard_normal((6, 8, 17, 15))
     before = kernel_threads.count()
     try:

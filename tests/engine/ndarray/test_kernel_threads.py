@@ -16,10 +16,9 @@ rng = np.random.default_rng(7)
 
 
 @pytest.fixture
-def thread_counts(monkeypatch):
+def thread_counts(every_kernel_parallel):
     """Runs a callable at 1, 2 and 3 threads and gives back its three results; above 1
     thread every kernel takes its parallel build, whatever the arrays' size."""
-    monkeypatch.setattr(kernel_threads, "PARALLEL_MIN_ELEMENTS", 0)
     before = kernel_threads.count()
 
     def run(fn):

@@ -82,7 +82,9 @@ def main() -> None:
         for n, c, size, f in LAYERS[net]:
             shape = (n, size, size, c)
             picks = "im2col"
-            if winograd.applies(np, (3, 3), (1, 1), (1, 1), 1, shape, f, (1, 1)):
+            if size == 1:  # every path runs the one kernel position that reads data
+                picks = "single tap"
+            elif winograd.applies(np, (3, 3), (1, 1), (1, 1), 1, shape, f, (1, 1)):
                 picks = "F(4x4)" if winograd4.tile_count(shape, (1, 1)) >= winograd4.MIN_TILES \
                     else "F(2x2)"
             best: dict[str, tuple[float, float]] = {}

@@ -399,30 +399,6 @@ def filter_transform(w3: Any, g: Any, u: Any) -> None:
 
 
 @kernel
-def transpose_filters(w3: Any, out: Any) -> None:
-    """``out[c, t, f] = w3[f, t, c]``: filters (F, 9, C) as (C, 9, F), through 16 x 16 tiles
-    (whole cache lines read and written; numpy's strided copy took 0.85 ms for 256x256
-    filters), split over the engine's threads by blocks of channels."""
-    f_, t_, c_ = w3.shape
-    for blk in prange((c_ + _FILTER_BLOCK - 1) // _FILTER_BLOCK):
-        c0 = blk * _FILTER_BLOCK
-        nc = min(c_, c0 + _FILTER_BLOCK) - c0
-        tile = numpy.empty((_FILTER_BLOCK, _FILTER_BLOCK), dtype=out.dtype)
-        for t in range(t_):
-            ut = _u(t)
-            for f0 in range(0, f_, _FILTER_BLOCK):
-                nf = min(f_, f0 + _FILTER_BLOCK) - f0
-                for q in range(nf):
-                    src = w3[_u(f0 + q), ut]
-                    for cc in range(nc):
-                        tile[cc, q] = src[_u(c0 + cc)]
-                for cc in range(nc):
-                    dst = out[_u(c0 + cc), ut]
-                    for q in range(nf):
-                        dst[_u(f0 + q)] = tile[cc, q]
-
-
-@kernel
 def filter_transform_grad(du: Any, g: Any, out3: Any) -> None:
     """``out3[f, 3r + s, c] = Σ_i g[i, r]·(Σ_j g[j, s]·du[i·m + j, f, c])`` for du (m², F, C):
     a filter gradient from the transform domain straight into the weight's rows (F, 9, C)."""

@@ -204,10 +204,8 @@ def filters_to_domain(wrows: Any, c: int, g: Any, transposed: bool = False) -> A
     f, m = wrows.shape[0], g.shape[0]
     w3 = wrows.reshape(f, 9, c)
     if compiled_filters(wrows):
-        if transposed:  # the kernel on transposed filters: cheaper than transposing U
-            filters = np.empty((c, 9, f), dtype=wrows.dtype)
-            conv_kernels.transpose_filters(w3, filters)
-            w3 = filters
+        if transposed:  # the kernel again on transposed filters: cheaper than transposing U
+            w3 = np.ascontiguousarray(w3.transpose(2, 1, 0))
         u = np.empty((m * m, *w3[:, 0].shape), dtype=wrows.dtype)
         conv_kernels.filter_transform(w3, g.astype(wrows.dtype), u)
         return u

@@ -44,7 +44,6 @@ from .kernel_threads import run_tasks
 
 # G maps a 3-tap filter to the 4 transform points (exact in binary floating point)
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
-_GG = np.kron(_G, _G)  # (16, 9): a 3x3 filter, row-major, to the 4x4 points, row-major
 
 # Where the Winograd path pays (measured one layer at a time, 1 thread, bench/conv_paths.py):
 # per tile it trades 20 multiply-adds per (input, output) channel pair, C·F, for transforms
@@ -53,10 +52,13 @@ _GG = np.kron(_G, _G)  # (16, 9): a 3x3 filter, row-major, to the 4x4 points, ro
 # ran 1.2x faster than im2col (F(2x2): 7.4/12.3 ms forward/backward against 8.5/16.3; F(4x4)
 # of winograd4.py 6.4/8.4), its Conv(64→128) (85) 1.6x, ResNet's Conv(64→64) (64) 1.2x; a
 # 3-channel image (6) 3-4x slower. Below MIN_TILES 4x4 tiles the filter transforms
-# (16·F·C values each way) outweigh the savings: ResNet's 512-channel 4x4 maps (64 tiles)
-# ran at par, its 256-channel 8x8 maps (256 tiles) 1.4x faster.
+# (16·F·C values each way) outweigh the savings. With the filters transformed by compiled
+# kernels (conv_kernels.filter_transform, 3-5x faster than the GEMM they replaced) F(2x2)
+# beat im2col on ResNet-18's 512-channel 4x4 maps at batch 16 (64 tiles: 31 against 44 ms
+# forward + backward, 1 thread; 18 against 25 at 2) and on resnet18_v1's 256-channel 2x2
+# maps at batch 32 (32 tiles: 4.5 against 5.7 ms; 4.0 against 4.0 at 2 threads).
 MIN_HARMONIC_CHANNELS = 40
-MIN_TILES = 128
+MIN_TILES = 32
 
 # RUDDER_ENGINE_WINOGRAD picks the fastest algorithms allowed: "4x4" (the default: F(4x4)
 # where it applies, else F(2x2)), "2x2" (never F(4x4), whose float32 results are ~10x less
@@ -190,11 +192,48 @@ class Plan:
         return (slice(None), slice(ph, ph + self.h), slice(pw, pw + self.w), slice(None))
 
 
+def compiled_filters(arr: Any) -> bool:
+    """Whether the compiled filter transforms apply: numba and a float32/64 numpy array."""
+    return cpu_kernels.ENABLED and type(arr) is np.ndarray \
+        and arr.dtype in (np.float32, np.float64)
+
+
+def filters_to_domain(wrows: Any, c: int, g: Any, transposed: bool = False) -> Any:
+    """Filters as rows (F, 9·C) → U (m², F, C) = ``G w Gᵀ`` per filter and channel for G
+    (m, 3), or with ``transposed`` Uᵀ (m², C, F).
+
+    U (the data gradient's operand) comes from the compiled kernel. Uᵀ, F(4x4)'s forward
+    operand, stays one product by the (m², 9) matrix ``G ⊗ G``, the forward's floats as
+    they were: with the kernel's rounding of U in that product, the zoo-import test's
+    float32 gradients (a batch-4 network whose BatchNorm beta gradients are cancelling
+    sums, so one flipped ReLU moves them by percents) were off by 1% in 6 of 116 slightly
+    rescaled inputs, against 1 of 116 with these floats, though both forwards are equally
+    exact (1.8e-6 rms against float64): unexplained, so not taken."""
+    f, m = wrows.shape[0], g.shape[0]
+    if compiled_filters(wrows) and not transposed:
+        u = np.empty((m * m, f, c), dtype=wrows.dtype)
+        conv_kernels.filter_transform(wrows.reshape(f, 9, c), g.astype(wrows.dtype), u)
+        return u
+    order = (1, 2, 0) if transposed else (1, 0, 2)
+    taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(order)).reshape(9, f * c)
+    u = gemm.matmul(np.kron(g, g).astype(wrows.dtype), taps)
+    return u.reshape((m * m, c, f) if transposed else (m * m, f, c))
+
+
+def filters_from_domain(du: Any, g: Any) -> Any:
+    """A filter gradient dU (m², F, C) → rows (F, 9·C) = ``Gᵀ dU G`` per filter and channel."""
+    _, f, c = du.shape
+    if compiled_filters(du):
+        rows = np.empty((f, 9, c), dtype=du.dtype)
+        conv_kernels.filter_transform_grad(du, g.astype(du.dtype), rows)
+        return rows.reshape(f, 9 * c)
+    gw = gemm.matmul(np.kron(g, g).T.astype(du.dtype), du.reshape(du.shape[0], -1))
+    return gw.reshape(9, f, c).transpose(1, 0, 2).reshape(f, 9 * c)
+
+
 def weight_transform(wrows: Any, c: int) -> Any:
     """Filters as rows (F, 9·C) → U (16, F, C): ``G w Gᵀ`` per filter and channel."""
-    f = wrows.shape[0]
-    taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(1, 0, 2)).reshape(9, f * c)
-    return gemm.matmul(_GG.astype(wrows.dtype), taps).reshape(16, f, c)
+    return filters_to_domain(wrows, c, _G)
 
 
 def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
@@ -248,8 +287,7 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     if dv is not None:
         tasks += gemm.planes_tasks(gy, u, dv)
     run_tasks(tasks)
-    gw = gemm.matmul(_GG.T.astype(v.dtype), du.reshape(16, -1))  # (9, F·C)
-    gw = gw.reshape(9, plan.f, plan.c).transpose(1, 0, 2).reshape(plan.f, 9 * plan.c)
+    gw = filters_from_domain(du, _G)
     if dv is None:
         return gw, None
     dv = dv.reshape(4, 4, plan.n, plan.th, plan.tw, plan.c)

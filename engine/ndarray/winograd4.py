@@ -57,7 +57,6 @@ _AT = np.array([[1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
                 [0.0, 1.0, -1.0, 2.0, -2.0, 0.0],
                 [0.0, 1.0, 1.0, 4.0, 4.0, 0.0],
                 [0.0, 1.0, -1.0, 8.0, -8.0, 1.0]])
-_GG = np.kron(_G, _G)  # (36, 9): a 3x3 filter, row-major, to the 6x6 points, row-major
 
 
 # Fewest 6x6 tiles (N·⌈OH/4⌉·⌈OW/4⌉) for this path over F(2x2): below it the filter
@@ -371,13 +370,9 @@ def _input_grad(dv: Any, ph: int, pw: int, th: int, tw: int, gx: Any) -> None:
 # ------------------------------------------------------------------------- the layer
 def weight_transform(wrows: Any, c: int, transposed: bool = False) -> Any:
     """Filters as rows (F, 9·C) → U (36, F, C) = ``G w Gᵀ``, or with ``transposed`` Uᵀ
-    (36, C, F) (one small GEMM in the weights' dtype: float64 made ResNet's 512-channel
-    filters 8x slower, for no error the tests can see against the data transforms')."""
-    f = wrows.shape[0]
-    order = (1, 2, 0) if transposed else (1, 0, 2)
-    taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(order)).reshape(9, f * c)
-    product = gemm.matmul(_GG.astype(wrows.dtype), taps)
-    return product.reshape(36, c, f) if transposed else product.reshape(36, f, c)
+    (36, C, F), in the weights' dtype (float64 made ResNet's 512-channel filters 8x slower,
+    for no error the tests can see against the data transforms')."""
+    return winograd.filters_to_domain(wrows, c, _G, transposed)
 
 
 def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
@@ -411,8 +406,7 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     if dv is not None:
         tasks += gemm.planes_tasks(gy, u, dv)
     run_tasks(tasks)
-    gw = gemm.matmul(_GG.T.astype(dtype), du.reshape(36, -1))  # (9, F·C) = Gᵀ dU G
-    gw = gw.reshape(9, plan.f, plan.c).transpose(1, 0, 2).reshape(plan.f, 9 * plan.c)
+    gw = winograd.filters_from_domain(du, _G)  # (F, 9·C) = Gᵀ dU G
     if dv is None:
         return gw, None
     gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine import autograd, nd
-from engine.ndarray import conv_kernels, conv_ops, cpu_kernels, winograd
+from engine.ndarray import conv_kernels, conv_ops, cpu_kernels, winograd, winograd4
 
 pytestmark = pytest.mark.skipif(not cpu_kernels.ENABLED, reason="numba is not installed")
 
@@ -114,3 +114,36 @@ def test_winograd_transforms_compute_the_numpy_floats(shape, pad):
     got = np.empty(shape, np.float32)
     conv_kernels.winograd_input_grad(dv, *pad, got)
     np.testing.assert_allclose(got, gpad[plan.interior()], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [4, 6])  # F(2x2)'s G and F(4x4)'s
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_filter_transforms_match_the_kronecker_products(m, dtype):
+    """U = G w Gᵀ and dw = Gᵀ dU G by the compiled kernels (and Uᵀ by its product) equal the
+    (m², 9) Kronecker-matrix products in float64, for filter counts that leave a short last block,
+    and give the same floats on the kernels' serial and parallel builds."""
+    g = winograd._G if m == 4 else winograd4._G
+    gg = np.kron(g, g)
+    rng = np.random.default_rng(m)
+    f, c = 37, 11
+    wrows = rng.standard_normal((f, 9 * c)).astype(dtype)
+    taps = wrows.astype(np.float64).reshape(f, 9, c)
+    want = np.einsum("kt,ftc->kfc", gg, taps)
+    u = winograd.filters_to_domain(wrows, c, g)
+    ut = winograd.filters_to_domain(wrows, c, g, transposed=True)
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    assert u.dtype == dtype and u.shape == (m * m, f, c) and ut.shape == (m * m, c, f)
+    np.testing.assert_allclose(u, want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(ut, want.transpose(0, 2, 1), rtol=tol, atol=tol)
+    du = rng.standard_normal((m * m, f, c)).astype(dtype)
+    rows = winograd.filters_from_domain(du, g)
+    want_rows = np.einsum("kt,kfc->ftc", gg, du.astype(np.float64)).reshape(f, 9 * c)
+    np.testing.assert_allclose(rows, want_rows, rtol=tol * 4, atol=tol * 4)
+    for build in ("serial", "parallel"):
+        again = np.empty_like(u)
+        getattr(conv_kernels.filter_transform, build)(wrows.reshape(f, 9, c), g.astype(dtype),
+                                                      again)
+        np.testing.assert_array_equal(again, u)
+        again_rows = np.empty((f, 9, c), dtype)
+        getattr(conv_kernels.filter_transform_grad, build)(du, g.astype(dtype), again_rows)
+        np.testing.assert_array_equal(again_rows.reshape(f, 9 * c), rows)

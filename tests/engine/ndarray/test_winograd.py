@@ -88,7 +88,9 @@ def test_path_choice():
     assert takes((64, 16, 16, 32), 64)          # issue 11's second (harmonic mean 43)
     assert not takes((64, 16, 16, 16), 32)      # harmonic mean 21: transforms outweigh
     assert not takes((64, 32, 32, 3), 32)       # a 3-channel image
-    assert not takes((16, 4, 4, 512), 512)      # 64 tiles
+    assert takes((16, 4, 4, 512), 512)          # 64 tiles: ResNet-18's last stage
+    assert takes((32, 2, 2, 256), 256)          # 32 tiles: resnet18_v1's third, CIFAR-sized
+    assert not takes((16, 2, 2, 256), 256)      # 16 tiles: filter transforms outweigh
     assert not takes((64, 8, 8, 64), 128, stride=(2, 2))
     assert not takes((64, 8, 8, 64), 128, dilate=(2, 2))
     assert not takes((64, 8, 8, 64), 128, groups=2)

@@ -24,9 +24,10 @@ dependency, float32 runs all four data-sized transforms as fused compiled loops
 scattered tile by tile with no padded buffer; 1.9-2.4x faster than these numpy ones, 2 ms per
 step of issue 11's CNN). Three do the numpy adds in the same order (the same floats); the
 data gradient sums overlapping tiles in another order. The filter transforms
-are one small GEMM with the 16x9 matrix ``G ⊗ G``. float32 results stay within ~1e-6
-relative error of a float64 reference, as im2col's do. F(4x4, 3x3) (2.25x fewer
-multiplies again, but larger transforms and a larger float32 error) was not tried.
+(here and F(4x4)'s) are compiled separable loops, :func:`filters_to_domain` and
+:func:`filters_from_domain` (F(4x4)'s forward Uᵀ and the numba-less path: one GEMM with the
+matrix ``G ⊗ G``). float32 results stay within ~1e-6 relative error of a float64
+reference, as im2col's do.
 
 Everything works on channels-last data (N, H, W, C) and the weight as rows (F, 9·C) in
 (kh, kw, C) order, the layouts of :mod:`.conv_ops`.

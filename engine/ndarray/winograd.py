@@ -24,8 +24,8 @@ dependency, float32 runs all four data-sized transforms as fused compiled loops
 scattered tile by tile with no padded buffer; 1.9-2.4x faster than these numpy ones, 2 ms per
 step of issue 11's CNN). Three do the numpy adds in the same order (the same floats); the
 data gradient sums overlapping tiles in another order. The filter transforms
-(here and F(4x4)'s) are compiled separable loops, :func:`filters_to_domain` and
-:func:`filters_from_domain` (F(4x4)'s forward Uᵀ and the numba-less path: one GEMM with the
+(here and F(4x4)'s) are compiled separable loops, :class:`FilterTransform`'s ``to_domain`` and
+``from_domain`` (F(4x4)'s forward Uᵀ and the numba-less path: one GEMM with the
 matrix ``G ⊗ G``). float32 results stay within ~1e-6 relative error of a float64
 reference, as im2col's do.
 
@@ -199,42 +199,55 @@ def compiled_filters(arr: Any) -> bool:
         and arr.dtype in (np.float32, np.float64)
 
 
-def filters_to_domain(wrows: Any, c: int, g: Any, transposed: bool = False) -> Any:
-    """Filters as rows (F, 9·C) → U (m², F, C) = ``G w Gᵀ`` per filter and channel for G
-    (m, 3), or with ``transposed`` Uᵀ (m², C, F).
+class FilterTransform:
+    """A Winograd G (m x 3) and its filter transforms both ways, with what they derive from
+    G (``G ⊗ G``, each in float32 and float64) made once, not on every layer call."""
 
-    U (the data gradient's operand) comes from the compiled kernel. Uᵀ, F(4x4)'s forward
-    operand, stays one product by the (m², 9) matrix ``G ⊗ G``, the forward's floats as
-    they were: with the kernel's rounding of U in that product, the zoo-import test's
-    float32 gradients (a batch-4 network whose BatchNorm beta gradients are cancelling
-    sums, so one flipped ReLU moves them by percents) were off by 1% in 6 of 116 slightly
-    rescaled inputs, against 1 of 116 with these floats, though both forwards are equally
-    exact (1.8e-6 rms against float64): unexplained, so not taken."""
-    f, m = wrows.shape[0], g.shape[0]
-    if compiled_filters(wrows) and not transposed:
-        u = np.empty((m * m, f, c), dtype=wrows.dtype)
-        conv_kernels.filter_transform(wrows.reshape(f, 9, c), g.astype(wrows.dtype), u)
-        return u
-    order = (1, 2, 0) if transposed else (1, 0, 2)
-    taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(order)).reshape(9, f * c)
-    u = gemm.matmul(np.kron(g, g).astype(wrows.dtype), taps)
-    return u.reshape((m * m, c, f) if transposed else (m * m, f, c))
+    def __init__(self, g: Any) -> None:
+        self.m = g.shape[0]
+        gg = np.kron(g, g)  # (m², 9): a 3x3 filter, row-major, to the m x m points
+        self._g = {np.dtype(t): g.astype(t) for t in (np.float32, np.float64)}
+        self._gg = {np.dtype(t): gg.astype(t) for t in (np.float32, np.float64)}
+
+    def to_domain(self, wrows: Any, c: int, transposed: bool = False) -> Any:
+        """Filters as rows (F, 9·C) → U (m², F, C) = ``G w Gᵀ`` per filter and channel, or
+        with ``transposed`` Uᵀ (m², C, F).
+
+        U (the data gradient's operand) comes from the compiled kernel. Uᵀ, F(4x4)'s forward
+        operand, stays one product by ``G ⊗ G``, the forward's floats as they were: with the
+        kernel's rounding of U in that product, the zoo-import test's float32 gradients (a
+        batch-4 network whose BatchNorm beta gradients are cancelling sums, so one flipped
+        ReLU moves them by percents) were off by 1% in 6 of 116 slightly rescaled inputs,
+        against 1 of 116 with these floats, though both forwards are equally exact (1.8e-6
+        rms against float64): unexplained, so not taken."""
+        f, m = wrows.shape[0], self.m
+        if compiled_filters(wrows) and not transposed:
+            u = np.empty((m * m, f, c), dtype=wrows.dtype)
+            conv_kernels.filter_transform(wrows.reshape(f, 9, c), self._g[wrows.dtype], u)
+            return u
+        order = (1, 2, 0) if transposed else (1, 0, 2)
+        taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(order)).reshape(9, f * c)
+        u = gemm.matmul(self._gg[wrows.dtype], taps)
+        return u.reshape((m * m, c, f) if transposed else (m * m, f, c))
+
+    def from_domain(self, du: Any) -> Any:
+        """A filter gradient dU (m², F, C) → rows (F, 9·C) = ``Gᵀ dU G`` per filter and
+        channel."""
+        _, f, c = du.shape
+        if compiled_filters(du):
+            rows = np.empty((f, 9, c), dtype=du.dtype)
+            conv_kernels.filter_transform_grad(du, self._g[du.dtype], rows)
+            return rows.reshape(f, 9 * c)
+        gw = gemm.matmul(self._gg[du.dtype].T, du.reshape(du.shape[0], -1))  # (9, F·C)
+        return gw.reshape(9, f, c).transpose(1, 0, 2).reshape(f, 9 * c)
 
 
-def filters_from_domain(du: Any, g: Any) -> Any:
-    """A filter gradient dU (m², F, C) → rows (F, 9·C) = ``Gᵀ dU G`` per filter and channel."""
-    _, f, c = du.shape
-    if compiled_filters(du):
-        rows = np.empty((f, 9, c), dtype=du.dtype)
-        conv_kernels.filter_transform_grad(du, g.astype(du.dtype), rows)
-        return rows.reshape(f, 9 * c)
-    gw = gemm.matmul(np.kron(g, g).T.astype(du.dtype), du.reshape(du.shape[0], -1))
-    return gw.reshape(9, f, c).transpose(1, 0, 2).reshape(f, 9 * c)
+FILTERS = FilterTransform(_G)
 
 
 def weight_transform(wrows: Any, c: int) -> Any:
     """Filters as rows (F, 9·C) → U (16, F, C): ``G w Gᵀ`` per filter and channel."""
-    return filters_to_domain(wrows, c, _G)
+    return FILTERS.to_domain(wrows, c)
 
 
 def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
@@ -288,7 +301,7 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     if dv is not None:
         tasks += gemm.planes_tasks(gy, u, dv)
     run_tasks(tasks)
-    gw = filters_from_domain(du, _G)
+    gw = FILTERS.from_domain(du)
     if dv is None:
         return gw, None
     dv = dv.reshape(4, 4, plan.n, plan.th, plan.tw, plan.c)

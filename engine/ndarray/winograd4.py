@@ -57,7 +57,8 @@ _AT = np.array([[1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
                 [0.0, 1.0, -1.0, 2.0, -2.0, 0.0],
                 [0.0, 1.0, 1.0, 4.0, 4.0, 0.0],
                 [0.0, 1.0, -1.0, 8.0, -8.0, 1.0]])
-
+# its filter transforms (U, Uᵀ and dw), with G ⊗ G made once
+_FILTERS = winograd.FilterTransform(_G)
 
 # Fewest 6x6 tiles (N·⌈OH/4⌉·⌈OW/4⌉) for this path over F(2x2): below it the filter
 # transforms, 36·F·C values each way, outweigh the data's (bench/conv_paths.py, 1 thread:
@@ -372,7 +373,7 @@ def weight_transform(wrows: Any, c: int, transposed: bool = False) -> Any:
     """Filters as rows (F, 9·C) → U (36, F, C) = ``G w Gᵀ``, or with ``transposed`` Uᵀ
     (36, C, F), in the weights' dtype (float64 made ResNet's 512-channel filters 8x slower,
     for no error the tests can see against the data transforms')."""
-    return winograd.filters_to_domain(wrows, c, _G, transposed)
+    return _FILTERS.to_domain(wrows, c, transposed)
 
 
 def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
@@ -406,7 +407,7 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     if dv is not None:
         tasks += gemm.planes_tasks(gy, u, dv)
     run_tasks(tasks)
-    gw = winograd.filters_from_domain(du, _G)  # (F, 9·C) = Gᵀ dU G
+    gw = _FILTERS.from_domain(du)  # (F, 9·C) = Gᵀ dU G
     if dv is None:
         return gw, None
     gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)

@@ -129,14 +129,15 @@ def test_filter_transforms_match_the_kronecker_products(m, dtype):
     wrows = rng.standard_normal((f, 9 * c)).astype(dtype)
     taps = wrows.astype(np.float64).reshape(f, 9, c)
     want = np.einsum("kt,ftc->kfc", gg, taps)
-    u = winograd.filters_to_domain(wrows, c, g)
-    ut = winograd.filters_to_domain(wrows, c, g, transposed=True)
+    filters = winograd.FilterTransform(g)
+    u = filters.to_domain(wrows, c)
+    ut = filters.to_domain(wrows, c, transposed=True)
     tol = 1e-6 if dtype == np.float32 else 1e-14
     assert u.dtype == dtype and u.shape == (m * m, f, c) and ut.shape == (m * m, c, f)
     np.testing.assert_allclose(u, want, rtol=tol, atol=tol)
     np.testing.assert_allclose(ut, want.transpose(0, 2, 1), rtol=tol, atol=tol)
     du = rng.standard_normal((m * m, f, c)).astype(dtype)
-    rows = winograd.filters_from_domain(du, g)
+    rows = filters.from_domain(du)
     want_rows = np.einsum("kt,kfc->ftc", gg, du.astype(np.float64)).reshape(f, 9 * c)
     np.testing.assert_allclose(rows, want_rows, rtol=tol * 4, atol=tol * 4)
     for build in ("serial", "parallel"):

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from . import conv_kernels, conv_windows, cpu_kernels, cudnn, gemm, winograd, winograd4
-from .kernel_threads import run_tasks
+from .kernel_threads import defer, run_tasks
 from .ndarray import NDArray, apply_op, needs_grad
 from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
 
@@ -267,15 +267,20 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
 
     def backward(g: Any) -> tuple[Any, ...]:
         g2 = conv_windows.to_channels_last(g, last).reshape(n, f)
-        tap_grad = gemm.matmul(g2.T, x2)
         gw = np.empty_like(w)
 
-        def write(f0: int, f1: int) -> None:  # zeros but for the tap, a cached block at once
-            block = gw[f0:f1]
-            block.fill(0)
-            block[at] = tap_grad[f0:f1]
+        def weight_gradient() -> None:
+            tap_grad = gemm.matmul(g2.T, x2)
 
-        run_tasks([partial(write, f0, f1) for f0, f1 in blocks])
+            def write(f0: int, f1: int) -> None:  # zeros but for the tap, a cached block
+                block = gw[f0:f1]
+                block.fill(0)
+                block[at] = tap_grad[f0:f1]
+
+            run_tasks([partial(write, f0, f1) for f0, f1 in blocks])
+
+        if not (need_gx and defer(weight_gradient, gw)):
+            weight_gradient()
         gx = None
         if need_gx:
             gx = conv_windows.from_channels_last(gemm.matmul(g2, wc).reshape(xl.shape), last)
@@ -404,13 +409,26 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         # the transposed product faster
         tasks, weight_grad = (gemm.matmul_k_tasks(cols if kernel_major else cols.T, gmat)
                               if transposed else gemm.matmul_k_tasks(gmat.T, cols))
-        if need_gx:
+
+        def weight_gradient() -> Any:
+            gw = weight_grad().T if transposed else weight_grad()
+            return gw.reshape(w.shape) if kernel_major else rows_to_weight(gw, w.shape, last)
+
+        gw = None
+        if need_gx:  # the weight gradient may wait on another thread (engine.ndarray.
+            # kernel_threads.deferring); without a data gradient it is the whole backward
+            gw = np.empty(w.shape, dtype=np.result_type(cols, gmat))
+            if defer(partial(_finish_weight_gradient, tasks, weight_gradient,
+                                            gw), gw):
+                tasks = []
+            else:
+                gw = None
             gx_tasks, data_grad = _input_gradient(gmat, wmat, x.shape if kernel_major
                                                   else xl.shape, args, kernel_major)
             tasks += gx_tasks
         run_tasks(tasks)
-        gw = weight_grad().T if transposed else weight_grad()
-        gw = gw.reshape(w.shape) if kernel_major else rows_to_weight(gw, w.shape, last)
+        if gw is None:
+            gw = weight_gradient()
         if need_gx:
             gx = data_grad()
             gx = gx if kernel_major else conv_windows.from_channels_last(gx, last)
@@ -422,6 +440,14 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
 
     return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _finish_weight_gradient(tasks: list[Callable[[], Any]], weight_gradient: Callable[[], Any],
+                            out: Any) -> None:
+    """A deferred weight gradient: its partial products, their sum, into ``out``."""
+    for task in tasks:
+        task()
+    np.copyto(out, weight_gradient())
 
 
 def _columns_product(xl: Any, args: tuple[int, ...], wmat: Any, cols: Any, out: Any) -> None:

@@ -35,11 +35,13 @@ serial builds from then on; one forked before keeps the parallel ones.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import logging
 import os
 import threading
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy
@@ -54,8 +56,9 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     numba = None
     ENABLED = False
 
-__all__ = ["ENABLED", "JIT_OPTIONS", "block_count", "count", "kernel", "numba",
-           "parallel_kernels", "prange", "run_tasks", "set_count"]
+__all__ = ["ENABLED", "JIT_OPTIONS", "block_count", "count", "defer", "deferring", "drain",
+           "kernel", "numba", "parallel_kernels", "pending", "prange", "run_tasks",
+           "set_count"]
 
 # every compiled kernel: cached on disk, releasing the GIL, numpy's float semantics
 JIT_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy",
@@ -161,7 +164,7 @@ class Kernel:
 
     def __call__(self, *args: Any) -> Any:
         if _count > 1 and ENABLED and not getattr(_local, "in_task", False) \
-                and _large(args) and _parallel_usable():
+                and not _pool.deferred_left and _large(args) and _parallel_usable():
             _numba_threads()
             return self.parallel(*args)
         return self.serial(*args)
@@ -245,15 +248,24 @@ class _Job:
 
 
 class _Pool:
-    """Persistent threads that wait (blocked) for a job and help run its tasks."""
+    """Persistent threads that wait (blocked) for a job and help run its tasks, and in
+    between run the deferred tasks (:func:`defer`) queued for them."""
 
     def __init__(self) -> None:
-        self._wake = threading.Condition()
-        self._job: _Job | None = None
-        self._serial = 0
+        self._setup()
         self._threads: list[threading.Thread] = []
         self._stop: threading.Event = threading.Event()
+
+    def _setup(self) -> None:
+        lock = threading.Lock()
+        self._wake = threading.Condition(lock)
+        self._drained = threading.Condition(lock)  # the deferred queue emptied
+        self._job: _Job | None = None
+        self._serial = 0
         self.busy = threading.Lock()  # one job at a time; others run their tasks inline
+        self._deferred: collections.deque[Callable[[], None]] = collections.deque()
+        self.deferred_left = 0  # queued or running; read without the lock (an int)
+        self._deferred_error: BaseException | None = None
 
     def resize(self, workers: int) -> None:
         if workers == len(self._threads):
@@ -272,14 +284,20 @@ class _Pool:
         _local.in_task = True
         seen = self._serial
         while True:
+            task = job = None
             with self._wake:
-                while self._serial == seen and not stop.is_set():
+                while self._serial == seen and not self._deferred and not stop.is_set():
                     self._wake.wait()
                 if stop.is_set():
                     return
-                seen, job = self._serial, self._job
+                if self._serial != seen:  # a job first: its caller waits for it
+                    seen, job = self._serial, self._job
+                else:
+                    task = self._deferred.popleft()
             if job is not None:
                 job.work()
+            elif task is not None:
+                self._run_deferred(task)
 
     def run(self, tasks: Sequence[Callable[[], None]]) -> None:
         job = _Job(tasks)
@@ -298,10 +316,48 @@ class _Pool:
         if job.error is not None:
             raise job.error
 
+    # ------------------------------------------------------------------ deferred tasks
+    def defer(self, task: Callable[[], None]) -> None:
+        with self._wake:
+            self._deferred.append(task)
+            self.deferred_left += 1
+            self._wake.notify()
+
+    def _run_deferred(self, task: Callable[[], None]) -> None:
+        try:
+            task()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by drain()
+            with self._wake:
+                self._deferred_error = self._deferred_error or exc
+        finally:
+            with self._wake:
+                self.deferred_left -= 1
+                if self.deferred_left == 0:
+                    self._drained.notify_all()
+
+    def drain(self) -> None:
+        """Help with the deferred tasks still queued, wait for the running ones, and raise
+        the first error any of them raised."""
+        while True:
+            with self._wake:
+                task = self._deferred.popleft() if self._deferred else None
+                if task is None:
+                    while self.deferred_left:
+                        self._drained.wait()
+                    error, self._deferred_error = self._deferred_error, None
+                    break
+            nested = getattr(_local, "in_task", False)
+            _local.in_task = True  # its kernels and products on this thread alone
+            try:
+                self._run_deferred(task)
+            finally:
+                _local.in_task = nested
+        if error is not None:
+            raise error
+
     def after_fork(self) -> None:
-        self._threads, self._job = [], None
-        self._wake = threading.Condition()
-        self.busy = threading.Lock()
+        self._threads = []
+        self._setup()
 
 
 _pool = _Pool()
@@ -329,6 +385,73 @@ def _after_fork_in_child() -> None:
     _pool.after_fork()
     if _parallel_state["started"]:  # GNU OpenMP hangs in a child of a process that used it
         _parallel_state.update(checked=True, usable=False)
+
+
+def defer(task: Callable[[], None], writes: Any) -> bool:
+    """Queue ``task``, which fills the array ``writes``, to run on a pool thread while this
+    thread goes on, inside a :func:`deferring` block and with more than one thread; True
+    when it was queued (else the caller runs it itself). Whoever may read ``writes`` (or a
+    view of it) before the block ends asks :func:`pending` first and drains."""
+    if _count <= 1 or not getattr(_local, "deferring", False) \
+            or getattr(_local, "in_task", False):
+        return False
+    _pool.resize(_count - 1)
+    _pending.add(id(_root(writes)))
+    _pool.defer(task)
+    return True
+
+
+_pending: set[int] = set()  # ids of the arrays deferred tasks are filling
+
+
+def _root(array: Any) -> Any:
+    while getattr(array, "base", None) is not None:
+        array = array.base
+    return array
+
+
+def pending(array: Any) -> bool:
+    """Whether a deferred task may still be writing ``array`` (or what it is a view of)."""
+    return bool(_pending) and id(_root(array)) in _pending
+
+
+@contextlib.contextmanager
+def deferring() -> Iterator[None]:
+    """A block in which :func:`defer` may queue work; on leaving it (normally or by an
+    exception) every deferred task has finished, and the first error one raised is raised.
+
+    A backward pass runs in one: each layer's weight gradient, which nothing else in the
+    backward reads, is queued while this thread goes on with the data gradients, so the
+    other threads fill the time they would otherwise wait between the data-gradient path's
+    small parallel pieces (compiled kernels run their serial builds while deferred work is
+    outstanding, so the threads never outnumber the cores). The floats do not change:
+    the same products, run on another thread."""
+    outer = getattr(_local, "deferring", False)
+    _local.deferring = True
+    failed = False
+    try:
+        yield
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        _local.deferring = outer
+        if not outer:
+            try:
+                drain()
+            except BaseException:
+                if not failed:
+                    raise
+
+
+def drain() -> None:
+    """Wait until every deferred task has finished (helping with the queued ones); raise
+    the first error one raised."""
+    if _pool.deferred_left or _pending:
+        try:
+            _pool.drain()
+        finally:
+            _pending.clear()
 
 
 if hasattr(os, "register_at_fork"):

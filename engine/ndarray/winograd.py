@@ -36,11 +36,13 @@ Everything works on channels-last data (N, H, W, C) and the weight as rows (F, 9
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from . import conv_kernels, cpu_kernels, gemm
+from . import conv_kernels, cpu_kernels, gemm, kernel_threads
 from .kernel_threads import run_tasks
 
 # G maps a 3-tap filter to the 4 transform points (exact in binary floating point)
@@ -230,16 +232,50 @@ class FilterTransform:
         u = gemm.matmul(self._gg[wrows.dtype], taps)
         return u.reshape((m * m, c, f) if transposed else (m * m, f, c))
 
-    def from_domain(self, du: Any) -> Any:
+    def from_domain(self, du: Any, out: Any | None = None) -> Any:
         """A filter gradient dU (m², F, C) → rows (F, 9·C) = ``Gᵀ dU G`` per filter and
-        channel."""
+        channel (into ``out`` when given)."""
         _, f, c = du.shape
         if compiled_filters(du):
-            rows = np.empty((f, 9, c), dtype=du.dtype)
+            rows = np.empty((f, 9, c), dtype=du.dtype) if out is None else out.reshape(f, 9, c)
             conv_kernels.filter_transform_grad(du, self._g[du.dtype], rows)
             return rows.reshape(f, 9 * c)
         gw = gemm.matmul(self._gg[du.dtype].T, du.reshape(du.shape[0], -1))  # (9, F·C)
-        return gw.reshape(9, f, c).transpose(1, 0, 2).reshape(f, 9 * c)
+        gw = gw.reshape(9, f, c).transpose(1, 0, 2).reshape(f, 9 * c)
+        if out is None:
+            return gw
+        out[...] = gw
+        return out
+
+
+def weight_gradient(filters: FilterTransform, gy: Any, v: Any, f: int, c: int, may_defer: bool
+                    ) -> tuple[Any, list[Callable[[], Any]], Callable[[], Any]]:
+    """A Winograd layer's weight gradient as rows (F, 9·C) = ``Gᵀ (Σ gyᵀ v) G``: the array,
+    the tasks to run beside the data gradient's, and the call that finishes it once they
+    ran (no tasks and nothing to call when it was deferred).
+
+    Inside a :func:`.kernel_threads.deferring` backward the whole of it (the plane products
+    and the filter transform) is queued for another thread, and the array is returned at
+    once, to be filled before the backward ends: nothing in the backward reads it. Not
+    without a data gradient (``may_defer`` False): then it is the whole backward, and its
+    products are better shared out than left to one other thread."""
+    gw = np.empty((f, 9 * c), dtype=v.dtype)
+    du = np.empty((gy.shape[0], f, c), dtype=v.dtype)
+    products = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
+
+    def whole() -> None:
+        for task in products:
+            task()
+        filters.from_domain(du, gw)
+
+    if may_defer and kernel_threads.defer(whole, gw):
+        return gw, [], _nothing
+    # the weight- and data-gradient GEMMs are independent: they share the threads
+    return gw, products, partial(filters.from_domain, du, gw)
+
+
+def _nothing() -> None:
+    pass
 
 
 FILTERS = FilterTransform(_G)
@@ -294,16 +330,14 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     else:
         _grad_transform(_blocks(gl), gy)
     gy = gy.reshape(16, plan.tiles, plan.f)
-    du = np.empty((16, plan.f, plan.c), dtype=v.dtype)
-    dv = np.empty((16, plan.tiles, plan.c), dtype=v.dtype) if need_gx else None
-    # the weight- and data-gradient GEMMs are independent: they share the threads
-    tasks = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
-    if dv is not None:
-        tasks += gemm.planes_tasks(gy, u, dv)
-    run_tasks(tasks)
-    gw = FILTERS.from_domain(du)
-    if dv is None:
+    gw, tasks, finish = weight_gradient(FILTERS, gy, v, plan.f, plan.c, need_gx)
+    if not need_gx:
+        run_tasks(tasks)
+        finish()
         return gw, None
+    dv = np.empty((16, plan.tiles, plan.c), dtype=v.dtype)
+    run_tasks(tasks + gemm.planes_tasks(gy, u, dv))
+    finish()
     dv = dv.reshape(4, 4, plan.n, plan.th, plan.tw, plan.c)
     if compiled:
         gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=v.dtype)

@@ -400,16 +400,15 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     dtype = v.dtype
     gy = np.empty((36, plan.tiles, plan.f), dtype=dtype)
     _grad_transform(np.ascontiguousarray(gl, dtype=dtype), plan.th, plan.tw, gy)
-    du = np.empty((36, plan.f, plan.c), dtype=dtype)
-    dv = np.empty((36, plan.tiles, plan.c), dtype=dtype) if need_gx else None
-    # the weight- and data-gradient GEMMs are independent: they share the threads
-    tasks = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
-    if dv is not None:
-        tasks += gemm.planes_tasks(gy, u, dv)
-    run_tasks(tasks)
-    gw = _FILTERS.from_domain(du)  # (F, 9·C) = Gᵀ dU G
-    if dv is None:
+    gw, tasks, finish = winograd.weight_gradient(_FILTERS, gy, v, plan.f, plan.c,
+                                                 need_gx)
+    if not need_gx:
+        run_tasks(tasks)
+        finish()
         return gw, None
+    dv = np.empty((36, plan.tiles, plan.c), dtype=dtype)
+    run_tasks(tasks + gemm.planes_tasks(gy, u, dv))
+    finish()
     gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)
     _input_grad(dv, plan.pad[0], plan.pad[1], plan.th, plan.tw, gx)
     return gw, gx

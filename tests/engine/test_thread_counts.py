@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,66 @@ def test_training_steps_are_bit_identical_on_1_2_and_3_threads(hybridize, optimi
     for threads in (2, 3):
         same = [a == b for a, b in zip(runs[1], runs[threads], strict=True)]
         assert all(same), f"{threads} threads differ from 1 in arrays {same.index(False)}+"
+
+
+class _WeightInTheGraph(nn.HybridBlock):
+    """A convolution whose weight is computed inside the graph (its gradient flows on to
+    the multiply) and a Parameter read by two convolutions (its gradients are summed):
+    the deferred weight gradients must be final before either reads them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scaled_weight = self.params.get("scaled_weight", shape=(32, 32, 3, 3))
+        self.shared_weight = self.params.get("shared_weight", shape=(32, 32, 3, 3))
+        self.stem = nn.Conv2D(32, 3, padding=1)
+
+    def hybrid_forward(self, F, x, scaled_weight, shared_weight):  # noqa: N803 - Gluon's
+        conv = dict(kernel=(3, 3), pad=(1, 1), num_filter=32, no_bias=True)
+        y = F.relu(self.stem(x))
+        y = F.relu(F.Convolution(y, scaled_weight * 0.5, **conv))
+        y = F.relu(F.Convolution(y, shared_weight, **conv))
+        return F.Convolution(y, shared_weight, **conv).mean(axis=(1, 2, 3))
+
+
+@pytest.mark.parametrize("hybridize", [True, False])
+def test_weight_gradients_read_inside_the_backward_are_final_on_every_thread_count(
+        hybridize, monkeypatch):
+    queue = kernel_threads._pool.defer
+
+    def late(task):  # a deferred weight gradient that ends well after its layer's backward
+        queue(lambda: (time.sleep(0.05), task()))
+
+    monkeypatch.setattr(kernel_threads._pool, "defer", late)
+    before = kernel_threads.count()
+    rng = np.random.default_rng(31)
+    x = nd.array(rng.standard_normal((16, 32, 16, 16)).astype(np.float32))
+    values = None
+    grads = {}
+    try:
+        for threads in (1, 2, 3):
+            kernel_threads.set_count(threads)
+            net = _WeightInTheGraph()
+            net.initialize()
+            if hybridize:
+                net.hybridize()
+            net(x)
+            params = list(net.collect_params().values())
+            if values is None:
+                values = [rng.standard_normal(p.shape).astype(np.float32) * 0.1
+                          for p in params]
+            for param, value in zip(params, values, strict=True):
+                param.set_data(nd.array(value))
+            for _ in range(2):  # a hybridized block runs its compiled program from the
+                with autograd.record():  # second recorded call on
+                    loss = net(x).sum()
+                loss.backward()
+            grads[threads] = [p.grad().asnumpy() for p in params]
+    finally:
+        kernel_threads.set_count(before)
+    for threads in (2, 3):
+        for a, b in zip(grads[1], grads[threads], strict=True):
+            assert a.tobytes() == b.tobytes()
+    assert all(np.abs(g).sum() > 0 for g in grads[1])
 
 
 def _fresh_process(imports: str, affinity: set[int] | None = None, **env: str) -> dict:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ... import autograd, grad_hooks
 from ...autograd import WRITTEN
-from ...ndarray import cpu_kernels
+from ...ndarray import cpu_kernels, kernel_threads
 from ...ndarray.ndarray import NDArray, _Node
 from .kernels import (
     ActivationKernel,
@@ -123,7 +123,14 @@ class Run:
         return self.direct.get(id(self.leaves[leaf]))
 
     def add_grad(self, slot: int, g: Any) -> None:
+        if kernel_threads.pending(g) and (slot in self.grads
+                                          or slot not in self.program.leaf_index):
+            # a deferred weight gradient that is summed, or read by another kernel's
+            # backward (a weight computed in the graph): it must be final first
+            kernel_threads.drain()
         if slot in self.grads:
+            if kernel_threads.pending(self.grads[slot]):
+                kernel_threads.drain()
             self.grads[slot] = self.grads[slot] + g
         else:
             self.grads[slot] = g
@@ -371,10 +378,15 @@ class Program:
             run.grads = dict(g.by_slot) if slot is None else {slot: g}
             run.direct = autograd._state.direct
             announcing = run.direct is not None and grad_hooks.active()
-            for position, kernel in enumerate(self._backward_kernels):
-                kernel.backward(run)
-                if announcing and position in self._ready_after:
-                    self._announce_ready(run, position)
+            # weight gradients (read by nothing in this loop) may be queued for the other
+            # threads while this one goes on down the data gradients; all are done on
+            # leaving the block
+            with kernel_threads.deferring():
+                for position, kernel in enumerate(self._backward_kernels):
+                    kernel.backward(run)
+                    if announcing and position in self._ready_after:
+                        kernel_threads.drain()  # what is announced must be final
+                        self._announce_ready(run, position)
             grads = run.grads
             direct = run.direct or {}
             out = []

@@ -219,3 +219,63 @@ def test_weight_gradient_copies_give_numpys_assignment_on_any_thread_count(threa
         return np.concatenate([t.ravel().astype(np.float64) for t in out])
 
     assert _equal_bytes(thread_counts(copies))
+
+
+def test_deferred_tasks_run_beside_the_caller_and_are_done_when_the_block_ends():
+    before = kernel_threads.count()
+    kernel_threads.set_count(2)
+    try:
+        caller = threading.get_ident()
+        started, release = threading.Event(), threading.Event()
+        ran: list[int] = []
+        out = np.zeros(4)
+
+        def slow() -> None:  # holds its thread until the caller has seen it start
+            ran.append(threading.get_ident())
+            started.set()
+            assert release.wait(10)
+            out[:] = 1.0
+
+        with kernel_threads.deferring():
+            assert kernel_threads.defer(slow, out)
+            assert kernel_threads.pending(out[1:])  # a view of it is pending too
+            assert not kernel_threads.pending(np.zeros(4))
+            assert started.wait(10)  # another thread took it while the caller went on
+            release.set()
+        assert ran == [ran[0]] and ran[0] != caller
+        assert out.tolist() == [1.0] * 4 and not kernel_threads.pending(out)
+
+        queued = []  # the caller takes queued tasks itself when the block ends
+        with kernel_threads.deferring():
+            for i in range(6):
+                assert kernel_threads.defer(lambda i=i: queued.append(i), out)
+        assert sorted(queued) == list(range(6))
+
+        def fail() -> None:
+            raise ValueError("deferred task failed")
+
+        with pytest.raises(ValueError, match="deferred task failed"):
+            with kernel_threads.deferring():
+                kernel_threads.defer(fail, out)
+        with kernel_threads.deferring():  # the error was raised once, not kept
+            kernel_threads.defer(lambda: None, out)
+    finally:
+        kernel_threads.set_count(before)
+
+
+def test_defer_declines_outside_a_block_on_one_thread_and_inside_a_task():
+    before = kernel_threads.count()
+    out = np.zeros(1)
+    try:
+        kernel_threads.set_count(2)
+        assert not kernel_threads.defer(lambda: None, out)  # no block: the caller runs it
+        inner: list[bool] = []
+        with kernel_threads.deferring():
+            kernel_threads.run_tasks([lambda: inner.append(kernel_threads.defer(
+                lambda: None, out)), lambda: None])
+        assert inner == [False]  # a task's own work stays on its thread
+        kernel_threads.set_count(1)
+        with kernel_threads.deferring():
+            assert not kernel_threads.defer(lambda: None, out)
+    finally:
+        kernel_threads.set_count(before)

@@ -130,9 +130,9 @@ def _parallel_usable() -> bool:
     return bool(state["usable"])
 
 
-def _numba_threads() -> None:
-    """Make numba's (per calling thread) count this thread's share of ``count()``."""
-    wanted = min(_count, numba.config.NUMBA_NUM_THREADS)
+def _numba_threads(threads: int) -> None:
+    """Make numba's (per calling thread) count ``threads`` (at most what numba started)."""
+    wanted = min(threads, numba.config.NUMBA_NUM_THREADS)
     if getattr(_local, "numba_threads", None) != wanted:
         numba.set_num_threads(wanted)
         _local.numba_threads = wanted
@@ -163,9 +163,12 @@ class Kernel:
         return self._parallel
 
     def __call__(self, *args: Any) -> Any:
-        if _count > 1 and ENABLED and not getattr(_local, "in_task", False) \
-                and not _pool.deferred_left and _large(args) and _parallel_usable():
-            _numba_threads()
+        # the threads not busy with deferred work, queued work counted as taken (a pool
+        # thread takes it at once): the threads never outnumber the cores
+        threads = _count - min(_pool.deferred_left, _count - 1)
+        if threads > 1 and ENABLED and not getattr(_local, "in_task", False) \
+                and _large(args) and _parallel_usable():
+            _numba_threads(threads)
             return self.parallel(*args)
         return self.serial(*args)
 
@@ -387,12 +390,20 @@ def _after_fork_in_child() -> None:
         _parallel_state.update(checked=True, usable=False)
 
 
+# RUDDER_ENGINE_DEFER=off runs every weight gradient in its layer's backward, as before
+# deferring existed (for comparing the two, bench/engine_ab.py, or ruling it out)
+_DEFER_SETTING = os.environ.get("RUDDER_ENGINE_DEFER", "on").strip().lower()
+if _DEFER_SETTING not in ("on", "off"):
+    raise ValueError(f"RUDDER_ENGINE_DEFER={_DEFER_SETTING!r}: expected on or off")
+DEFER = _DEFER_SETTING == "on"
+
+
 def defer(task: Callable[[], None], writes: Any) -> bool:
     """Queue ``task``, which fills the array ``writes``, to run on a pool thread while this
     thread goes on, inside a :func:`deferring` block and with more than one thread; True
     when it was queued (else the caller runs it itself). Whoever may read ``writes`` (or a
     view of it) before the block ends asks :func:`pending` first and drains."""
-    if _count <= 1 or not getattr(_local, "deferring", False) \
+    if not DEFER or _count <= 1 or not getattr(_local, "deferring", False) \
             or getattr(_local, "in_task", False):
         return False
     _pool.resize(_count - 1)
@@ -423,9 +434,9 @@ def deferring() -> Iterator[None]:
     A backward pass runs in one: each layer's weight gradient, which nothing else in the
     backward reads, is queued while this thread goes on with the data gradients, so the
     other threads fill the time they would otherwise wait between the data-gradient path's
-    small parallel pieces (compiled kernels run their serial builds while deferred work is
-    outstanding, so the threads never outnumber the cores). The floats do not change:
-    the same products, run on another thread."""
+    small parallel pieces (a compiled kernel's parallel build takes only the threads not
+    running deferred work, so the threads never outnumber the cores). The floats do not
+    change: the same products, run on another thread."""
     outer = getattr(_local, "deferring", False)
     _local.deferring = True
     failed = False

@@ -2,7 +2,9 @@
 
 A configuration is a set of environment settings (``RUDDER_ENGINE_DEFER=off``,
 ``RUDDER_ENGINE_WINOGRAD=2x2``, ``RUDDER_ENGINE_THREADS=1``, ...) that the engine reads when
-it loads, so each runs in a process of its own: a persistent child that builds and warms the
+it loads, and may name another checkout of the repository to take the engine from
+(``ENGINE_AB_TREE=/path``, e.g. a ``git worktree`` of an older commit: a change against the
+code before it), so each runs in a process of its own: a persistent child that builds and warms the
 network once, then answers "step N" with N step times (one JSON line each way; nothing is
 pickled). Each round steps every configuration in turn, ``--steps`` steps each, the order
 rotating from round to round, and a configuration's figure is the median over rounds of its
@@ -79,8 +81,10 @@ class Child:
     def __init__(self, net: str, threads: int, settings: dict[str, str]) -> None:
         env = dict(os.environ)
         env.update(settings)
+        bench = Path(settings["ENGINE_AB_TREE"]) / "bench" if "ENGINE_AB_TREE" in settings \
+            else BENCH
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(BENCH), net, str(threads)], env=env,
+            [sys.executable, "-c", _CHILD, str(bench), net, str(threads)], env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for line in self.process.stdout:  # type: ignore[union-attr]
             if line.strip() == "ready":

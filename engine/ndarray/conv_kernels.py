@@ -371,24 +371,34 @@ _FILTER_BLOCK = 16
 
 
 @kernel
-def filter_transform(w3: Any, g: Any, u: Any) -> None:
-    """``u[i·m + j, f, c] = Σ_s g[j, s]·(Σ_r g[i, r]·w3[f, 3r + s, c])`` for filters w3
-    (F, 9, C) and g (m, 3), u (m², F, C)."""
-    f_, c_ = w3.shape[0], w3.shape[2]
+def filter_transform(w: Any, g: Any, u: Any) -> None:
+    """``u[i·m + j, f, c] = Σ_s g[j, s]·(Σ_r g[i, r]·w[f, c, 3r + s])`` for filters w
+    (F, C, 9), any strides (MXNet's stored (F, C, 3, 3) as it is, or a view of the rows
+    (F, 3, 3, C) of a channels-last weight), and g (m, 3), into u (m², F, C).
+
+    Each filter's taps are first gathered into a small (9, C) buffer, so the arithmetic
+    runs along contiguous channels whatever w's layout: the transposing copy of the whole
+    weight that used to come first (2.4 MB read and written for 256x256 filters) is gone."""
+    f_, c_ = w.shape[0], w.shape[1]
     m = g.shape[0]
     cu = _u(c_)
     for blk in prange((f_ + _FILTER_BLOCK - 1) // _FILTER_BLOCK):
         f0 = blk * _FILTER_BLOCK
         tmp = numpy.empty((m, 3, c_), dtype=u.dtype)  # G w, the first half
+        taps = numpy.empty((9, c_), dtype=w.dtype)
         for f in range(f0, min(f_, f0 + _FILTER_BLOCK)):
             uf = _u(f)
+            for c in range(cu):
+                src = w[uf, c]
+                for t in range(9):
+                    taps[_u(t), c] = src[t]
             for i in range(m):
                 a0, a1, a2 = g[i, 0], g[i, 1], g[i, 2]
                 for s in range(3):
                     row = tmp[i, s]
                     for c in range(cu):
-                        row[c] = (a0 * w3[uf, _u(s), c] + a1 * w3[uf, _u(3 + s), c]
-                                  + a2 * w3[uf, _u(6 + s), c])
+                        row[c] = (a0 * taps[_u(s), c] + a1 * taps[_u(3 + s), c]
+                                  + a2 * taps[_u(6 + s), c])
             for i in range(m):
                 t0, t1, t2 = tmp[i, 0], tmp[i, 1], tmp[i, 2]
                 for j in range(m):
@@ -399,15 +409,18 @@ def filter_transform(w3: Any, g: Any, u: Any) -> None:
 
 
 @kernel
-def filter_transform_grad(du: Any, g: Any, out3: Any) -> None:
-    """``out3[f, 3r + s, c] = Σ_i g[i, r]·(Σ_j g[j, s]·du[i·m + j, f, c])`` for du (m², F, C):
-    a filter gradient from the transform domain straight into the weight's rows (F, 9, C)."""
+def filter_transform_grad(du: Any, g: Any, out: Any) -> None:
+    """``out[f, c, 3r + s] = Σ_i g[i, r]·(Σ_j g[j, s]·du[i·m + j, f, c])`` for du (m², F, C):
+    a filter gradient from the transform domain straight into the weight's layout, ``out``
+    (F, C, 9) with any strides (MXNet's (F, C, 3, 3), or a view of channels-last rows).
+    Each filter's 9 taps are computed along contiguous channels in a small buffer first."""
     f_, c_ = du.shape[1], du.shape[2]
     m = g.shape[0]
     cu = _u(c_)
     for blk in prange((f_ + _FILTER_BLOCK - 1) // _FILTER_BLOCK):
         f0 = blk * _FILTER_BLOCK
-        tmp = numpy.empty((m, 3, c_), dtype=out3.dtype)
+        tmp = numpy.empty((m, 3, c_), dtype=out.dtype)
+        taps = numpy.empty((9, c_), dtype=out.dtype)
         for f in range(f0, min(f_, f0 + _FILTER_BLOCK)):
             uf = _u(f)
             for i in range(m):
@@ -424,7 +437,7 @@ def filter_transform_grad(du: Any, g: Any, out3: Any) -> None:
                             row[c] += b * src[c]
             for r in range(3):
                 for s in range(3):
-                    dst = out3[uf, _u(3 * r + s)]
+                    dst = taps[_u(3 * r + s)]
                     a = g[0, r]
                     for c in range(cu):
                         dst[c] = a * tmp[0, s, c]
@@ -432,3 +445,7 @@ def filter_transform_grad(du: Any, g: Any, out3: Any) -> None:
                         a = g[i, r]
                         for c in range(cu):
                             dst[c] += a * tmp[i, s, c]
+            for c in range(cu):
+                target = out[uf, c]
+                for t in range(9):
+                    target[t] = taps[_u(t), c]

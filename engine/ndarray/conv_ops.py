@@ -300,19 +300,24 @@ def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     (:mod:`.winograd`): 4x or 2.25x fewer multiply-adds than im2col, and no im2col matrix to
     keep for the backward."""
     w = weight._data
-    wrows = weight_to_rows(w, last)
+    # the filter transforms read a (F, C, 3, 3) weight as stored (no transposing copy of
+    # it first), a channels-last one as its rows
+    filters = weight_to_rows(w, last) if last else w
     # F(4x4, 3x3) where its compiled transforms run and its filter transforms (36·F·C
     # values each way) are small beside the data's: 1.2-1.7x faster than F(2x2) there
     # (bench/conv_paths.py)
-    algorithm = winograd4 if winograd4.applies(xl, wrows, pad) else winograd
+    algorithm = winograd4 if winograd4.applies(xl, filters, pad) else winograd
     plan = algorithm.Plan(xl.shape, w.shape[0], pad)
-    out, v, u = algorithm.forward(plan, xl, wrows, None if bias is None else bias._data)
+    out, v, u = algorithm.forward(plan, xl, filters, None if bias is None else bias._data)
     need_gx = needs_grad(data)
 
     def backward(g: Any) -> tuple[Any, ...]:
         gl = conv_windows.to_channels_last(g, last)
-        gw, gx = algorithm.backward(plan, gl, v, u, need_gx)
-        gw = rows_to_weight(gw, w.shape, last)
+        if last:
+            gw, gx = algorithm.backward(plan, gl, v, u, need_gx)
+            gw = rows_to_weight(gw, w.shape, last)
+        else:  # written in the stored layout: no transposing copy after
+            gw, gx = algorithm.backward(plan, gl, v, u, need_gx, w.shape)
         gx = None if gx is None else conv_windows.from_channels_last(gx, last)
         if bias is not None:
             return gx, gw, _bias_gradient(gl)

@@ -195,6 +195,16 @@ class Plan:
         return (slice(None), slice(ph, ph + self.h), slice(pw, pw + self.w), slice(None))
 
 
+def taps_last(filters: Any, c: int) -> Any:
+    """A 3x3 weight as (F, C, 9), a view: from rows (F, 9·C) (channels-last taps), or a
+    (F, C, 3, 3) weight as stored, or already (F, C, 9)."""
+    if filters.ndim == 2:
+        return filters.reshape(filters.shape[0], 9, c).transpose(0, 2, 1)
+    if filters.ndim == 4:
+        return filters.reshape(filters.shape[0], c, 9)
+    return filters
+
+
 def compiled_filters(arr: Any) -> bool:
     """Whether the compiled filter transforms apply: numba and a float32/64 numpy array."""
     return cpu_kernels.ENABLED and type(arr) is np.ndarray \
@@ -211,9 +221,10 @@ class FilterTransform:
         self._g = {np.dtype(t): g.astype(t) for t in (np.float32, np.float64)}
         self._gg = {np.dtype(t): gg.astype(t) for t in (np.float32, np.float64)}
 
-    def to_domain(self, wrows: Any, c: int, transposed: bool = False) -> Any:
-        """Filters as rows (F, 9·C) → U (m², F, C) = ``G w Gᵀ`` per filter and channel, or
-        with ``transposed`` Uᵀ (m², C, F).
+    def to_domain(self, filters: Any, c: int, transposed: bool = False) -> Any:
+        """Filters → U (m², F, C) = ``G w Gᵀ`` per filter and channel, or with
+        ``transposed`` Uᵀ (m², C, F); ``filters``: rows (F, 9·C) or taps last (F, C, 9),
+        see :func:`taps_last`.
 
         U (the data gradient's operand) comes from the compiled kernel. Uᵀ, F(4x4)'s forward
         operand, stays one product by ``G ⊗ G``, the forward's floats as they were: with the
@@ -222,35 +233,36 @@ class FilterTransform:
         ReLU moves them by percents) were off by 1% in 6 of 116 slightly rescaled inputs,
         against 1 of 116 with these floats, though both forwards are equally exact (1.8e-6
         rms against float64): unexplained, so not taken."""
-        f, m = wrows.shape[0], self.m
-        if compiled_filters(wrows) and not transposed:
-            u = np.empty((m * m, f, c), dtype=wrows.dtype)
-            conv_kernels.filter_transform(wrows.reshape(f, 9, c), self._g[wrows.dtype], u)
+        w = taps_last(filters, c)
+        f, m = w.shape[0], self.m
+        if compiled_filters(w) and not transposed:
+            u = np.empty((m * m, f, c), dtype=w.dtype)
+            conv_kernels.filter_transform(w, self._g[w.dtype], u)
             return u
-        order = (1, 2, 0) if transposed else (1, 0, 2)
-        taps = np.ascontiguousarray(wrows.reshape(f, 9, c).transpose(order)).reshape(9, f * c)
-        u = gemm.matmul(self._gg[wrows.dtype], taps)
+        order = (2, 1, 0) if transposed else (2, 0, 1)  # (9, C, F) or (9, F, C)
+        taps = np.ascontiguousarray(w.transpose(order)).reshape(9, f * c)
+        u = gemm.matmul(self._gg[w.dtype], taps)
         return u.reshape((m * m, c, f) if transposed else (m * m, f, c))
 
     def from_domain(self, du: Any, out: Any | None = None) -> Any:
-        """A filter gradient dU (m², F, C) → rows (F, 9·C) = ``Gᵀ dU G`` per filter and
-        channel (into ``out`` when given)."""
+        """A filter gradient dU (m², F, C) → ``Gᵀ dU G`` per filter and channel: as rows
+        (F, 9·C), or into ``out``, rows or the weight's own (F, C, 3, 3) (returned)."""
         _, f, c = du.shape
-        if compiled_filters(du):
-            rows = np.empty((f, 9, c), dtype=du.dtype) if out is None else out.reshape(f, 9, c)
-            conv_kernels.filter_transform_grad(du, self._g[du.dtype], rows)
-            return rows.reshape(f, 9 * c)
-        gw = gemm.matmul(self._gg[du.dtype].T, du.reshape(du.shape[0], -1))  # (9, F·C)
-        gw = gw.reshape(9, f, c).transpose(1, 0, 2).reshape(f, 9 * c)
         if out is None:
-            return gw
-        out[...] = gw
+            out = np.empty((f, 9 * c), dtype=du.dtype)
+        if compiled_filters(du):
+            conv_kernels.filter_transform_grad(du, self._g[du.dtype], taps_last(out, c))
+            return out
+        gw = gemm.matmul(self._gg[du.dtype].T, du.reshape(du.shape[0], -1))  # (9, F·C)
+        taps_last(out, c)[...] = gw.reshape(9, f, c).transpose(1, 2, 0)
         return out
 
 
-def weight_gradient(filters: FilterTransform, gy: Any, v: Any, f: int, c: int, may_defer: bool
+def weight_gradient(filters: FilterTransform, gy: Any, v: Any, f: int, c: int, may_defer: bool,
+                    shape: tuple[int, ...] | None = None
                     ) -> tuple[Any, list[Callable[[], Any]], Callable[[], Any]]:
-    """A Winograd layer's weight gradient as rows (F, 9·C) = ``Gᵀ (Σ gyᵀ v) G``: the array,
+    """A Winograd layer's weight gradient ``Gᵀ (Σ gyᵀ v) G``, as rows (F, 9·C) or in the
+    weight's own ``shape`` (F, C, 3, 3): the array,
     the tasks to run beside the data gradient's, and the call that finishes it once they
     ran (no tasks and nothing to call when it was deferred).
 
@@ -259,7 +271,7 @@ def weight_gradient(filters: FilterTransform, gy: Any, v: Any, f: int, c: int, m
     once, to be filled before the backward ends: nothing in the backward reads it. Not
     without a data gradient (``may_defer`` False): then it is the whole backward, and its
     products are better shared out than left to one other thread."""
-    gw = np.empty((f, 9 * c), dtype=v.dtype)
+    gw = np.empty((f, 9 * c) if shape is None else shape, dtype=v.dtype)
     du = np.empty((gy.shape[0], f, c), dtype=v.dtype)
     products = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
 
@@ -281,15 +293,17 @@ def _nothing() -> None:
 FILTERS = FilterTransform(_G)
 
 
-def weight_transform(wrows: Any, c: int) -> Any:
-    """Filters as rows (F, 9·C) → U (16, F, C): ``G w Gᵀ`` per filter and channel."""
-    return FILTERS.to_domain(wrows, c)
+def weight_transform(filters: Any, c: int) -> Any:
+    """Filters (rows (F, 9·C), or taps last, :func:`taps_last`) → U (16, F, C): ``G w Gᵀ``
+    per filter and channel."""
+    return FILTERS.to_domain(filters, c)
 
 
-def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
-    """Output (N, OH, OW, F) channels-last, with the transformed data V (16, tiles, C) and
+def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None) -> tuple[Any, Any, Any]:
+    """Output (N, OH, OW, F) channels-last for ``filters`` (rows (F, 9·C) or taps last, see
+    winograd.taps_last), with the transformed data V (16, tiles, C) and
     filters U (16, F, C) that the backward reuses."""
-    compiled = cpu_kernels.available(xl, wrows) and (bias is None
+    compiled = cpu_kernels.available(xl, filters) and (bias is None
                                                      or cpu_kernels.available(bias))
     v = np.empty((4, 4, plan.n, plan.th, plan.tw, plan.c), dtype=xl.dtype)
     if compiled:  # the same floats, without the padded copy
@@ -299,7 +313,7 @@ def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any
         xpad[plan.interior()] = xl
         _input_transform(_tiles(xpad, plan.th, plan.tw), v)
     v = v.reshape(16, plan.tiles, plan.c)
-    u = weight_transform(wrows, plan.c).astype(xl.dtype, copy=False)
+    u = weight_transform(filters, plan.c).astype(xl.dtype, copy=False)
     m = np.empty((16, plan.tiles, plan.f), dtype=xl.dtype)
     # U's transposed view: storing Uᵀ (as winograd4 does) cost more than it saved here,
     # with 16 planes against 36 (measured on ResNet's 4x4 maps)
@@ -316,9 +330,11 @@ def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any
     return out[:, :plan.oh, :plan.ow], v, u
 
 
-def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, Any | None]:
+def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
+             shape: tuple[int, ...] | None = None) -> tuple[Any, Any | None]:
     """Gradients for output gradient ``gl`` (N, OH, OW, F) channels-last: the weight's as
-    rows (F, 9·C) and, if ``need_gx``, the data's (N, H, W, C) channels-last."""
+    rows (F, 9·C), or in its own ``shape`` (F, C, 3, 3) when given, and, if ``need_gx``,
+    the data's (N, H, W, C) channels-last."""
     if (plan.oh, plan.ow) != (2 * plan.th, 2 * plan.tw):  # odd output: pad to whole blocks
         even = np.zeros((plan.n, 2 * plan.th, 2 * plan.tw, plan.f), dtype=gl.dtype)
         even[:, :plan.oh, :plan.ow] = gl
@@ -330,7 +346,7 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, A
     else:
         _grad_transform(_blocks(gl), gy)
     gy = gy.reshape(16, plan.tiles, plan.f)
-    gw, tasks, finish = weight_gradient(FILTERS, gy, v, plan.f, plan.c, need_gx)
+    gw, tasks, finish = weight_gradient(FILTERS, gy, v, plan.f, plan.c, need_gx, shape)
     if not need_gx:
         run_tasks(tasks)
         finish()

@@ -76,10 +76,10 @@ def available(*arrays: Any) -> bool:
         type(a) is np.ndarray and a.dtype == dtype for a in arrays)
 
 
-def applies(xl: Any, wrows: Any, pad: tuple[int, ...]) -> bool:
+def applies(xl: Any, filters: Any, pad: tuple[int, ...]) -> bool:
     """Whether a convolution that the Winograd path takes (see :func:`.winograd.applies`)
     runs as F(4x4, 3x3): compiled kernels for its arrays, and at least MIN_TILES tiles."""
-    return available(xl, wrows) and tile_count(xl.shape, pad) >= MIN_TILES
+    return available(xl, filters) and tile_count(xl.shape, pad) >= MIN_TILES
 
 
 class Plan(winograd.Plan):
@@ -369,24 +369,26 @@ def _input_grad(dv: Any, ph: int, pw: int, th: int, tw: int, gx: Any) -> None:
 
 
 # ------------------------------------------------------------------------- the layer
-def weight_transform(wrows: Any, c: int, transposed: bool = False) -> Any:
-    """Filters as rows (F, 9·C) → U (36, F, C) = ``G w Gᵀ``, or with ``transposed`` Uᵀ
+def weight_transform(filters: Any, c: int, transposed: bool = False) -> Any:
+    """Filters (rows (F, 9·C), or taps last, winograd.taps_last) → U (36, F, C) = ``G w Gᵀ``,
+    or with ``transposed`` Uᵀ
     (36, C, F), in the weights' dtype (float64 made ResNet's 512-channel filters 8x slower,
     for no error the tests can see against the data transforms')."""
-    return _FILTERS.to_domain(wrows, c, transposed)
+    return _FILTERS.to_domain(filters, c, transposed)
 
 
-def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any, Any]:
-    """Output (N, OH, OW, F) channels-last, with the transformed data V (36, tiles, C) and
+def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None) -> tuple[Any, Any, Any]:
+    """Output (N, OH, OW, F) channels-last for ``filters`` (rows (F, 9·C) or taps last, see
+    winograd.taps_last), with the transformed data V (36, tiles, C) and
     filters U (36, F, C) that the backward reuses."""
     dtype = xl.dtype
     v = np.empty((36, plan.tiles, plan.c), dtype=dtype)
     _input_transform(np.ascontiguousarray(xl), plan.pad[0], plan.pad[1], plan.th, plan.tw, v)
-    u = weight_transform(wrows, plan.c)
+    u = weight_transform(filters, plan.c)
     m = np.empty((36, plan.tiles, plan.f), dtype=dtype)
     # Uᵀ stored as such: OpenBLAS's (tiles, C) @ (C, F) ran 1.8x faster than with U's
     # transposed view on an 8x8 map's 128 tiles (the same on 512)
-    gemm.planes(v, weight_transform(wrows, plan.c, transposed=True), m)
+    gemm.planes(v, weight_transform(filters, plan.c, transposed=True), m)
     out = np.empty((plan.n, plan.oh, plan.ow, plan.f), dtype=dtype)
     _output_transform(m, plan.th, plan.tw,  # out[0, 0, 0]: an unread (F,) stand-in
                       out[0, 0, 0] if bias is None else bias.astype(dtype, copy=False),
@@ -394,14 +396,16 @@ def forward(plan: Plan, xl: Any, wrows: Any, bias: Any | None) -> tuple[Any, Any
     return out, v, u
 
 
-def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool) -> tuple[Any, Any | None]:
+def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
+             shape: tuple[int, ...] | None = None) -> tuple[Any, Any | None]:
     """Gradients for output gradient ``gl`` (N, OH, OW, F) channels-last: the weight's as
-    rows (F, 9·C) and, if ``need_gx``, the data's (N, H, W, C) channels-last."""
+    rows (F, 9·C), or in its own ``shape`` (F, C, 3, 3) when given, and, if ``need_gx``,
+    the data's (N, H, W, C) channels-last."""
     dtype = v.dtype
     gy = np.empty((36, plan.tiles, plan.f), dtype=dtype)
     _grad_transform(np.ascontiguousarray(gl, dtype=dtype), plan.th, plan.tw, gy)
     gw, tasks, finish = winograd.weight_gradient(_FILTERS, gy, v, plan.f, plan.c,
-                                                 need_gx)
+                                                 need_gx, shape)
     if not need_gx:
         run_tasks(tasks)
         finish()

@@ -121,7 +121,8 @@ def test_winograd_transforms_compute_the_numpy_floats(shape, pad):
 def test_filter_transforms_match_the_kronecker_products(m, dtype):
     """U = G w Gᵀ and dw = Gᵀ dU G by the compiled kernels (and Uᵀ by its product) equal the
     (m², 9) Kronecker-matrix products in float64, for filter counts that leave a short last block,
-    and give the same floats on the kernels' serial and parallel builds."""
+    from the weight's rows or from the weight as stored, and give the same floats on the
+    kernels' serial and parallel builds."""
     g = winograd._G if m == 4 else winograd4._G
     gg = np.kron(g, g)
     rng = np.random.default_rng(m)
@@ -140,11 +141,19 @@ def test_filter_transforms_match_the_kronecker_products(m, dtype):
     rows = filters.from_domain(du)
     want_rows = np.einsum("kt,kfc->ftc", gg, du.astype(np.float64)).reshape(f, 9 * c)
     np.testing.assert_allclose(rows, want_rows, rtol=tol * 4, atol=tol * 4)
+    # the weight as MXNet stores it, (F, C, 3, 3), read in place and its gradient written so:
+    # the same floats as through its rows
+    stored = np.ascontiguousarray(wrows.reshape(f, 3, 3, c).transpose(0, 3, 1, 2))
+    np.testing.assert_array_equal(filters.to_domain(stored, c), u)
+    np.testing.assert_array_equal(filters.to_domain(stored, c, transposed=True), ut)
+    stored_grad = filters.from_domain(du, np.empty((f, c, 3, 3), dtype))
+    np.testing.assert_array_equal(stored_grad, rows.reshape(f, 3, 3, c).transpose(0, 3, 1, 2))
     for build in ("serial", "parallel"):
         again = np.empty_like(u)
-        getattr(conv_kernels.filter_transform, build)(wrows.reshape(f, 9, c), g.astype(dtype),
-                                                      again)
+        getattr(conv_kernels.filter_transform, build)(winograd.taps_last(wrows, c),
+                                                      g.astype(dtype), again)
         np.testing.assert_array_equal(again, u)
-        again_rows = np.empty((f, 9, c), dtype)
-        getattr(conv_kernels.filter_transform_grad, build)(du, g.astype(dtype), again_rows)
-        np.testing.assert_array_equal(again_rows.reshape(f, 9 * c), rows)
+        again_rows = np.empty((f, 9 * c), dtype)
+        getattr(conv_kernels.filter_transform_grad, build)(
+            du, g.astype(dtype), winograd.taps_last(again_rows, c))
+        np.testing.assert_array_equal(again_rows, rows)

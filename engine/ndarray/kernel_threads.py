@@ -402,17 +402,26 @@ def defer(task: Callable[[], None], writes: Any) -> bool:
     """Queue ``task``, which fills the array ``writes``, to run on a pool thread while this
     thread goes on, inside a :func:`deferring` block and with more than one thread; True
     when it was queued (else the caller runs it itself). Whoever may read ``writes`` (or a
-    view of it) before the block ends asks :func:`pending` first and drains."""
+    view of it) before the block ends asks :func:`pending` first and drains. One deferred
+    task per array."""
     if not DEFER or _count <= 1 or not getattr(_local, "deferring", False) \
             or getattr(_local, "in_task", False):
         return False
     _pool.resize(_count - 1)
-    _pending.add(id(_root(writes)))
-    _pool.defer(task)
+    key = id(_root(writes))
+
+    def fill() -> None:
+        try:
+            task()
+        finally:
+            _pending.discard(key)  # written (or failed: drain raises)
+
+    _pending.add(key)
+    _pool.defer(fill)
     return True
 
 
-_pending: set[int] = set()  # ids of the arrays deferred tasks are filling
+_pending: set[int] = set()  # ids of the arrays deferred tasks are still filling
 
 
 def _root(array: Any) -> Any:
@@ -458,11 +467,8 @@ def deferring() -> Iterator[None]:
 def drain() -> None:
     """Wait until every deferred task has finished (helping with the queued ones); raise
     the first error one raised."""
-    if _pool.deferred_left or _pending:
-        try:
-            _pool.drain()
-        finally:
-            _pending.clear()
+    if _pool.deferred_left:
+        _pool.drain()
 
 
 if hasattr(os, "register_at_fork"):

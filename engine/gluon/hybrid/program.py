@@ -387,6 +387,7 @@ class Program:
                     if announcing and position in self._ready_after:
                         kernel_threads.drain()  # what is announced must be final
                         self._announce_ready(run, position)
+            kernel_threads.drain()  # inside an outer deferring block the one above did not
             grads = run.grads
             direct = run.direct or {}
             out = []

@@ -423,8 +423,7 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         if need_gx:  # the weight gradient may wait on another thread (engine.ndarray.
             # kernel_threads.deferring); without a data gradient it is the whole backward
             gw = np.empty(w.shape, dtype=np.result_type(cols, gmat))
-            if defer(partial(_finish_weight_gradient, tasks, weight_gradient,
-                                            gw), gw):
+            if defer(partial(_finish_weight_gradient, tasks, weight_gradient, gw), gw):
                 tasks = []
             else:
                 gw = None

@@ -371,9 +371,9 @@ def _input_grad(dv: Any, ph: int, pw: int, th: int, tw: int, gx: Any) -> None:
 # ------------------------------------------------------------------------- the layer
 def weight_transform(filters: Any, c: int, transposed: bool = False) -> Any:
     """Filters (rows (F, 9·C), or taps last, winograd.taps_last) → U (36, F, C) = ``G w Gᵀ``,
-    or with ``transposed`` Uᵀ
-    (36, C, F), in the weights' dtype (float64 made ResNet's 512-channel filters 8x slower,
-    for no error the tests can see against the data transforms')."""
+    or with ``transposed`` Uᵀ (36, C, F), in the weights' dtype (float64 made ResNet's
+    512-channel filters 8x slower, for no error the tests can see against the data
+    transforms')."""
     return _FILTERS.to_domain(filters, c, transposed)
 
 

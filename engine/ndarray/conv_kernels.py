@@ -364,9 +364,10 @@ def winograd_input_grad(dv: Any, ph: int, pw: int, gx: Any) -> None:
 # channel) pair, and its filter gradient back, dw = Gᵀ dU G (G: m x 3, m = 4 for F(2x2), 6
 # for F(4x4)). As one BLAS call, (m², 9) @ (9, F·C), OpenBLAS runs a product with an inner
 # dimension of 9 at ~20 GFLOP/s on one thread (2.2 ms for F(4x4)'s 256x256 filters). These
-# do it separably (162 multiply-adds per pair instead of 324) from and to the filters' row
-# layout (F, 9, C), vectorized along C, each sum in a fixed order, split over the engine's
-# threads by blocks of filters (independent outputs); they are bound by writing U.
+# do it separably (162 multiply-adds per pair instead of 324) from and to the filters as
+# (F, C, 9) with any strides (the weight as stored, or a view of its rows), vectorized along
+# C, each sum in a fixed order, split over the engine's threads by blocks of filters
+# (independent outputs); they are bound by writing U.
 _FILTER_BLOCK = 16
 
 

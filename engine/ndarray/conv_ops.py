@@ -419,20 +419,17 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
             gw = weight_grad().T if transposed else weight_grad()
             return gw.reshape(w.shape) if kernel_major else rows_to_weight(gw, w.shape, last)
 
-        gw = None
+        deferred = None
         if need_gx:  # the weight gradient may wait on another thread (engine.ndarray.
             # kernel_threads.deferring); without a data gradient it is the whole backward
-            gw = np.empty(w.shape, dtype=np.result_type(cols, gmat))
-            if defer(partial(_finish_weight_gradient, tasks, weight_gradient, gw), gw):
-                tasks = []
-            else:
-                gw = None
+            out = np.empty(w.shape, dtype=np.result_type(cols, gmat))
+            if defer(partial(_finish_weight_gradient, tasks, weight_gradient, out), out):
+                deferred, tasks = out, []
             gx_tasks, data_grad = _input_gradient(gmat, wmat, x.shape if kernel_major
                                                   else xl.shape, args, kernel_major)
             tasks += gx_tasks
         run_tasks(tasks)
-        if gw is None:
-            gw = weight_gradient()
+        gw = weight_gradient() if deferred is None else deferred
         if need_gx:
             gx = data_grad()
             gx = gx if kernel_major else conv_windows.from_channels_last(gx, last)

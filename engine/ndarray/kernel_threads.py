@@ -438,7 +438,8 @@ def pending(array: Any) -> bool:
 @contextlib.contextmanager
 def deferring() -> Iterator[None]:
     """A block in which :func:`defer` may queue work; on leaving it (normally or by an
-    exception) every deferred task has finished, and the first error one raised is raised.
+    exception) every deferred task has finished, and the first error one raised is raised
+    (a block inside another drains too: what follows it may read what it deferred).
 
     A backward pass runs in one: each layer's weight gradient, which nothing else in the
     backward reads, is queued while this thread goes on with the data gradients, so the
@@ -456,12 +457,11 @@ def deferring() -> Iterator[None]:
         raise
     finally:
         _local.deferring = outer
-        if not outer:
-            try:
-                drain()
-            except BaseException:
-                if not failed:
-                    raise
+        try:
+            drain()
+        except BaseException:
+            if not failed:
+                raise
 
 
 def drain() -> None:

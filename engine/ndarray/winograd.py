@@ -29,15 +29,14 @@ data gradient sums overlapping tiles in another order. The filter transforms
 matrix ``G ⊗ G``). float32 results stay within ~1e-6 relative error of a float64
 reference, as im2col's do.
 
-Everything works on channels-last data (N, H, W, C) and the weight as rows (F, 9·C) in
-(kh, kw, C) order, the layouts of :mod:`.conv_ops`.
+Everything works on channels-last data (N, H, W, C); the filters come as rows (F, 9·C) in
+(kh, kw, C) order or as the (F, C, 3, 3) weight MXNet stores (:func:`taps_last`), the
+layouts of :mod:`.conv_ops`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -258,36 +257,39 @@ class FilterTransform:
         return out
 
 
-def weight_gradient(filters: FilterTransform, gy: Any, v: Any, f: int, c: int, may_defer: bool,
-                    shape: tuple[int, ...] | None = None
-                    ) -> tuple[Any, list[Callable[[], Any]], Callable[[], Any]]:
-    """A Winograd layer's weight gradient ``Gᵀ (Σ gyᵀ v) G``, as rows (F, 9·C) or in the
-    weight's own ``shape`` (F, C, 3, 3): the array,
-    the tasks to run beside the data gradient's, and the call that finishes it once they
-    ran (no tasks and nothing to call when it was deferred).
+def gradient_products(filters: FilterTransform, gy: Any, v: Any, u: Any, need_gx: bool,
+                      shape: tuple[int, ...] | None = None) -> tuple[Any, Any | None]:
+    """A Winograd layer's backward products from its output gradient's transform gy
+    (m², tiles, F): the weight gradient ``Gᵀ (Σ gyᵀ v) G``, as rows (F, 9·C) or in the
+    weight's own ``shape`` (F, C, 3, 3), and with ``need_gx`` the data gradient's transform
+    dV = gy U (m², tiles, C), else None.
 
-    Inside a :func:`.kernel_threads.deferring` backward the whole of it (the plane products
-    and the filter transform) is queued for another thread, and the array is returned at
-    once, to be filled before the backward ends: nothing in the backward reads it. Not
-    without a data gradient (``may_defer`` False): then it is the whole backward, and its
-    products are better shared out than left to one other thread."""
+    Inside a :func:`.kernel_threads.deferring` backward the weight gradient (its plane
+    products and its filter transform) is queued for another thread, and the array is
+    returned at once, to be filled before the backward ends: nothing in the backward reads
+    it. Otherwise, and always without a data gradient (then it is the whole backward, better
+    shared out than left to one other thread), its products share the threads with dV's."""
+    planes, tiles, f = gy.shape
+    c = v.shape[2]
     gw = np.empty((f, 9 * c) if shape is None else shape, dtype=v.dtype)
-    du = np.empty((gy.shape[0], f, c), dtype=v.dtype)
-    products = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
+    du = np.empty((planes, f, c), dtype=v.dtype)
+    weight_tasks = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
 
-    def whole() -> None:
-        for task in products:
+    def weight_gradient() -> None:
+        for task in weight_tasks:
             task()
         filters.from_domain(du, gw)
 
-    if may_defer and kernel_threads.defer(whole, gw):
-        return gw, [], _nothing
-    # the weight- and data-gradient GEMMs are independent: they share the threads
-    return gw, products, partial(filters.from_domain, du, gw)
-
-
-def _nothing() -> None:
-    pass
+    deferred = need_gx and kernel_threads.defer(weight_gradient, gw)
+    tasks = [] if deferred else weight_tasks
+    dv = None
+    if need_gx:
+        dv = np.empty((planes, tiles, c), dtype=v.dtype)
+        tasks = tasks + gemm.planes_tasks(gy, u, dv)
+    run_tasks(tasks)
+    if not deferred:
+        filters.from_domain(du, gw)
+    return gw, dv
 
 
 FILTERS = FilterTransform(_G)
@@ -346,14 +348,9 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
     else:
         _grad_transform(_blocks(gl), gy)
     gy = gy.reshape(16, plan.tiles, plan.f)
-    gw, tasks, finish = weight_gradient(FILTERS, gy, v, plan.f, plan.c, need_gx, shape)
-    if not need_gx:
-        run_tasks(tasks)
-        finish()
+    gw, dv = gradient_products(FILTERS, gy, v, u, need_gx, shape)
+    if dv is None:
         return gw, None
-    dv = np.empty((16, plan.tiles, plan.c), dtype=v.dtype)
-    run_tasks(tasks + gemm.planes_tasks(gy, u, dv))
-    finish()
     dv = dv.reshape(4, 4, plan.n, plan.th, plan.tw, plan.c)
     if compiled:
         gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=v.dtype)

@@ -34,7 +34,7 @@ import numpy as np
 from . import gemm, winograd
 from .conv_kernels import gather_tile
 from .cpu_kernels import ENABLED, _jit, numba
-from .kernel_threads import kernel, prange, run_tasks
+from .kernel_threads import kernel, prange
 
 _u = numba.uint64 if ENABLED else int
 
@@ -404,15 +404,9 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
     dtype = v.dtype
     gy = np.empty((36, plan.tiles, plan.f), dtype=dtype)
     _grad_transform(np.ascontiguousarray(gl, dtype=dtype), plan.th, plan.tw, gy)
-    gw, tasks, finish = winograd.weight_gradient(_FILTERS, gy, v, plan.f, plan.c,
-                                                 need_gx, shape)
-    if not need_gx:
-        run_tasks(tasks)
-        finish()
+    gw, dv = winograd.gradient_products(_FILTERS, gy, v, u, need_gx, shape)
+    if dv is None:
         return gw, None
-    dv = np.empty((36, plan.tiles, plan.c), dtype=dtype)
-    run_tasks(tasks + gemm.planes_tasks(gy, u, dv))
-    finish()
     gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)
     _input_grad(dv, plan.pad[0], plan.pad[1], plan.th, plan.tw, gx)
     return gw, gx

@@ -123,17 +123,13 @@ class Run:
         return self.direct.get(id(self.leaves[leaf]))
 
     def add_grad(self, slot: int, g: Any) -> None:
-        if kernel_threads.pending(g) and (slot in self.grads
-                                          or slot not in self.program.leaf_index):
+        earlier = self.grads.get(slot)
+        if (earlier is not None or slot not in self.program.leaf_index) and (
+                kernel_threads.pending(g) or kernel_threads.pending(earlier)):
             # a deferred weight gradient that is summed, or read by another kernel's
             # backward (a weight computed in the graph): it must be final first
             kernel_threads.drain()
-        if slot in self.grads:
-            if kernel_threads.pending(self.grads[slot]):
-                kernel_threads.drain()
-            self.grads[slot] = self.grads[slot] + g
-        else:
-            self.grads[slot] = g
+        self.grads[slot] = g if earlier is None else earlier + g
 
 
 class Program:
@@ -387,7 +383,6 @@ class Program:
                     if announcing and position in self._ready_after:
                         kernel_threads.drain()  # what is announced must be final
                         self._announce_ready(run, position)
-            kernel_threads.drain()  # inside an outer deferring block the one above did not
             grads = run.grads
             direct = run.direct or {}
             out = []

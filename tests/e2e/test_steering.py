@@ -90,8 +90,12 @@ def test_every_command_on_a_running_job_is_confirmed_with_its_step(
 
 def test_a_rollback_continues_exactly_as_a_run_resumed_from_that_checkpoint(
         stack: Stack, client: Client, tmp_path: Path) -> None:
-    spec = example_spec(name="rewound", epochs=30,
-                        checkpoint={"every_steps": 150, "keep_last": 10})
+    # Long enough (9,000 steps) that the job is still running when the rollback arrives:
+    # the digits MLP takes thousands of steps a second, and at 30 epochs it once finished
+    # first on CI, which refused the rollback ("job succeeded") as it should.
+    # keep_last at the maximum: the checkpoint rolled back to must still be kept then.
+    spec = example_spec(name="rewound", epochs=200,
+                        checkpoint={"every_steps": 150, "keep_last": 100})
     job = client.submit(spec)
     tap = EventTap(stack.api_url, stack.token, job["id"])
     try:

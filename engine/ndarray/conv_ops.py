@@ -36,7 +36,18 @@ from typing import Any
 
 import numpy as np
 
-from . import conv_kernels, conv_windows, cpu_kernels, cudnn, gemm, winograd, winograd4
+from .. import autograd
+from ..autograd import WRITTEN
+from . import (
+    conv_kernels,
+    conv_windows,
+    cpu_kernels,
+    cudnn,
+    gemm,
+    weight_prep,
+    winograd,
+    winograd4,
+)
 from .kernel_threads import defer, run_tasks
 from .ndarray import NDArray, apply_op, needs_grad
 from .pool_ops import Pooling, pooling  # noqa: F401 - re-exported for older imports
@@ -257,9 +268,9 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
     # such a view with its own loop, not BLAS (9x slower here for 512 channels, one thread).
     # The copy and the gradient's zeros stream the whole weight (9.4 MB for 512x512x3x3),
     # more than the product itself: both run in blocks of filters on the engine's threads.
-    wc = np.empty((f, c), dtype=w.dtype)
+    # A hybridized forward queues the copy ahead on the other threads (weight_prep).
     blocks = cpu_kernels.leading_blocks(w)
-    run_tasks([partial(np.copyto, wc[f0:f1], w[f0:f1][at]) for f0, f1 in blocks])
+    wc = weight_prep.prepared(f"tap{tap}{last}", w, partial(_tap_weight, at))
     out = gemm.matmul(x2, wc.T)
     if bias is not None:
         out += bias._data
@@ -267,7 +278,8 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
 
     def backward(g: Any) -> tuple[Any, ...]:
         g2 = conv_windows.to_channels_last(g, last).reshape(n, f)
-        gw = np.empty_like(w)
+        target = _gradient_buffer(weight, w.shape, w.dtype)
+        gw = np.empty_like(w) if target is None else target
 
         def weight_gradient() -> None:
             tap_grad = gemm.matmul(g2.T, x2)
@@ -284,14 +296,24 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
         gx = None
         if need_gx:
             gx = conv_windows.from_channels_last(gemm.matmul(g2, wc).reshape(xl.shape), last)
+        written = gw if target is None else WRITTEN
         if bias is not None:
-            return gx, gw, g2.sum(axis=0)
-        return gx, gw
+            return gx, written, g2.sum(axis=0)
+        return gx, written
 
     inputs = (data, weight) if bias is None else (data, weight, bias)
     out_l = out.reshape(n, *([1] * (xl.ndim - 2)), f)
     return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _tap_weight(at: tuple[slice | int, ...], w: Any, out: Any) -> Any:
+    """The (F, C) weights of the kernel position ``at`` of ``w`` (into ``out`` unless
+    None), copied in blocks of filters on the engine's threads."""
+    wc = np.empty((w.shape[0], w[:1][at].shape[1]), dtype=w.dtype) if out is None else out
+    run_tasks([partial(np.copyto, wc[f0:f1], w[f0:f1][at])
+               for f0, f1 in cpu_kernels.leading_blocks(w)])
+    return wc
 
 
 def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, xl: Any,
@@ -308,7 +330,14 @@ def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     # (bench/conv_paths.py)
     algorithm = winograd4 if winograd4.applies(xl, filters, pad) else winograd
     plan = algorithm.Plan(xl.shape, w.shape[0], pad)
-    out, v, u = algorithm.forward(plan, xl, filters, None if bias is None else bias._data)
+
+    def prepare(kind: str, transform: Callable[..., Any]) -> Any:
+        # the filter transforms read the weight alone: a hybridized forward queues them
+        # ahead on the other threads (engine.ndarray.weight_prep)
+        return weight_prep.prepared(kind, w, partial(_of_stored_weight, transform, last))
+
+    out, v, u = algorithm.forward(plan, xl, filters, None if bias is None else bias._data,
+                                  prepare)
     need_gx = needs_grad(data)
 
     def backward(g: Any) -> tuple[Any, ...]:
@@ -316,8 +345,11 @@ def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         if last:
             gw, gx = algorithm.backward(plan, gl, v, u, need_gx)
             gw = rows_to_weight(gw, w.shape, last)
-        else:  # written in the stored layout: no transposing copy after
-            gw, gx = algorithm.backward(plan, gl, v, u, need_gx, w.shape)
+        else:  # written in the stored layout (no transposing copy after), into the
+            # Parameter's own gradient buffer when autograd offers it
+            target = _gradient_buffer(weight, w.shape, w.dtype)
+            gw, gx = algorithm.backward(plan, gl, v, u, need_gx, w.shape, target)
+            gw = gw if target is None else WRITTEN
         gx = None if gx is None else conv_windows.from_channels_last(gx, last)
         if bias is not None:
             return gx, gw, _bias_gradient(gl)
@@ -326,6 +358,24 @@ def _winograd_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     inputs = (data, weight) if bias is None else (data, weight, bias)
     return apply_op(conv_windows.from_channels_last(out, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _gradient_buffer(weight: NDArray, shape: tuple[int, ...], dtype: Any) -> Any:
+    """The Parameter's own gradient buffer when autograd offers it (see
+    engine.autograd.direct_grad_buffer) and the weight gradient can be written there as
+    computed (a C-ordered numpy array of its shape and dtype), else None. Writing there
+    saves the copy of every weight gradient a step would otherwise make."""
+    target = autograd.direct_grad_buffer(weight)
+    if type(target) is not np.ndarray or target.shape != tuple(shape) \
+            or target.dtype != dtype or not target.flags.c_contiguous:
+        return None
+    return target
+
+
+def _of_stored_weight(transform: Callable[..., Any], last: bool, w: Any, out: Any) -> Any:
+    """``transform`` of a 3x3 weight ``w`` (into ``out`` unless None) as the Winograd paths
+    read it: a channels-last weight as its rows, a (F, C, 3, 3) one as stored."""
+    return transform(weight_to_rows(w, last) if last else w, out=out)
 
 
 def _bias_gradient(gl: Any) -> Any:
@@ -419,17 +469,23 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
             gw = weight_grad().T if transposed else weight_grad()
             return gw.reshape(w.shape) if kernel_major else rows_to_weight(gw, w.shape, last)
 
+        dtype = np.result_type(cols, gmat)
+        target = _gradient_buffer(weight, w.shape, dtype)  # the Parameter's own, or None
         deferred = None
         if need_gx:  # the weight gradient may wait on another thread (engine.ndarray.
             # kernel_threads.deferring); without a data gradient it is the whole backward
-            out = np.empty(w.shape, dtype=np.result_type(cols, gmat))
+            out = np.empty(w.shape, dtype=dtype) if target is None else target
             if defer(partial(_finish_weight_gradient, tasks, weight_gradient, out), out):
                 deferred, tasks = out, []
             gx_tasks, data_grad = _input_gradient(gmat, wmat, x.shape if kernel_major
                                                   else xl.shape, args, kernel_major)
             tasks += gx_tasks
         run_tasks(tasks)
-        gw = weight_gradient() if deferred is None else deferred
+        if deferred is None:
+            gw = weight_gradient()
+            if target is not None:
+                np.copyto(target, gw)
+        gw = WRITTEN if target is not None else gw if deferred is None else deferred
         if need_gx:
             gx = data_grad()
             gx = gx if kernel_major else conv_windows.from_channels_last(gx, last)

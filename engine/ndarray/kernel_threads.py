@@ -56,9 +56,9 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     numba = None
     ENABLED = False
 
-__all__ = ["ENABLED", "JIT_OPTIONS", "block_count", "count", "defer", "deferring", "drain",
-           "kernel", "numba", "parallel_kernels", "pending", "prange", "run_tasks",
-           "set_count"]
+__all__ = ["ENABLED", "JIT_OPTIONS", "Ticket", "block_count", "count", "defer", "deferring",
+           "drain", "kernel", "numba", "parallel_kernels", "pending", "prange", "run_tasks",
+           "set_count", "submit"]
 
 # every compiled kernel: cached on disk, releasing the GIL, numpy's float semantics
 JIT_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy",
@@ -326,6 +326,15 @@ class _Pool:
             self.deferred_left += 1
             self._wake.notify()
 
+    def take(self, task: Callable[[], None]) -> bool:
+        """Take ``task`` off the deferred queue (the caller holds ``_wake`` and runs it with
+        :meth:`_run_deferred`); False when a thread already took it."""
+        try:
+            self._deferred.remove(task)
+        except ValueError:
+            return False
+        return True
+
     def _run_deferred(self, task: Callable[[], None]) -> None:
         try:
             task()
@@ -414,14 +423,74 @@ def defer(task: Callable[[], None], writes: Any) -> bool:
         try:
             task()
         finally:
-            _pending.discard(key)  # written (or failed: drain raises)
+            with _pool._wake:  # written (or failed: drain raises)
+                _pending[key] -= 1
+                if not _pending[key]:
+                    del _pending[key]
 
-    _pending.add(key)
+    with _pool._wake:
+        _pending[key] += 1
     _pool.defer(fill)
     return True
 
 
-_pending: set[int] = set()  # ids of the arrays deferred tasks are still filling
+# ids of the arrays deferred tasks are still filling, with how many tasks fill each (the
+# gradient buffers of a Trainer's parameters are views of one array: their tasks share it)
+_pending: collections.Counter[int] = collections.Counter()
+
+
+class Ticket:
+    """A task queued by :func:`submit`; :meth:`result` gives what it returned."""
+
+    __slots__ = ("_fn", "_done", "_value", "_error", "run")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn = fn
+        self._done = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self.run = self._run  # one bound method: the queue entry, found again by identity
+
+    def _run(self) -> None:
+        # its error is kept for result() alone: a result nobody takes cannot fail the block
+        try:
+            self._value = self._fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by result()
+            self._error = exc
+        finally:
+            self._fn = None  # type: ignore[assignment]
+            self._done.set()
+
+    def result(self) -> Any:
+        """The task's return value (or its exception, raised here): taken off the queue and
+        run on this thread when no thread has started it yet, else waited for."""
+        with _pool._wake:
+            queued = _pool.take(self.run)
+        if queued:
+            nested = getattr(_local, "in_task", False)
+            _local.in_task = True  # as a pool thread would run it: kernels serial
+            try:
+                _pool._run_deferred(self.run)
+            finally:
+                _local.in_task = nested
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def submit(fn: Callable[[], Any]) -> Ticket | None:
+    """Queue ``fn`` (reading only what nothing changes before its result is taken) for a
+    pool thread, inside a :func:`deferring` block and with more than one thread, and return
+    its :class:`Ticket`; None where :func:`defer` would decline (the caller runs it when it
+    needs it). The block's end waits for it, taken or not."""
+    if not DEFER or _count <= 1 or not getattr(_local, "deferring", False) \
+            or getattr(_local, "in_task", False):
+        return None
+    _pool.resize(_count - 1)
+    ticket = Ticket(fn)
+    _pool.defer(ticket.run)
+    return ticket
 
 
 def _root(array: Any) -> Any:

@@ -37,6 +37,8 @@ layouts of :mod:`.conv_ops`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -220,10 +222,11 @@ class FilterTransform:
         self._g = {np.dtype(t): g.astype(t) for t in (np.float32, np.float64)}
         self._gg = {np.dtype(t): gg.astype(t) for t in (np.float32, np.float64)}
 
-    def to_domain(self, filters: Any, c: int, transposed: bool = False) -> Any:
+    def to_domain(self, filters: Any, c: int, transposed: bool = False,
+                  out: Any | None = None) -> Any:
         """Filters → U (m², F, C) = ``G w Gᵀ`` per filter and channel, or with
-        ``transposed`` Uᵀ (m², C, F); ``filters``: rows (F, 9·C) or taps last (F, C, 9),
-        see :func:`taps_last`.
+        ``transposed`` Uᵀ (m², C, F), into ``out`` when given (allocated when None);
+        ``filters``: rows (F, 9·C) or taps last (F, C, 9), see :func:`taps_last`.
 
         U (the data gradient's operand) comes from the compiled kernel. Uᵀ, F(4x4)'s forward
         operand, stays one product by ``G ⊗ G``, the forward's floats as they were: with the
@@ -234,14 +237,15 @@ class FilterTransform:
         rms against float64): unexplained, so not taken."""
         w = taps_last(filters, c)
         f, m = w.shape[0], self.m
+        shape = (m * m, c, f) if transposed else (m * m, f, c)
+        u = np.empty(shape, dtype=w.dtype) if out is None else out
         if compiled_filters(w) and not transposed:
-            u = np.empty((m * m, f, c), dtype=w.dtype)
             conv_kernels.filter_transform(w, self._g[w.dtype], u)
             return u
         order = (2, 1, 0) if transposed else (2, 0, 1)  # (9, C, F) or (9, F, C)
         taps = np.ascontiguousarray(w.transpose(order)).reshape(9, f * c)
-        u = gemm.matmul(self._gg[w.dtype], taps)
-        return u.reshape((m * m, c, f) if transposed else (m * m, f, c))
+        gemm.matmul(self._gg[w.dtype], taps, u.reshape(m * m, f * c))
+        return u
 
     def from_domain(self, du: Any, out: Any | None = None) -> Any:
         """A filter gradient dU (m², F, C) → ``Gᵀ dU G`` per filter and channel: as rows
@@ -258,11 +262,13 @@ class FilterTransform:
 
 
 def gradient_products(filters: FilterTransform, gy: Any, v: Any, u: Any, need_gx: bool,
-                      shape: tuple[int, ...] | None = None) -> tuple[Any, Any | None]:
+                      shape: tuple[int, ...] | None = None,
+                      out: Any | None = None) -> tuple[Any, Any | None]:
     """A Winograd layer's backward products from its output gradient's transform gy
     (m², tiles, F): the weight gradient ``Gᵀ (Σ gyᵀ v) G``, as rows (F, 9·C) or in the
-    weight's own ``shape`` (F, C, 3, 3), and with ``need_gx`` the data gradient's transform
-    dV = gy U (m², tiles, C), else None.
+    weight's own ``shape`` (F, C, 3, 3) (into ``out``, a C-ordered array of that shape,
+    when given), and with ``need_gx`` the data gradient's transform dV = gy U
+    (m², tiles, C), else None.
 
     Inside a :func:`.kernel_threads.deferring` backward the weight gradient (its plane
     products and its filter transform) is queued for another thread, and the array is
@@ -271,7 +277,8 @@ def gradient_products(filters: FilterTransform, gy: Any, v: Any, u: Any, need_gx
     shared out than left to one other thread), its products share the threads with dV's."""
     planes, tiles, f = gy.shape
     c = v.shape[2]
-    gw = np.empty((f, 9 * c) if shape is None else shape, dtype=v.dtype)
+    gw = np.empty((f, 9 * c) if shape is None else shape, dtype=v.dtype) if out is None \
+        else out
     du = np.empty((planes, f, c), dtype=v.dtype)
     weight_tasks = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
 
@@ -295,16 +302,28 @@ def gradient_products(filters: FilterTransform, gy: Any, v: Any, u: Any, need_gx
 FILTERS = FilterTransform(_G)
 
 
-def weight_transform(filters: Any, c: int) -> Any:
+def weight_transform(filters: Any, c: int, out: Any | None = None) -> Any:
     """Filters (rows (F, 9·C), or taps last, :func:`taps_last`) → U (16, F, C): ``G w Gᵀ``
-    per filter and channel."""
-    return FILTERS.to_domain(filters, c)
+    per filter and channel (into ``out`` when given)."""
+    return FILTERS.to_domain(filters, c, out=out)
 
 
-def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None) -> tuple[Any, Any, Any]:
+# prepare(kind, transform): transform(filters, out) with out None or a buffer to fill
+Prepare = Callable[[str, Callable[..., Any]], Any]
+
+
+def transformed_now(filters: Any) -> Prepare:
+    """A ``prepare`` for :func:`forward` that transforms ``filters`` when asked (a
+    convolution may instead hand out transforms queued ahead, engine.ndarray.weight_prep)."""
+    return lambda kind, transform: transform(filters, out=None)
+
+
+def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None,
+            prepare: Prepare | None = None) -> tuple[Any, Any, Any]:
     """Output (N, OH, OW, F) channels-last for ``filters`` (rows (F, 9·C) or taps last, see
     winograd.taps_last), with the transformed data V (16, tiles, C) and
-    filters U (16, F, C) that the backward reuses."""
+    filters U (16, F, C) that the backward reuses. ``prepare(kind, transform)`` gives
+    ``transform(filters)`` (by default computed then)."""
     compiled = cpu_kernels.available(xl, filters) and (bias is None
                                                      or cpu_kernels.available(bias))
     v = np.empty((4, 4, plan.n, plan.th, plan.tw, plan.c), dtype=xl.dtype)
@@ -315,7 +334,8 @@ def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None) -> tuple[Any, A
         xpad[plan.interior()] = xl
         _input_transform(_tiles(xpad, plan.th, plan.tw), v)
     v = v.reshape(16, plan.tiles, plan.c)
-    u = weight_transform(filters, plan.c).astype(xl.dtype, copy=False)
+    u = (prepare or transformed_now(filters))("winograd2.U", partial(weight_transform, c=plan.c))
+    u = u.astype(xl.dtype, copy=False)
     m = np.empty((16, plan.tiles, plan.f), dtype=xl.dtype)
     # U's transposed view: storing Uᵀ (as winograd4 does) cost more than it saved here,
     # with 16 planes against 36 (measured on ResNet's 4x4 maps)
@@ -333,10 +353,11 @@ def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None) -> tuple[Any, A
 
 
 def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
-             shape: tuple[int, ...] | None = None) -> tuple[Any, Any | None]:
+             shape: tuple[int, ...] | None = None,
+             out: Any | None = None) -> tuple[Any, Any | None]:
     """Gradients for output gradient ``gl`` (N, OH, OW, F) channels-last: the weight's as
-    rows (F, 9·C), or in its own ``shape`` (F, C, 3, 3) when given, and, if ``need_gx``,
-    the data's (N, H, W, C) channels-last."""
+    rows (F, 9·C), or in its own ``shape`` (F, C, 3, 3) when given (into ``out`` when
+    given), and, if ``need_gx``, the data's (N, H, W, C) channels-last."""
     if (plan.oh, plan.ow) != (2 * plan.th, 2 * plan.tw):  # odd output: pad to whole blocks
         even = np.zeros((plan.n, 2 * plan.th, 2 * plan.tw, plan.f), dtype=gl.dtype)
         even[:, :plan.oh, :plan.ow] = gl
@@ -348,7 +369,7 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
     else:
         _grad_transform(_blocks(gl), gy)
     gy = gy.reshape(16, plan.tiles, plan.f)
-    gw, dv = gradient_products(FILTERS, gy, v, u, need_gx, shape)
+    gw, dv = gradient_products(FILTERS, gy, v, u, need_gx, shape, out)
     if dv is None:
         return gw, None
     dv = dv.reshape(4, 4, plan.n, plan.th, plan.tw, plan.c)

@@ -27,6 +27,7 @@ im2col and the numpy-only path F(2x2).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -369,26 +370,31 @@ def _input_grad(dv: Any, ph: int, pw: int, th: int, tw: int, gx: Any) -> None:
 
 
 # ------------------------------------------------------------------------- the layer
-def weight_transform(filters: Any, c: int, transposed: bool = False) -> Any:
+def weight_transform(filters: Any, c: int, transposed: bool = False,
+                     out: Any | None = None) -> Any:
     """Filters (rows (F, 9·C), or taps last, winograd.taps_last) → U (36, F, C) = ``G w Gᵀ``,
     or with ``transposed`` Uᵀ (36, C, F), in the weights' dtype (float64 made ResNet's
     512-channel filters 8x slower, for no error the tests can see against the data
     transforms')."""
-    return _FILTERS.to_domain(filters, c, transposed)
+    return _FILTERS.to_domain(filters, c, transposed, out)
 
 
-def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None) -> tuple[Any, Any, Any]:
+def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None,
+            prepare: winograd.Prepare | None = None) -> tuple[Any, Any, Any]:
     """Output (N, OH, OW, F) channels-last for ``filters`` (rows (F, 9·C) or taps last, see
     winograd.taps_last), with the transformed data V (36, tiles, C) and
-    filters U (36, F, C) that the backward reuses."""
+    filters U (36, F, C) that the backward reuses (``prepare``: see winograd.forward)."""
     dtype = xl.dtype
+    prepare = prepare or winograd.transformed_now(filters)
     v = np.empty((36, plan.tiles, plan.c), dtype=dtype)
     _input_transform(np.ascontiguousarray(xl), plan.pad[0], plan.pad[1], plan.th, plan.tw, v)
-    u = weight_transform(filters, plan.c)
     m = np.empty((36, plan.tiles, plan.f), dtype=dtype)
     # Uᵀ stored as such: OpenBLAS's (tiles, C) @ (C, F) ran 1.8x faster than with U's
-    # transposed view on an 8x8 map's 128 tiles (the same on 512)
-    gemm.planes(v, weight_transform(filters, plan.c, transposed=True), m)
+    # transposed view on an 8x8 map's 128 tiles (the same on 512). Asked for before U,
+    # which only the backward reads: queued ahead, the two are made in this order.
+    ut = prepare("winograd4.Ut", partial(weight_transform, c=plan.c, transposed=True))
+    u = prepare("winograd4.U", partial(weight_transform, c=plan.c))
+    gemm.planes(v, ut, m)
     out = np.empty((plan.n, plan.oh, plan.ow, plan.f), dtype=dtype)
     _output_transform(m, plan.th, plan.tw,  # out[0, 0, 0]: an unread (F,) stand-in
                       out[0, 0, 0] if bias is None else bias.astype(dtype, copy=False),
@@ -397,14 +403,15 @@ def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None) -> tuple[Any, A
 
 
 def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
-             shape: tuple[int, ...] | None = None) -> tuple[Any, Any | None]:
+             shape: tuple[int, ...] | None = None,
+             out: Any | None = None) -> tuple[Any, Any | None]:
     """Gradients for output gradient ``gl`` (N, OH, OW, F) channels-last: the weight's as
-    rows (F, 9·C), or in its own ``shape`` (F, C, 3, 3) when given, and, if ``need_gx``,
-    the data's (N, H, W, C) channels-last."""
+    rows (F, 9·C), or in its own ``shape`` (F, C, 3, 3) when given (into ``out`` when
+    given), and, if ``need_gx``, the data's (N, H, W, C) channels-last."""
     dtype = v.dtype
     gy = np.empty((36, plan.tiles, plan.f), dtype=dtype)
     _grad_transform(np.ascontiguousarray(gl, dtype=dtype), plan.th, plan.tw, gy)
-    gw, dv = winograd.gradient_products(_FILTERS, gy, v, u, need_gx, shape)
+    gw, dv = winograd.gradient_products(_FILTERS, gy, v, u, need_gx, shape, out)
     if dv is None:
         return gw, None
     gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)

@@ -253,7 +253,15 @@ class GenericKernel:
         retain = autograd._state.retain_graph
         if not retain:
             del run.tapes[id(self)]
-        saved, autograd._state.direct = autograd._state.direct, None
+        # A Parameter read by this step alone may get its gradient written straight into
+        # its own buffer by the operator (a convolution's weight gradient: one copy fewer
+        # of it each step); its wrapper here stands for it.
+        direct = {}
+        for slot, arr in wrappers:
+            target = run.direct_buffer(slot)
+            if target is not None:
+                direct[id(arr)] = target
+        saved, autograd._state.direct = autograd._state.direct, direct or None
         try:
             leaves = autograd._run_backward(heads, head_grads, retain_graph=retain)
         finally:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ... import autograd, grad_hooks
 from ...autograd import WRITTEN
-from ...ndarray import cpu_kernels, kernel_threads
+from ...ndarray import cpu_kernels, kernel_threads, weight_prep
 from ...ndarray.ndarray import NDArray, _Node
 from .kernels import (
     ActivationKernel,
@@ -168,6 +168,8 @@ class Program:
         self._inference = BufferSet(xp)
         self._needs_cache: dict[tuple[bool, ...], list[bool]] = {}
         self._no_needs = (False,) * len(self.leaf_slots)
+        # the weight preparations the last call made, by the leaf slot of their weight
+        self._prepared: list[tuple[int, weight_prep.Made]] = []
 
     @staticmethod
     def _param_slot_numbers(tracer: Tracer) -> list[int]:
@@ -331,8 +333,18 @@ class Program:
         else:
             buffers = self._inference if self.static_alloc else BufferSet(self.xp)
         run = Run(self, values, ctx, self.xp, buffers, keep, needs, leaves)
-        for kernel in self.kernels:
-            kernel.forward(run)
+        # the weight preparations the last call's layers made (filter transforms), queued
+        # for the other threads before the first layer runs, into this set's buffers; all
+        # done on leaving the block
+        queue = [(made, values[slot], buffers.get(("prepared", slot, made.kind), made.shape,
+                                                  made.dtype))
+                 for slot, made in self._prepared if made.fits(values[slot])]
+        with kernel_threads.deferring(), weight_prep.ahead(queue) as forward:
+            for kernel in self.kernels:
+                kernel.forward(run)
+        slot_of = {id(values[slot]): slot for slot in self.leaf_slots}
+        self._prepared = [(slot_of[id(weight)], made) for weight, made in forward.made
+                          if id(weight) in slot_of]
         results = []
         differentiable = []
         for slot in self.out_slots:

@@ -372,6 +372,16 @@ def _gradient_buffer(weight: NDArray, shape: tuple[int, ...], dtype: Any) -> Any
     return target
 
 
+def _rows_of_weight(w: Any, out: Any) -> Any:
+    """A (F, C, *K) weight as C-ordered rows (F, KK·C) in (K, C) order (into ``out`` unless
+    None)."""
+    rows = weight_to_rows(w, False)
+    if out is None:
+        return np.ascontiguousarray(rows)
+    np.copyto(out, rows)
+    return out
+
+
 def _of_stored_weight(transform: Callable[..., Any], last: bool, w: Any, out: Any) -> Any:
     """``transform`` of a 3x3 weight ``w`` (into ``out`` unless None) as the Winograd paths
     read it: a channels-last weight as its rows, a (F, C, 3, 3) one as stored."""
@@ -435,9 +445,12 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         conv_kernels.im2col_kernel_major(x, *args, cols)
         wmat = w.reshape(f, c * kk)
         out = gemm.matmul(cols.T, wmat.T)
-    else:  # cols (rows, KK·C), weight (F, KK·C) in (kh, kw, c) order
+    else:  # cols (rows, KK·C), weight (F, KK·C) in (kh, kw, c) order: a copy of a
+        # (F, C, KH, KW) weight, which a hybridized forward queues ahead (weight_prep)
         cols = np.empty((rows, kk * c), dtype=x.dtype)
-        wmat = weight_to_rows(w, last)
+        copied = not last and kk > 1 and c > 1  # else the rows are a view of it
+        wmat = weight_prep.prepared("rows", w, _rows_of_weight) if copied \
+            else weight_to_rows(w, last)
         out = np.empty((rows, f), dtype=x.dtype)
         per_image = rows // n
         step = _images_per_block(n, per_image, kk * c * x.itemsize)

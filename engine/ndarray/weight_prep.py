@@ -2,7 +2,8 @@
 
 Before a convolution can multiply, it rearranges its weight: Winograd layers transform every
 filter (``U = G w Gᵀ``, and F(4x4)'s forward also ``Uᵀ``), a convolution of 1-pixel maps
-copies out its one kernel position. That work reads the weight alone, and a hybridized
+copies out its one kernel position, an im2col layer copies a (F, C, KH, KW) weight into the
+rows its columns meet. That work reads the weight alone, and a hybridized
 forward knows its weights before its first layer runs: the program queues the preparations
 its previous call made (:func:`ahead`), in layer order, on the engine's other threads, and
 each layer takes its result when it gets there (:func:`prepared`), running it itself when

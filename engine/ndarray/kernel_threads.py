@@ -407,14 +407,20 @@ if _DEFER_SETTING not in ("on", "off"):
 DEFER = _DEFER_SETTING == "on"
 
 
+def _declines() -> bool:
+    """Whether work handed to another thread runs here instead: deferral off, one thread,
+    outside a :func:`deferring` block, or inside a task (no nested hand-offs)."""
+    return not DEFER or _count <= 1 or not getattr(_local, "deferring", False) \
+        or getattr(_local, "in_task", False)
+
+
 def defer(task: Callable[[], None], writes: Any) -> bool:
     """Queue ``task``, which fills the array ``writes``, to run on a pool thread while this
     thread goes on, inside a :func:`deferring` block and with more than one thread; True
     when it was queued (else the caller runs it itself). Whoever may read ``writes`` (or a
     view of it) before the block ends asks :func:`pending` first and drains. One deferred
     task per array."""
-    if not DEFER or _count <= 1 or not getattr(_local, "deferring", False) \
-            or getattr(_local, "in_task", False):
+    if _declines():
         return False
     _pool.resize(_count - 1)
     key = id(_root(writes))
@@ -484,8 +490,7 @@ def submit(fn: Callable[[], Any]) -> Ticket | None:
     pool thread, inside a :func:`deferring` block and with more than one thread, and return
     its :class:`Ticket`; None where :func:`defer` would decline (the caller runs it when it
     needs it). The block's end waits for it, taken or not."""
-    if not DEFER or _count <= 1 or not getattr(_local, "deferring", False) \
-            or getattr(_local, "in_task", False):
+    if _declines():
         return None
     _pool.resize(_count - 1)
     ticket = Ticket(fn)

@@ -270,7 +270,7 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
     # more than the product itself: both run in blocks of filters on the engine's threads.
     # A hybridized forward queues the copy ahead on the other threads (weight_prep).
     blocks = cpu_kernels.leading_blocks(w)
-    wc = weight_prep.prepared(f"tap{tap}{last}", w, partial(_tap_weight, at))
+    wc = weight_prep.prepared(f"tap{tap}", w, partial(_tap_weight, at))
     out = gemm.matmul(x2, wc.T)
     if bias is not None:
         out += bias._data
@@ -494,11 +494,14 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
                                                   else xl.shape, args, kernel_major)
             tasks += gx_tasks
         run_tasks(tasks)
-        if deferred is None:
+        if deferred is not None:
+            gw = deferred
+        else:
             gw = weight_gradient()
             if target is not None:
                 np.copyto(target, gw)
-        gw = WRITTEN if target is not None else gw if deferred is None else deferred
+        if target is not None:
+            gw = WRITTEN
         if need_gx:
             gx = data_grad()
             gx = gx if kernel_major else conv_windows.from_channels_last(gx, last)

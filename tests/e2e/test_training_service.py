@@ -105,7 +105,9 @@ def test_cancel_a_running_job(stack: Stack, client: Client) -> None:
 def test_killed_worker_resumes_from_checkpoint_with_identical_weights(
     stack: Stack, client: Client, tmp_path: Path
 ) -> None:
-    spec = example_spec(name="kill-me", epochs=100,
+    # 13,500 steps: the job must still be running when the worker is killed, a moment
+    # after its first checkpoint (the digits MLP runs thousands of steps a second)
+    spec = example_spec(name="kill-me", epochs=300,
                         checkpoint={"every_steps": 200, "keep_last": 2})
     job = client.submit(spec)
     tap = EventTap(stack.api_url, stack.token, job["id"])

@@ -61,7 +61,7 @@ class Forward:
         self.tickets: dict[tuple[str, int], kernel_threads.Ticket] = {}
         self.buffers: dict[tuple[str, int], Any] = {}
         self.made: list[tuple[Any, Made]] = []  # (the weight, its recipe)
-        self.asked: set[tuple[str, int]] = set()
+        self.results: dict[tuple[str, int], Any] = {}  # what the layers were given
         self.taken = 0  # preparations a layer found queued (for tests and profiles)
 
 
@@ -100,16 +100,18 @@ def prepared(kind: str, weight: Any, make: Make) -> Any:
     if forward is None:
         return make(weight, None)
     key = (kind, id(weight))
+    result = forward.results.get(key)
+    if result is not None:  # a weight read by two layers the same way: prepared once
+        return result
     ticket = forward.tickets.get(key)
     if ticket is not None:
         forward.taken += 1
         result = ticket.result()
     else:
         result = make(weight, forward.buffers.get(key))
-    if key not in forward.asked:
-        forward.asked.add(key)
-        forward.made.append((weight, Made(kind, make, tuple(result.shape), result.dtype,
-                                          tuple(weight.shape), weight.dtype)))
+    forward.results[key] = result
+    forward.made.append((weight, Made(kind, make, tuple(result.shape), result.dtype,
+                                      tuple(weight.shape), weight.dtype)))
     return result
 
 

@@ -38,7 +38,7 @@ def test_queued_preparations_fill_the_given_buffers_and_the_next_call_queues_the
     w = np.arange(6.0)
     with kernel_threads.deferring(), weight_prep.ahead([]) as first:
         made = weight_prep.prepared("double", w, _double)
-        assert weight_prep.prepared("double", w, _double) is not None  # asked twice
+        assert weight_prep.prepared("double", w, _double) is made  # asked twice: once made
     assert made.tolist() == (2 * w).tolist() and first.taken == 0
     (weight, recipe), = first.made  # one recipe per weight and kind
     assert weight is w and recipe.shape == (6,) and recipe.fits(np.zeros(6))

@@ -358,14 +358,19 @@ class _Pool:
                         self._drained.wait()
                     error, self._deferred_error = self._deferred_error, None
                     break
-            nested = getattr(_local, "in_task", False)
-            _local.in_task = True  # its kernels and products on this thread alone
-            try:
-                self._run_deferred(task)
-            finally:
-                _local.in_task = nested
+            self.run_here(task)
         if error is not None:
             raise error
+
+    def run_here(self, task: Callable[[], None]) -> None:
+        """Run a deferred task taken off the queue on the calling thread, as a pool thread
+        would: its kernels and products on this thread alone."""
+        nested = getattr(_local, "in_task", False)
+        _local.in_task = True
+        try:
+            self._run_deferred(task)
+        finally:
+            _local.in_task = nested
 
     def after_fork(self) -> None:
         self._threads = []
@@ -473,12 +478,7 @@ class Ticket:
         with _pool._wake:
             queued = _pool.take(self.run)
         if queued:
-            nested = getattr(_local, "in_task", False)
-            _local.in_task = True  # as a pool thread would run it: kernels serial
-            try:
-                _pool._run_deferred(self.run)
-            finally:
-                _local.in_task = nested
+            _pool.run_here(self.run)
         self._done.wait()
         if self._error is not None:
             raise self._error

@@ -342,9 +342,10 @@ class Program:
         with kernel_threads.deferring(), weight_prep.ahead(queue) as forward:
             for kernel in self.kernels:
                 kernel.forward(run)
-        slot_of = {id(values[slot]): slot for slot in self.leaf_slots}
-        self._prepared = [(slot_of[id(weight)], made) for weight, made in forward.made
-                          if id(weight) in slot_of]
+        if forward.made or self._prepared:  # (a program with no convolutions: nothing)
+            slot_of = {id(values[slot]): slot for slot in self.leaf_slots}
+            self._prepared = [(slot_of[id(weight)], made) for weight, made in forward.made
+                              if id(weight) in slot_of]
         results = []
         differentiable = []
         for slot in self.out_slots:

@@ -17,7 +17,9 @@ cuDNN (:mod:`.cudnn`) where it loads, else im2col. Other float32 ungrouped
 convolutions keep the numpy copies below. A convolution of 1-pixel maps (where only one
 kernel position reads data, the rest padding) is the Dense product of that position's
 weights (:func:`_single_tap_convolution`; a non-finite weight at a padding position then
-does not turn the output into NaN, as 0·inf would).
+does not turn the output into NaN, as 0·inf would). Other maps with at most half as many
+pixels as the kernel has positions (3x3 kernels on 2x2 maps) are one product with the
+layer's dense matrix (:mod:`.dense_map`).
 
 >>> from engine import nd
 >>> x = nd.ones((1, 1, 4, 4)); w = nd.ones((2, 1, 3, 3))
@@ -43,6 +45,7 @@ from . import (
     conv_windows,
     cpu_kernels,
     cudnn,
+    dense_map,
     gemm,
     weight_prep,
     winograd,
@@ -172,6 +175,11 @@ def convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
             and x.dtype in (np.float32, np.float64) \
             and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
         return _single_tap_convolution(data, weight, bias if use_bias else None, xl, tap, last)
+    if xp is np and groups == 1 and x.size and dense_map.applies(sizes, kernel) \
+            and x.dtype == w.dtype and x.dtype in (np.float32, np.float64) \
+            and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
+        plan = dense_map.Plan(sizes, out_sizes, kernel, stride, dilate, pad)
+        return _dense_map_convolution(data, weight, bias if use_bias else None, xl, plan, last)
     if winograd.applies(xp, kernel, stride, dilate, groups, xl.shape, w.shape[0], pad) \
             and x.dtype == w.dtype and x.dtype in (np.float32, np.float64) \
             and (not use_bias or bias._data.dtype == x.dtype):  # type: ignore[union-attr]
@@ -305,6 +313,52 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
     out_l = out.reshape(n, *([1] * (xl.ndim - 2)), f)
     return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _dense_map_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, xl: Any,
+                           plan: dense_map.Plan, last: bool) -> NDArray:
+    """A convolution of maps with fewer pixels than half its kernel's positions (ResNet's
+    3x3 convolutions of 2x2 maps) as one product with the dense matrix of the whole layer
+    (:mod:`.dense_map`): 2.25x fewer multiply-adds than im2col there, and one well-shaped
+    GEMM where Winograd F(2x2) has 16 small ones and its transforms."""
+    w = weight._data
+    n, f = xl.shape[0], w.shape[0]
+    x2 = np.ascontiguousarray(xl).reshape(n, -1)
+    # D reads the weight alone: a hybridized forward builds it ahead (weight_prep)
+    dt = weight_prep.prepared("dense", w, partial(_dense_of_weight, plan, last))  # Dᵀ
+    # (N, OH·OW·F), the channels-last output, as (Dᵀ xᵀ)ᵀ: OpenBLAS ran this product 1.35x
+    # faster than x D with D's transposed view (resnet18_v1's 2x2 maps, one thread)
+    out = np.ascontiguousarray(gemm.matmul(dt, x2.T).T)
+    if bias is not None:
+        out.reshape(-1, f)[...] += bias._data
+    need_gx = needs_grad(data)
+
+    def backward(g: Any) -> tuple[Any, ...]:
+        g2 = np.ascontiguousarray(conv_windows.to_channels_last(g, last)).reshape(n, -1)
+        target = _gradient_buffer(weight, w.shape, w.dtype)
+        gw = np.empty_like(w) if target is None else target
+
+        def weight_gradient() -> None:
+            plan.weight_gradient(x2, g2, w.shape, last, gw)
+
+        if not (need_gx and defer(weight_gradient, gw)):
+            weight_gradient()
+        gx = None
+        if need_gx:
+            gx = conv_windows.from_channels_last(gemm.matmul(g2, dt).reshape(xl.shape), last)
+        written = gw if target is None else WRITTEN
+        if bias is not None:
+            return gx, written, g2.reshape(n * plan.ohow, f).sum(axis=0)
+        return gx, written
+
+    inputs = (data, weight) if bias is None else (data, weight, bias)
+    out_l = out.reshape(n, *plan.out_sizes, f)
+    return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
+                    backward)
+
+
+def _dense_of_weight(plan: dense_map.Plan, last: bool, w: Any, out: Any) -> Any:
+    return plan.matrix(w, last, out)
 
 
 def _tap_weight(at: tuple[slice | int, ...], w: Any, out: Any) -> Any:

@@ -349,3 +349,93 @@ def test_single_position_weight_passes_split_into_blocks_that_cover_every_filter
     assert len(blocks) == 10 and blocks[0][0] == 0 and blocks[-1][1] == 512
     assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
     assert cpu_kernels.leading_blocks(np.empty((7, 12, 3, 3), np.float32)) == [(0, 7)]
+
+
+@pytest.mark.parametrize(("layout", "size", "kernel", "pad", "stride", "dilate", "bias"), [
+    ("NCHW", 2, 3, 1, 1, 1, True), ("NHWC", 2, 3, 1, 1, 1, False),
+    ("NCHW", 2, 3, 1, 2, 1, False), ("NCHW", 3, 7, 3, 1, 1, True),
+    ("NCHW", 2, 3, 2, 1, 2, True), ("NHWC", (1, 2), 3, 1, 1, 1, True)])
+def test_maps_smaller_than_the_kernel_take_one_dense_product(monkeypatch, layout, size, kernel,
+                                                             pad, stride, dilate, bias):
+    """ResNet's last stage on 32x32 images convolves 2x2 maps by 3x3 kernels: the product
+    with the layer's dense matrix gives im2col's outputs and gradients, in float64 to
+    rounding, whatever the stride, dilation and padding (zero blocks included)."""
+    from engine.ndarray import conv_ops, dense_map
+
+    c, f = 12, 7
+    h, w_ = (size, size) if isinstance(size, int) else size
+    last = layout == "NHWC"
+    x = rng.randn(4, h, w_, c) if last else rng.randn(4, c, h, w_)
+    w = rng.randn(f, kernel, kernel, c) if last else rng.randn(f, c, kernel, kernel)
+    b = rng.randn(f)
+
+    def run():
+        arrays = [nd.array(a, dtype="float64") for a in (x, w, b)]  # to rounding
+        for a in arrays:
+            a.attach_grad()
+        with autograd.record():
+            y = nd.Convolution(arrays[0], arrays[1], arrays[2] if bias else None,
+                               kernel=(kernel, kernel), pad=(pad, pad), stride=(stride, stride),
+                               dilate=(dilate, dilate), num_filter=f, no_bias=not bias,
+                               layout=layout)
+            weighted = (y * nd.array(np.arange(1, f + 1).reshape(
+                (1, 1, 1, f) if last else (1, f, 1, 1)), dtype="float64")).sum()
+        weighted.backward()
+        return [y.asnumpy()] + [a.grad.asnumpy() for a in arrays[:2 + bias]]
+
+    taken = []
+    original = conv_ops._dense_map_convolution
+    monkeypatch.setattr(conv_ops, "_dense_map_convolution",
+                        lambda *a: taken.append(1) or original(*a))
+    dense = run()
+    assert taken, "the dense path was not taken"
+    monkeypatch.setattr(dense_map, "applies", lambda *a: False)
+    for got, want in zip(dense, run(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_dense_matrix_blocks_hold_the_one_kernel_position_joining_two_pixels():
+    """Block (input pixel, output pixel) of D is the weights of the kernel position that
+    takes the one to the other, transposed to (C, F); a pair no position joins is zeros."""
+    from engine.ndarray import dense_map
+
+    w = rng.randn(3, 2, 3, 3).astype(np.float32)
+    plan = dense_map.Plan((2, 2), (1, 1), (3, 3), (2, 2), (1, 1), (1, 1))  # 2x2 → 1x1, s2
+    assert plan.full and len(plan.pairs) == 4
+    d = plan.matrix(w, False, None).T  # stored transposed
+    assert d.shape == (4 * 2, 1 * 3)
+    for p, (i, j) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)]):  # taps (1+i, 1+j)
+        np.testing.assert_array_equal(d[2 * p:2 * p + 2], w[:, :, 1 + i, 1 + j].T)
+    stale = np.full((3, 4 * 2), 7.0, np.float32)  # a kept buffer is written over whole
+    np.testing.assert_array_equal(plan.matrix(w, False, stale).T, d)
+    wide = dense_map.Plan((1, 3), (1, 3), (3, 3), (1, 1), (1, 1), (1, 1))
+    assert not wide.full
+    d = wide.matrix(w, False, np.full((3 * 3, 3 * 2), 7.0, np.float32)).T
+    np.testing.assert_array_equal(d[0:2, 6:9], np.zeros((2, 3)))  # pixel 0 never reaches 2
+    assert not dense_map.applies((3, 3), (3, 3)) and dense_map.applies((2, 2), (3, 3))
+
+
+def test_dense_path_is_the_same_for_any_thread_count():
+    """Its products are the engine's fixed-partition GEMMs: the same floats on 1-3 threads."""
+    from engine.ndarray import kernel_threads
+
+    x = nd.array(rng.randn(32, 256, 2, 2).astype(np.float32))
+    w = nd.array(rng.randn(256, 256, 3, 3).astype(np.float32) * 0.05)
+
+    def run():
+        x.attach_grad()
+        w.attach_grad()
+        with autograd.record():
+            y = nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=256, no_bias=True)
+        y.backward(nd.ones_like(y))
+        return np.concatenate([a.asnumpy().ravel() for a in (y, x.grad, w.grad)])
+
+    before = kernel_threads.count()
+    try:
+        results = []
+        for count in (1, 2, 3):
+            kernel_threads.set_count(count)
+            results.append(run())
+    finally:
+        kernel_threads.set_count(before)
+    assert all(r.tobytes() == results[0].tobytes() for r in results[1:])

@@ -85,21 +85,21 @@ def _fill_dense(w3: Any, last: bool, pairs: Any, full: bool, dt: Any) -> None:
     """``dt[q·F + f, p·C + c] = w[f, c, k]`` for every (p, q, k) of ``pairs``; zeros where
     no pair reaches unless ``full``. ``w3`` is (F, C, KK), or (F, KK, C) when ``last``."""
     f_ = w3.shape[0]
-    c_ = w3.shape[2] if last else w3.shape[1]
+    c_, kk = (w3.shape[2], w3.shape[1]) if last else (w3.shape[1], w3.shape[2])
     ohow = dt.shape[0] // f_
     for f in prange(f_):  # one filter's rows per block: the weights it reads lie together
+        taps = np.empty((kk, c_), dtype=w3.dtype)  # this filter's weights, (KK, C)
+        for k in range(kk):
+            for c in range(c_):
+                taps[k, c] = w3[f, k, c] if last else w3[f, c, k]
         if not full:
             for q in range(ohow):
                 dt[q * f_ + f, :] = 0
         for i in range(pairs.shape[0]):
             p, q, k = pairs[i, 0], pairs[i, 1], pairs[i, 2]
             row = dt[q * f_ + f]
-            if last:
-                for c in range(c_):
-                    row[p * c_ + c] = w3[f, k, c]
-            else:
-                for c in range(c_):
-                    row[p * c_ + c] = w3[f, c, k]
+            for c in range(c_):  # contiguous both sides: vectorized
+                row[p * c_ + c] = taps[k, c]
 
 
 @kernel
@@ -107,18 +107,20 @@ def _fold_dense(gdt: Any, last: bool, pairs: Any, gw3: Any) -> None:
     """``gw[f, c, k] = Σ gdt[q·F + f, p·C + c]`` over the pairs (p, q, k), in their order:
     the same floats for any thread count. ``gw3`` as ``_fill_dense``'s ``w3``."""
     f_ = gw3.shape[0]
-    c_ = gw3.shape[2] if last else gw3.shape[1]
+    c_, kk = (gw3.shape[2], gw3.shape[1]) if last else (gw3.shape[1], gw3.shape[2])
     for f in prange(f_):
-        gw3[f] = 0
+        taps = np.zeros((kk, c_), dtype=gw3.dtype)  # this filter's gradient, (KK, C)
         for i in range(pairs.shape[0]):
             p, q, k = pairs[i, 0], pairs[i, 1], pairs[i, 2]
             row = gdt[q * f_ + f]
-            if last:
-                for c in range(c_):
-                    gw3[f, k, c] += row[p * c_ + c]
-            else:
-                for c in range(c_):
-                    gw3[f, c, k] += row[p * c_ + c]
+            for c in range(c_):  # contiguous both sides: vectorized
+                taps[k, c] += row[p * c_ + c]
+        for k in range(kk):
+            for c in range(c_):
+                if last:
+                    gw3[f, k, c] = taps[k, c]
+                else:
+                    gw3[f, c, k] = taps[k, c]
 
 
 @lru_cache(maxsize=256)

@@ -286,10 +286,8 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
 
     def backward(g: Any) -> tuple[Any, ...]:
         g2 = conv_windows.to_channels_last(g, last).reshape(n, f)
-        target = _gradient_buffer(weight, w.shape, w.dtype)
-        gw = np.empty_like(w) if target is None else target
 
-        def weight_gradient() -> None:
+        def weight_gradient(gw: Any) -> None:
             tap_grad = gemm.matmul(g2.T, x2)
 
             def write(f0: int, f1: int) -> None:  # zeros but for the tap, a cached block
@@ -299,15 +297,10 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
 
             run_tasks([partial(write, f0, f1) for f0, f1 in blocks])
 
-        if not (need_gx and defer(weight_gradient, gw)):
-            weight_gradient()
-        gx = None
-        if need_gx:
-            gx = conv_windows.from_channels_last(gemm.matmul(g2, wc).reshape(xl.shape), last)
-        written = gw if target is None else WRITTEN
-        if bias is not None:
-            return gx, written, g2.sum(axis=0)
-        return gx, written
+        return _product_gradients(
+            weight, need_gx, weight_gradient,
+            lambda: conv_windows.from_channels_last(gemm.matmul(g2, wc).reshape(xl.shape), last),
+            None if bias is None else (lambda: g2.sum(axis=0)))
 
     inputs = (data, weight) if bias is None else (data, weight, bias)
     out_l = out.reshape(n, *([1] * (xl.ndim - 2)), f)
@@ -335,26 +328,32 @@ def _dense_map_convolution(data: NDArray, weight: NDArray, bias: NDArray | None,
 
     def backward(g: Any) -> tuple[Any, ...]:
         g2 = np.ascontiguousarray(conv_windows.to_channels_last(g, last)).reshape(n, -1)
-        target = _gradient_buffer(weight, w.shape, w.dtype)
-        gw = np.empty_like(w) if target is None else target
-
-        def weight_gradient() -> None:
-            plan.weight_gradient(x2, g2, w.shape, last, gw)
-
-        if not (need_gx and defer(weight_gradient, gw)):
-            weight_gradient()
-        gx = None
-        if need_gx:
-            gx = conv_windows.from_channels_last(gemm.matmul(g2, dt).reshape(xl.shape), last)
-        written = gw if target is None else WRITTEN
-        if bias is not None:
-            return gx, written, g2.reshape(n * plan.ohow, f).sum(axis=0)
-        return gx, written
+        return _product_gradients(
+            weight, need_gx, partial(plan.weight_gradient, x2, g2, w.shape, last),
+            lambda: conv_windows.from_channels_last(gemm.matmul(g2, dt).reshape(xl.shape), last),
+            None if bias is None else (lambda: g2.reshape(n * plan.ohow, f).sum(axis=0)))
 
     inputs = (data, weight) if bias is None else (data, weight, bias)
     out_l = out.reshape(n, *plan.out_sizes, f)
     return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)
+
+
+def _product_gradients(weight: NDArray, need_gx: bool, weight_gradient: Callable[[Any], Any],
+                       data_gradient: Callable[[], Any],
+                       bias_gradient: Callable[[], Any] | None) -> tuple[Any, ...]:
+    """The backward of a convolution that is one product (one kernel position, a dense
+    matrix): ``weight_gradient(gw)`` fills the Parameter's own gradient buffer when autograd
+    offers it (else a new array), handed to another thread beside the data gradient where
+    it may be; then the data gradient (when ``need_gx``) and the bias gradient (when given)."""
+    w = weight._data
+    target = _gradient_buffer(weight, w.shape, w.dtype)
+    gw = np.empty_like(w) if target is None else target
+    if not (need_gx and defer(partial(weight_gradient, gw), gw)):
+        weight_gradient(gw)
+    gx = data_gradient() if need_gx else None
+    written = gw if target is None else WRITTEN
+    return (gx, written) if bias_gradient is None else (gx, written, bias_gradient())
 
 
 def _dense_of_weight(plan: dense_map.Plan, last: bool, w: Any, out: Any) -> Any:

@@ -299,6 +299,43 @@ def test_training_steps_do_not_page_fault_for_their_temporaries():
     assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 500
 
 
+def _path_matches_the_others(monkeypatch, path, turn_off, run, tolerance):
+    """``run()`` takes the convolution path ``conv_ops.<path>``, and gives the results it
+    gives with that path turned off by ``turn_off()`` (within ``tolerance``)."""
+    from engine.ndarray import conv_ops
+
+    taken = []
+    original = getattr(conv_ops, path)
+    monkeypatch.setattr(conv_ops, path, lambda *a: taken.append(1) or original(*a))
+    fast = run()
+    assert taken, f"{path} was not taken"
+    turn_off()
+    for got, want in zip(fast, run(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
+
+
+def _outputs_and_gradients(layout, size, kernel, pad, stride, dilate, bias, dtype):
+    """A convolution of (4, 12, *size) data into 7 channels (fixed random arrays), and the
+    gradients of its outputs weighted by channel: [y, gx, gw] (+ [gb] with ``bias``)."""
+    c, f = 12, 7
+    last = layout == "NHWC"
+    seeded = np.random.RandomState(11)
+    x = seeded.randn(4, *size, c) if last else seeded.randn(4, c, *size)
+    w = seeded.randn(f, kernel, kernel, c) if last else seeded.randn(f, c, kernel, kernel)
+    arrays = [nd.array(a, dtype=dtype) for a in (x, w, seeded.randn(f))]
+    for a in arrays:
+        a.attach_grad()
+    with autograd.record():
+        y = nd.Convolution(arrays[0], arrays[1], arrays[2] if bias else None,
+                           kernel=(kernel, kernel), pad=(pad, pad), stride=(stride, stride),
+                           dilate=(dilate, dilate), num_filter=f, no_bias=not bias,
+                           layout=layout)
+        weighted = (y * nd.array(np.arange(1, f + 1).reshape(
+            (1, 1, 1, f) if last else (1, f, 1, 1)), dtype=dtype)).sum()
+    weighted.backward()
+    return [y.asnumpy()] + [a.grad.asnumpy() for a in arrays[:2 + bias]]
+
+
 @pytest.mark.parametrize(("layout", "kernel", "pad", "stride", "dilate", "bias"), [
     ("NCHW", 3, 1, 1, 1, True), ("NHWC", 3, 1, 2, 1, False), ("NCHW", 5, 2, 1, 1, False),
     ("NCHW", 3, 2, 1, 2, True), ("NCHW", 1, 0, 1, 1, True)])
@@ -308,35 +345,11 @@ def test_one_pixel_maps_take_the_single_kernel_position(monkeypatch, layout, ker
     kernel position that reads data gives im2col's outputs and gradients."""
     from engine.ndarray import conv_ops
 
-    c, f = 12, 7
-    last = layout == "NHWC"
-    x = rng.randn(4, 1, 1, c) if last else rng.randn(4, c, 1, 1)
-    w = rng.randn(f, kernel, kernel, c) if last else rng.randn(f, c, kernel, kernel)
-    b = rng.randn(f)
-
-    def run():
-        arrays = [nd.array(a.astype(np.float32)) for a in (x, w, b)]
-        for a in arrays:
-            a.attach_grad()
-        with autograd.record():
-            y = nd.Convolution(arrays[0], arrays[1], arrays[2] if bias else None,
-                               kernel=(kernel, kernel), pad=(pad, pad), stride=(stride, stride),
-                               dilate=(dilate, dilate), num_filter=f, no_bias=not bias,
-                               layout=layout)
-            weighted = (y * nd.array(np.arange(1, f + 1, dtype=np.float32).reshape(
-                (1, 1, 1, f) if last else (1, f, 1, 1)))).sum()
-        weighted.backward()
-        return [y.asnumpy()] + [a.grad.asnumpy() for a in arrays[:2 + bias]]
-
-    taken = []
-    original = conv_ops._single_tap_convolution
-    monkeypatch.setattr(conv_ops, "_single_tap_convolution",
-                        lambda *a: taken.append(1) or original(*a))
-    fast = run()
-    assert taken, "the single-position path was not taken"
-    monkeypatch.setattr(conv_ops, "_single_tap", lambda *a: None)
-    for got, want in zip(fast, run(), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _path_matches_the_others(
+        monkeypatch, "_single_tap_convolution",
+        lambda: monkeypatch.setattr(conv_ops, "_single_tap", lambda *a: None),
+        lambda: _outputs_and_gradients(layout, (1, 1), kernel, pad, stride, dilate, bias,
+                                       "float32"), 1e-5)
 
 
 def test_single_position_weight_passes_split_into_blocks_that_cover_every_filter():
@@ -360,38 +373,14 @@ def test_maps_smaller_than_the_kernel_take_one_dense_product(monkeypatch, layout
     """ResNet's last stage on 32x32 images convolves 2x2 maps by 3x3 kernels: the product
     with the layer's dense matrix gives im2col's outputs and gradients, in float64 to
     rounding, whatever the stride, dilation and padding (zero blocks included)."""
-    from engine.ndarray import conv_ops, dense_map
+    from engine.ndarray import dense_map
 
-    c, f = 12, 7
-    h, w_ = (size, size) if isinstance(size, int) else size
-    last = layout == "NHWC"
-    x = rng.randn(4, h, w_, c) if last else rng.randn(4, c, h, w_)
-    w = rng.randn(f, kernel, kernel, c) if last else rng.randn(f, c, kernel, kernel)
-    b = rng.randn(f)
-
-    def run():
-        arrays = [nd.array(a, dtype="float64") for a in (x, w, b)]  # to rounding
-        for a in arrays:
-            a.attach_grad()
-        with autograd.record():
-            y = nd.Convolution(arrays[0], arrays[1], arrays[2] if bias else None,
-                               kernel=(kernel, kernel), pad=(pad, pad), stride=(stride, stride),
-                               dilate=(dilate, dilate), num_filter=f, no_bias=not bias,
-                               layout=layout)
-            weighted = (y * nd.array(np.arange(1, f + 1).reshape(
-                (1, 1, 1, f) if last else (1, f, 1, 1)), dtype="float64")).sum()
-        weighted.backward()
-        return [y.asnumpy()] + [a.grad.asnumpy() for a in arrays[:2 + bias]]
-
-    taken = []
-    original = conv_ops._dense_map_convolution
-    monkeypatch.setattr(conv_ops, "_dense_map_convolution",
-                        lambda *a: taken.append(1) or original(*a))
-    dense = run()
-    assert taken, "the dense path was not taken"
-    monkeypatch.setattr(dense_map, "applies", lambda *a: False)
-    for got, want in zip(dense, run(), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    size = (size, size) if isinstance(size, int) else size
+    _path_matches_the_others(  # in float64: the two paths agree to rounding
+        monkeypatch, "_dense_map_convolution",
+        lambda: monkeypatch.setattr(dense_map, "applies", lambda *a: False),
+        lambda: _outputs_and_gradients(layout, size, kernel, pad, stride, dilate, bias,
+                                       "float64"), 1e-12)
 
 
 def test_dense_matrix_blocks_hold_the_one_kernel_position_joining_two_pixels():

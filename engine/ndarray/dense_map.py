@@ -21,7 +21,7 @@ built, and the weight gradient folded, by compiled passes over the filters.
 >>> len(plan.pairs), plan.full   # every input pixel reaches every output pixel
 (16, True)
 >>> w = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
->>> plan.matrix(w, False, None)[0].tolist()   # Dᵀ: output (0, 0) reads taps 4, 5, 7, 8
+>>> plan.matrix(w, None)[0].tolist()   # Dᵀ: output (0, 0) reads taps 4, 5, 7, 8
 [4.0, 5.0, 7.0, 8.0]
 """
 
@@ -57,10 +57,12 @@ class Plan:
         self.pairs = _pairs(sizes, out_sizes, kernel, stride, dilate, pad)
         self.full = len(self.pairs) == self.hw * self.ohow  # no zero blocks in D
 
-    def matrix(self, w: Any, last: bool, out: Any) -> Any:
+    def matrix(self, w: Any, out: Any, last: bool = False) -> Any:
         """``Dᵀ`` (OH·OW·F, H·W·C) of the weight ``w`` ((F, C, *K), or (F, *K, C) when
         ``last``), into ``out`` unless None. Stored transposed: a row (output pixel, filter)
-        then reads one filter's weights, which lie together in the weight."""
+        then reads one filter's weights, which lie together in the weight; the forward's
+        ``x @ D`` is then a product by a transposed view, which engine.ndarray.gemm runs as
+        ``(Dᵀ xᵀ)ᵀ`` for a batch of at most 64."""
         f, c = w.shape[0], w.shape[-1] if last else w.shape[1]
         dt = np.empty((self.ohow * f, self.hw * c), dtype=w.dtype) if out is None else out
         _fill_dense(w.reshape(f, -1, c) if last else w.reshape(f, c, -1), last, self.pairs,

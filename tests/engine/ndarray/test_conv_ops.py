@@ -391,15 +391,15 @@ def test_dense_matrix_blocks_hold_the_one_kernel_position_joining_two_pixels():
     w = rng.randn(3, 2, 3, 3).astype(np.float32)
     plan = dense_map.Plan((2, 2), (1, 1), (3, 3), (2, 2), (1, 1), (1, 1))  # 2x2 → 1x1, s2
     assert plan.full and len(plan.pairs) == 4
-    d = plan.matrix(w, False, None).T  # stored transposed
+    d = plan.matrix(w, None).T  # stored transposed
     assert d.shape == (4 * 2, 1 * 3)
     for p, (i, j) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)]):  # taps (1+i, 1+j)
         np.testing.assert_array_equal(d[2 * p:2 * p + 2], w[:, :, 1 + i, 1 + j].T)
     stale = np.full((3, 4 * 2), 7.0, np.float32)  # a kept buffer is written over whole
-    np.testing.assert_array_equal(plan.matrix(w, False, stale).T, d)
+    np.testing.assert_array_equal(plan.matrix(w, stale).T, d)
     wide = dense_map.Plan((1, 3), (1, 3), (3, 3), (1, 1), (1, 1), (1, 1))
     assert not wide.full
-    d = wide.matrix(w, False, np.full((3 * 3, 3 * 2), 7.0, np.float32)).T
+    d = wide.matrix(w, np.full((3 * 3, 3 * 2), 7.0, np.float32)).T
     np.testing.assert_array_equal(d[0:2, 6:9], np.zeros((2, 3)))  # pixel 0 never reaches 2
     assert not dense_map.applies((3, 3), (3, 3)) and dense_map.applies((2, 2), (3, 3))
 

@@ -34,6 +34,9 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+import machine_ceiling  # noqa: E402
+
 DEFAULT_CONFIGS = ("deferred:", "not-deferred:RUDDER_ENGINE_DEFER=off")
 
 # the child: imports the engine under its own environment, builds one network, steps on
@@ -125,6 +128,7 @@ def main() -> None:
             threads = int(settings.get("RUDDER_ENGINE_THREADS", args.threads))
             children[name] = Child(args.net, threads, settings)
         names = list(children)
+        stolen = machine_ceiling.stolen_ticks()
         per_round: list[dict[str, float]] = []
         every: dict[str, list[float]] = {name: [] for name in names}
         for r in range(args.rounds):
@@ -146,14 +150,11 @@ def main() -> None:
               f"(rounds {min(ratios):.2f}-{max(ratios):.2f})  [{described}]", flush=True)
     # A neighbour on a shared VM only ever takes time away: each configuration's fastest
     # tenth of steps shows its own speed where bursts of stolen time swamp the medians.
-    fast = {name: _lower_decile(every[name]) for name in names}
+    fast = {name: machine_ceiling.fastest_tenth(every[name]) for name in names}
     print("  fastest tenth of steps: " + ", ".join(
         f"{name} {fast[name] * 1e3:.1f} ms ({fast[name] / fast[reference]:.3f})"
         for name in names), flush=True)
-
-
-def _lower_decile(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10)[0] if len(values) > 1 else values[0]
+    print(machine_ceiling.stolen_share(stolen, machine_ceiling.stolen_ticks()), flush=True)
 
 
 if __name__ == "__main__":

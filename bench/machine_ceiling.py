@@ -91,6 +91,30 @@ def describe(processes: int, rounds: int) -> str:
     return "\n".join(lines)
 
 
+def stolen_ticks() -> tuple[int, int]:
+    """(ticks stolen by the hypervisor, all ticks) of every CPU so far (/proc/stat; zeros
+    where there is none): the difference over a run says what share neighbours took."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def stolen_share(before: tuple[int, int], after: tuple[int, int]) -> str:
+    """The line saying what share of the VM's CPU time was stolen between two readings."""
+    total = after[1] - before[1]
+    share = 100 * (after[0] - before[0]) / total if total > 0 else 0.0
+    return f"  stolen by the hypervisor meanwhile: {share:.1f}% of this VM's CPU time"
+
+
+def fastest_tenth(times: list[float]) -> float:
+    """The lower decile of step times: neighbours on a shared VM only ever add time, so
+    where they steal in bursts this shows a contender's own speed better than a median."""
+    return statistics.quantiles(times, n=10)[0] if len(times) > 1 else times[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="processes at once")

@@ -126,23 +126,11 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):5.2f}x (rounds {min(values):.2f}-{max(values):.2f})"
 
 
-def _stolen() -> tuple[int, int]:
-    """(ticks stolen by the hypervisor, all ticks) of every CPU so far (/proc/stat; zeros
-    where there is none)."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(v) for v in stat.readline().split()[1:]]
-    except (OSError, ValueError):
-        return 0, 0
-    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
-
-
 def report_fastest(every: dict[Key, list[float]]) -> None:
     """The figures again from each contender's fastest tenth of steps: neighbours on a
     shared VM only ever take time away, so where they steal in bursts (printed below)
     these show each contender's own speed better than the paired medians."""
-    fast = {key: statistics.quantiles(times, n=10)[0] if len(times) > 1 else times[0]
-            for key, times in every.items()}
+    fast = {key: machine_ceiling.fastest_tenth(times) for key, times in every.items()}
     names = [n for n in ("engine", "mxnet", "torch") if (n, 1) in fast]
     parts = [f"{n} {fast[(n, 1)] / fast[(n, THREADS)]:.2f}x" for n in names]
     anchors = [n for n in ("mxnet", "torch") if (n, THREADS) in fast]
@@ -195,14 +183,11 @@ def main() -> None:
     # of scaling means little without it on a shared host (bench/machine_ceiling.py).
     print(machine_ceiling.describe(THREADS, 3), flush=True)
     for net in args.nets.split(","):
-        stolen0, total0 = _stolen()
+        before = machine_ceiling.stolen_ticks()
         per_round, every = measure(net, args.steps, args.rounds)
-        stolen1, total1 = _stolen()
         report(net, per_round)
         report_fastest(every)
-        if total1 > total0:
-            share = 100 * (stolen1 - stolen0) / (total1 - total0)
-            print(f"  stolen by the hypervisor meanwhile: {share:.1f}% of this VM's CPU time")
+        print(machine_ceiling.stolen_share(before, machine_ceiling.stolen_ticks()))
     print(machine_ceiling.describe(THREADS, 3))
 
 

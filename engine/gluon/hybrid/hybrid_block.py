@@ -153,24 +153,28 @@ def _is_symbol(value: Any) -> bool:
     return isinstance(value, _symbol_type[0])
 
 
+def _collect_arrays(value: Any, arrays: list[NDArray]) -> bool:
+    """Append the NDArrays in ``value`` (nested lists and tuples) to ``arrays``; True when it
+    holds a Symbol. (A module function: a nested one that calls itself is a reference cycle,
+    which would keep the arrays it saw alive until the garbage collector runs.)"""
+    if isinstance(value, (list, tuple)):
+        found = False
+        for v in value:
+            found = _collect_arrays(v, arrays) or found
+        return found
+    if isinstance(value, NDArray):
+        arrays.append(value)
+        return False
+    return _is_symbol(value)
+
+
 def _check_inputs(args: tuple[Any, ...], kwargs: dict[str, Any], hybridized: bool) -> bool:
     """MXNet's rules for a HybridBlock's inputs: at least one NDArray or Symbol, not both,
     and once hybridized the arrays on one context. Returns whether they are Symbols."""
     arrays: list[NDArray] = []
     symbols = False
-
-    def walk(value: Any) -> None:
-        nonlocal symbols
-        if isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
-        elif isinstance(value, NDArray):
-            arrays.append(value)
-        elif _is_symbol(value):
-            symbols = True
-
     for value in (*args, *kwargs.values()):
-        walk(value)
+        symbols = _collect_arrays(value, arrays) or symbols
     if not arrays and not symbols:
         raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
                          "input. Please check the type of the args.")

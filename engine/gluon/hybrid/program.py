@@ -11,12 +11,22 @@ Buffers (MXNet's ``static_alloc``): intermediate results and backward scratch li
 backward has run (without ``retain_graph``) or its output is gone; a second forward before
 that gets another set, so nothing a pending backward needs is overwritten. The block's
 outputs are always fresh arrays: the caller may keep them.
+
+On a GPU the buffers are not kept from call to call: cupy's memory pool already hands a
+freed block of the same size back at once, and kept buffers would hold every activation of
+the network, and its backward scratch, on the device between steps (ResNet-18 at batch 128:
+0.9 GB). There the backward also lets go of each kernel's results and their gradients once
+the kernel's own backward ran (the last that reads them), so they go back to the pool while
+the backward goes on, as the imperative tape frees its nodes. (On the CPU the kept buffers
+hold most of them anyway: releasing early lowered ResNet-18's peak by 0.5%.)
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
+
+import numpy
 
 from ... import autograd, grad_hooks
 from ...autograd import WRITTEN
@@ -55,8 +65,9 @@ def _same_layout(arr: Any, like: Any) -> bool:
 class BufferSet:
     """Arrays a program reuses across calls, allocated on first use."""
 
-    def __init__(self, xp: Any) -> None:
+    def __init__(self, xp: Any, keep: bool = True) -> None:
         self.xp = xp
+        self.keep = keep  # False: every get() is a fresh array (one call's set on a GPU)
         self.generation = 0
         self._arrays: dict[tuple[Any, ...], Any] = {}
 
@@ -70,7 +81,8 @@ class BufferSet:
                 like is not None and not _same_layout(arr, like)):
             arr = (self.xp.empty_like(like, dtype=dtype) if like is not None
                    else self.xp.empty(shape, dtype))
-            self._arrays[key] = arr
+            if self.keep:
+                self._arrays[key] = arr
         return arr
 
     def zeros(self, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -156,13 +168,19 @@ class Program:
         # leaves read by one step only: their whole gradient may go to autograd's buffer
         self.single_use_leaf = {slot: i for i, slot in enumerate(self.leaf_slots)
                                 if self.uses.get(slot, 0) == 1}
+        # every slot the steps a kernel runs write (a fused kernel's inner results too)
+        self._produced: dict[int, tuple[int, ...]] = {}
         self.kernels = self._compile(tracer.steps)
         self._backward_kernels = self._tape_order()
         self._ready_after = self._leaves_complete_after()
+        self._done_after = self._results_done_after()
         self._steps = tracer.steps
         self._view_of_buffer = self._maybe_views()
         self.static_alloc = static_alloc
         self.xp = xp
+        # a GPU's policy (see the module's docstring): a fresh buffer set per call, each
+        # result let go of during the backward
+        self.per_call_buffers = xp is not numpy
         # recorded forwards' sets, each with the array whose tape node may still need it
         self._lent: list[tuple[BufferSet, weakref.ref[NDArray]]] = []
         self._inference = BufferSet(xp)
@@ -181,10 +199,12 @@ class Program:
     # ----------------------------------------------------------------- compiling
     def _compile(self, steps: list[Step]) -> list[Any]:
         kernels: list[Any] = []
+        starts: list[int] = []  # the first step each kernel runs
         skip = -1
         for i, step in enumerate(steps):
             if i <= skip:  # fused into the previous kernel
                 continue
+            starts.append(i)
             if is_plain_batch_norm(step):
                 relu, pool = fusable_followers(steps, i, self.uses, self.output_slots)
                 kernels.append(BatchNormKernel(i, step, relu, pool))
@@ -212,6 +232,10 @@ class Program:
                 kernels.append(ActivationKernel(i, step, act))
                 continue
             kernels.append(GenericKernel(step))
+        stops = [*starts[1:], len(steps)] if starts else []
+        for kernel, start, stop in zip(kernels, starts, stops, strict=True):
+            self._produced[id(kernel)] = tuple(o for step in steps[start:stop]
+                                               for o in step.outputs)
         return kernels
 
     def _tape_order(self) -> list[Any]:
@@ -244,6 +268,14 @@ class Program:
         for leaf, position in last.items():
             after.setdefault(position, []).append(leaf)
         return after
+
+    def _results_done_after(self) -> list[tuple[int, ...]]:
+        """Backward position -> the slots whose values and gradients nothing reads after the
+        kernel there: the ones it produced. The backward order is reverse topological, so
+        every reader of a result ran its backward before the result's producer; the block's
+        outputs stay (the caller holds them anyway)."""
+        return [tuple(s for s in self._produced[id(kernel)] if s not in self.output_slots)
+                for kernel in self._backward_kernels]
 
     def _announce_ready(self, run: Run, position: int) -> None:
         """Hand the Parameters finished at ``position`` to autograd now (written into their
@@ -309,7 +341,7 @@ class Program:
         return BufferSet(self.xp)
 
     def _lend(self, buffers: BufferSet, holder: NDArray) -> None:
-        if self.static_alloc:
+        if self.static_alloc and buffers.keep:
             self._lent.append((buffers, weakref.ref(holder)))
 
     # ------------------------------------------------------------------- running
@@ -327,7 +359,9 @@ class Program:
         else:
             leaf_needs = self._no_needs
         needs = self._needs(leaf_needs)
-        if keep:
+        if self.per_call_buffers:
+            buffers = BufferSet(self.xp, keep=False)
+        elif keep:
             buffers = self._free_set() if self.static_alloc else BufferSet(self.xp)
             buffers.generation += 1
         else:
@@ -387,6 +421,9 @@ class Program:
             run.grads = dict(g.by_slot) if slot is None else {slot: g}
             run.direct = autograd._state.direct
             announcing = run.direct is not None and grad_hooks.active()
+            # (not with retain_graph: the backward may run again)
+            releasing = self.per_call_buffers and not autograd._state.retain_graph
+            values, grads = run.values, run.grads
             # weight gradients (read by nothing in this loop) may be queued for the other
             # threads while this one goes on down the data gradients; all are done on
             # leaving the block
@@ -396,6 +433,10 @@ class Program:
                     if announcing and position in self._ready_after:
                         kernel_threads.drain()  # what is announced must be final
                         self._announce_ready(run, position)
+                    if releasing:
+                        for done in self._done_after[position]:
+                            values[done] = None
+                            grads.pop(done, None)
             grads = run.grads
             direct = run.direct or {}
             out = []

@@ -71,10 +71,8 @@ def instrument(recorder: Recorder):
     def traced_kernel(self, *args):
         if not recorder.on:
             return kernel_call(self, *args)
-        threads = kt._count - min(kt._pool.deferred_left, kt._count - 1)
-        parallel = (threads > 1 and kt.ENABLED and not getattr(kt._local, "in_task", False)
-                    and kt._large(args) and kt._parallel_usable())
-        kind = f"kernel-par{threads}" if parallel else "kernel"
+        threads = kt.parallel_threads(args)  # the engine's own choice, asked beforehand
+        kind = f"kernel-par{threads}" if threads > 1 else "kernel"
         return recorder.span(kind, self.__name__, kernel_call, self, *args)
 
     kt.Kernel.__call__ = traced_kernel

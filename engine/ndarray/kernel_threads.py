@@ -57,8 +57,8 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     ENABLED = False
 
 __all__ = ["ENABLED", "JIT_OPTIONS", "Ticket", "block_count", "count", "defer", "deferring",
-           "drain", "kernel", "numba", "parallel_kernels", "pending", "prange", "run_tasks",
-           "set_count", "submit"]
+           "drain", "kernel", "numba", "parallel_kernels", "parallel_threads", "pending", "prange",
+           "run_tasks", "set_count", "submit"]
 
 # every compiled kernel: cached on disk, releasing the GIL, numpy's float semantics
 JIT_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy",
@@ -163,14 +163,22 @@ class Kernel:
         return self._parallel
 
     def __call__(self, *args: Any) -> Any:
-        # the threads not busy with deferred work, queued work counted as taken (a pool
-        # thread takes it at once): the threads never outnumber the cores
-        threads = _count - min(_pool.deferred_left, _count - 1)
-        if threads > 1 and ENABLED and not getattr(_local, "in_task", False) \
-                and _large(args) and _parallel_usable():
+        threads = parallel_threads(args)
+        if threads > 1:
             _numba_threads(threads)
             return self.parallel(*args)
         return self.serial(*args)
+
+
+def parallel_threads(args: tuple[Any, ...]) -> int:
+    """How many threads a kernel called now with ``args`` runs its parallel build on; 1: its
+    serial build. The threads not busy with deferred work, queued work counted as taken (a
+    pool thread takes it at once), so the threads never outnumber the cores."""
+    threads = _count - min(_pool.deferred_left, _count - 1)
+    if threads > 1 and ENABLED and not getattr(_local, "in_task", False) \
+            and _large(args) and _parallel_usable():
+        return threads
+    return 1
 
 
 # Fewest elements in a kernel's largest array for its parallel build; the floats are the

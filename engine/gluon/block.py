@@ -105,6 +105,16 @@ class HookHandle:
         self.detach()
 
 
+def _holds_unregistered_block(value: Any, children: set[int]) -> bool:
+    """Whether a list, tuple or dict (nested) holds a Block whose id is not in ``children``.
+    (A module function: a nested closure that calls itself is a reference cycle per call.)"""
+    if isinstance(value, (list, tuple)):
+        return any(_holds_unregistered_block(v, children) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_unregistered_block(v, children) for v in value.values())
+    return isinstance(value, Block) and id(value) not in children
+
+
 class Block:
     """Base class of all layers and models: override ``forward``.
 
@@ -208,17 +218,9 @@ class Block:
         """MXNet warns when an attribute is a list, tuple or dict holding Blocks: those are
         not children, so their parameters are missing from collect_params()."""
         children = {id(c) for c in self._children.values()}
-
-        def holds_block(value: Any) -> bool:
-            if isinstance(value, (list, tuple)):
-                return any(holds_block(v) for v in value)
-            if isinstance(value, dict):
-                return any(holds_block(v) for v in value.values())
-            return isinstance(value, Block) and id(value) not in children
-
         for key, value in self.__dict__.items():
             if isinstance(value, (list, tuple, dict)) and not key.startswith("__") \
-                    and key != "_children" and holds_block(value):
+                    and key != "_children" and _holds_unregistered_block(value, children):
                 warnings.warn(f'"{type(self).__name__}.{key}" is an unregistered container with '
                               "Blocks. Note that Blocks inside the list, tuple or dict will not "
                               "be registered automatically. Make sure to register them using "

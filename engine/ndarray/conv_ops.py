@@ -33,7 +33,7 @@ layer's dense matrix (:mod:`.dense_map`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -111,29 +111,48 @@ def rows_to_weight(mat: Any, shape: tuple[int, ...], channels_last: bool) -> Any
 
 def _conv_geometry(x: Any, w: Any, kernel: Any, stride: Any, dilate: Any, pad: Any,
                    num_filter: Any, groups: int, layout: str | None) -> tuple[Any, ...]:
-    nd = x.ndim - 2
-    if nd not in (1, 2, 3) or w.ndim != x.ndim:
+    """(channels last, kernel, stride, dilate, pad, sizes, output sizes) of a convolution,
+    checked: worked out once per shapes and arguments (a hybridized step asks for the same
+    few every time), or each time when an argument is unhashable (a list)."""
+    key = (tuple(x.shape), tuple(w.shape), kernel, stride, dilate, pad, num_filter, groups,
+           layout)
+    try:
+        return _cached_geometry(key)
+    except TypeError:  # unhashable: not cached (an error the check raises stays a ValueError)
+        return _geometry(*key)
+
+
+@lru_cache(maxsize=1024)
+def _cached_geometry(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return _geometry(*key)
+
+
+def _geometry(x_shape: tuple[int, ...], w_shape: tuple[int, ...], kernel: Any, stride: Any,
+              dilate: Any, pad: Any, num_filter: Any, groups: int,
+              layout: str | None) -> tuple[Any, ...]:
+    nd = len(x_shape) - 2
+    if nd not in (1, 2, 3) or len(w_shape) != len(x_shape):
         raise ValueError(f"Convolution expects 3-, 4- or 5-D data and a weight of the same "
-                         f"rank, got shapes {x.shape} and {w.shape}")
+                         f"rank, got shapes {x_shape} and {w_shape}")
     last = conv_windows.check_layout(layout, nd, "Convolution")
     kernel = conv_windows.spatial_tuple(kernel if kernel not in (None, ()) else
-                                  (w.shape[1:-1] if last else w.shape[2:]), nd, "kernel")
+                                  (w_shape[1:-1] if last else w_shape[2:]), nd, "kernel")
     stride = conv_windows.spatial_tuple(stride, nd, "stride", 1)
     dilate = conv_windows.spatial_tuple(dilate, nd, "dilate", 1)
     pad = conv_windows.spatial_tuple(pad, nd, "pad", 0)
-    c = x.shape[-1] if last else x.shape[1]
-    f = w.shape[0]
-    w_kernel, cg = (w.shape[1:-1], w.shape[-1]) if last else (w.shape[2:], w.shape[1])
+    c = x_shape[-1] if last else x_shape[1]
+    f = w_shape[0]
+    w_kernel, cg = (w_shape[1:-1], w_shape[-1]) if last else (w_shape[2:], w_shape[1])
     if tuple(w_kernel) != kernel:
-        raise ValueError(f"Convolution: kernel {kernel} does not match weight shape {w.shape}")
+        raise ValueError(f"Convolution: kernel {kernel} does not match weight shape {w_shape}")
     if groups < 1 or c % groups or f % groups or cg * groups != c:
         raise ValueError(
-            f"Convolution: data has {c} channels and weight {w.shape} with num_group={groups}; "
+            f"Convolution: data has {c} channels and weight {w_shape} with num_group={groups}; "
             f"the weight must hold channels/num_group = {c // max(groups, 1)} input channels"
         )
     if num_filter is not None and f != int(num_filter):
         raise ValueError(f"Convolution: weight has {f} filters, num_filter={num_filter}")
-    sizes = x.shape[1:-1] if last else x.shape[2:]
+    sizes = x_shape[1:-1] if last else x_shape[2:]
     out = tuple(conv_windows.conv_out_size(*args)
                 for args in zip(sizes, kernel, stride, pad, dilate, strict=True))
     if min(out) <= 0:

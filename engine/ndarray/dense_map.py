@@ -28,6 +28,7 @@ built, and the weight gradient folded, by compiled passes over the filters.
 from __future__ import annotations
 
 import itertools
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -41,7 +42,7 @@ def applies(sizes: tuple[int, ...], kernel: tuple[int, ...]) -> bool:
     """Whether a convolution of ``sizes`` maps takes this path: at most half as many input
     pixels as kernel positions (its products then do at most half of im2col's work, and
     ``D`` holds at most KH·KW/2 times the weights per output pixel)."""
-    return 2 * int(np.prod(sizes)) <= int(np.prod(kernel))
+    return 2 * math.prod(sizes) <= math.prod(kernel)
 
 
 class Plan:
@@ -51,9 +52,9 @@ class Plan:
                  kernel: tuple[int, ...], stride: tuple[int, ...], dilate: tuple[int, ...],
                  pad: tuple[int, ...]) -> None:
         self.out_sizes = out_sizes
-        self.hw = int(np.prod(sizes))
-        self.ohow = int(np.prod(out_sizes))
-        self.kk = int(np.prod(kernel))
+        self.hw = math.prod(sizes)
+        self.ohow = math.prod(out_sizes)
+        self.kk = math.prod(kernel)
         self.pairs = _pairs(sizes, out_sizes, kernel, stride, dilate, pad)
         self.full = len(self.pairs) == self.hw * self.ohow  # no zero blocks in D
 

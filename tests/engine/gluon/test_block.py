@@ -253,3 +253,34 @@ def test_cast_summary_and_repr(capsys):
     text = capsys.readouterr().out
     assert "Total params: 42" in text and "Dense-2" in text  # after its activation
     assert "Dense(3 -> 4, relu)" in repr(net)
+
+
+def test_unregistered_blocks_in_nested_containers_warn_and_leave_no_garbage():
+    class Holder(gluon.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.registered = nn.Dense(2)
+            self.nested = {"layers": [(nn.Dense(3),)]}  # an unregistered Block, two deep
+            self.plain = [1, (2, {"x": self.registered})]  # only a registered one
+
+        def forward(self, x):
+            return self.registered(x)
+
+    import gc
+    import warnings
+
+    holder = Holder()
+    gc.collect()
+    gc.disable()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            holder.collect_params()
+        unreachable = gc.collect()
+    finally:
+        gc.enable()
+    messages = [str(w.message) for w in caught]
+    assert any('"Holder.nested" is an unregistered container' in m for m in messages)
+    assert not any("Holder.plain" in m for m in messages)
+    # the check made no reference cycles (a recursive closure per call used to)
+    assert unreachable == 0

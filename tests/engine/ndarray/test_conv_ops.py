@@ -428,3 +428,19 @@ def test_dense_path_is_the_same_for_any_thread_count():
     finally:
         kernel_threads.set_count(before)
     assert all(r.tobytes() == results[0].tobytes() for r in results[1:])
+
+
+def test_geometry_is_checked_on_every_call_and_list_arguments_still_work():
+    # the geometry is worked out once per shapes and arguments: a failing one must fail
+    # again (errors are not remembered), and unhashable (list) arguments take the same path
+    x = nd.array(np.random.RandomState(0).rand(2, 3, 6, 6).astype(np.float32))
+    w = nd.array(np.random.RandomState(1).rand(4, 3, 3, 3).astype(np.float32))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="num_filter=5"):
+            nd.Convolution(x, w, kernel=(3, 3), num_filter=5, no_bias=True)
+    as_tuples = nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=4, no_bias=True)
+    as_lists = nd.Convolution(x, w, kernel=[3, 3], pad=[1, 1], num_filter=4, no_bias=True)
+    assert as_tuples.shape == (2, 4, 6, 6)
+    np.testing.assert_array_equal(as_lists.asnumpy(), as_tuples.asnumpy())
+    with pytest.raises(ValueError, match="kernel"):
+        nd.Convolution(x, w, kernel=[5, 5], num_filter=4, no_bias=True)

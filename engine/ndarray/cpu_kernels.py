@@ -128,32 +128,55 @@ def max_pool_2d(x: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, lo
     """Max-pool of channels-last ``x`` (N, H, W, C) with any window, stride and padding into
     ``out`` (N, OH, OW, C), with ``arg`` (uint8) the row-major window position of the first
     maximum (the cell MXNet's backward picks). Padding and cells past it (ceil mode) count as
-    ``lowest``, the dtype's lowest finite value, as MXNet's kernels; one block per output row."""
+    ``lowest``, the dtype's lowest finite value, as MXNet's kernels; one block per output row.
+
+    Two branch-free passes over each window, channels innermost (both vectorize): the first
+    maximum's value (a strict running maximum that the first NaN ends), then its position
+    (the first cell holding that value, or the first NaN). A running maximum that tracked the
+    position as it went took 4x as long (a data-dependent branch per cell and channel).
+    Padding at position 0 stands for a ``lowest`` there, which keeps ties with it."""
     n_, oh_, ow_, c_ = out.shape
     h_, w_ = x.shape[1], x.shape[2]
     for p in prange(n_ * oh_):
         n, i = p // oh_, p % oh_
+        y0 = i * sh - ph
+        position = numpy.empty(c_, numpy.float32)  # uint8 selects do not vectorize here
         for j in range(ow_):
-            best = out[n, i, j]
-            at = arg[n, i, j]
+            x0 = j * sw - pw
             for c in range(c_):
-                best[c] = lowest
-                at[c] = 0
+                out[n, i, j, c] = lowest
             for di in range(kh):
-                y = i * sh - ph + di
+                y = y0 + di
                 if y < 0 or y >= h_:
-                    continue  # padding: lowest, which only the first position keeps
+                    continue
                 for dj in range(kw):
-                    xx = j * sw - pw + dj
+                    xx = x0 + dj
                     if xx < 0 or xx >= w_:
                         continue
-                    k = di * kw + dj
-                    src = x[n, y, xx]
+                    if di == 0 and dj == 0:
+                        for c in range(c_):
+                            out[n, i, j, c] = x[n, y, xx, c]
+                        continue
                     for c in range(c_):
-                        v, b = src[c], best[c]
-                        if k == 0 or ((v > b or v != v) and b == b):  # as _first_max
-                            best[c] = v
-                            at[c] = k
+                        v, m = x[n, y, xx, c], out[n, i, j, c]
+                        out[n, i, j, c] = v if ((v > m) | (v != v)) & (m == m) else m
+            for c in range(c_):
+                position[c] = 0.0
+            for k in range(kh * kw - 1, -1, -1):  # backwards: the first hit is left
+                y, xx = y0 + k // kw, x0 + k % kw
+                if y < 0 or y >= h_ or xx < 0 or xx >= w_:
+                    continue
+                at = numpy.float32(k)
+                for c in range(c_):
+                    v, m = x[n, y, xx, c], out[n, i, j, c]
+                    hit = (v == m) | ((m != m) & (v != v))
+                    position[c] = at if hit else position[c]
+            if y0 < 0 or x0 < 0 or y0 >= h_ or x0 >= w_:
+                for c in range(c_):
+                    if out[n, i, j, c] == lowest:
+                        position[c] = 0.0
+            for c in range(c_):
+                arg[n, i, j, c] = numpy.uint8(position[c])
 
 
 @kernel

@@ -143,3 +143,43 @@ def test_max_pool_of_any_window_is_the_same_on_any_thread_count(every_kernel_par
         kernel_threads.set_count(before)
     for got in results[1:]:
         assert all(g.tobytes() == r.tobytes() for g, r in zip(got, results[0], strict=True))
+
+
+def _first_max_reference(x, kh, kw, sh, sw, ph, pw, oh, ow):
+    """The window rule in plain Python: padding at position 0 stands for the dtype's lowest
+    value; each later cell inside the input replaces the running maximum when it is larger
+    or NaN, unless a NaN already holds it (so the first NaN, or the first of tied maxima,
+    keeps it: its bits, -0.0 or 0.0, and its position)."""
+    lowest = np.finfo(np.float32).min
+    n_, h_, w_, c_ = x.shape
+    out = np.empty((n_, oh, ow, c_), np.float32)
+    arg = np.empty(out.shape, np.uint8)
+    for n, i, j, c in np.ndindex(*out.shape):
+        best, at = np.float32(lowest), 0
+        for k in range(kh * kw):
+            y, xx = i * sh - ph + k // kw, j * sw - pw + k % kw
+            if not (0 <= y < h_ and 0 <= xx < w_):
+                continue
+            v = x[n, y, xx, c]
+            if k == 0 or ((v > best or np.isnan(v)) and not np.isnan(best)):
+                best, at = v, k
+        out[n, i, j, c], arg[n, i, j, c] = best, at
+    return out, arg
+
+
+@pytest.mark.parametrize("geometry", [(3, 3, 2, 2, 1, 1), (2, 2, 2, 2, 0, 0), (3, 2, 2, 1, 1, 0),
+                                      (3, 3, 3, 3, 2, 2)])
+def test_max_pool_kernel_keeps_the_first_nan_signed_zero_and_padding_ties(geometry):
+    # values that tie, NaNs, both zeros, infinities and the padding's own lowest value
+    kh, kw, sh, sw, ph, pw = geometry
+    lowest = np.finfo(np.float32).min
+    cells = np.array([0.0, -0.0, 1.0, -1.0, np.nan, -np.inf, np.inf, lowest], np.float32)
+    x = np.random.default_rng(5).choice(cells, (2, 7, 6, 9))
+    oh, ow = (7 + 2 * ph - kh) // sh + 2, (6 + 2 * pw - kw) // sw + 2  # ceil mode's extra
+    want_out, want_arg = _first_max_reference(x, kh, kw, sh, sw, ph, pw, oh, ow)
+    for build in (cpu_kernels.max_pool_2d.serial, cpu_kernels.max_pool_2d):
+        out = np.empty((2, oh, ow, 9), np.float32)
+        arg = np.empty(out.shape, np.uint8)
+        build(x, kh, kw, sh, sw, ph, pw, np.float32(lowest), out, arg)
+        assert out.tobytes() == want_out.tobytes()
+        np.testing.assert_array_equal(arg, want_arg)

@@ -196,13 +196,22 @@ def test_gangs_that_each_hold_a_worker_do_not_wait_on_each_other(
     out and meeting the same way again, for ever; they run in submit order."""
     jobs = [client.submit(_spec(2, seed=20 + i))["id"] for i in range(gangs)]
     reasons: dict[str, set[str]] = {job_id: set() for job_id in jobs}
+    # whether two gangs were seen gathering at once, each with its rank 0's worker alone:
+    # the standoff that only giving way ends. Usually the first messages delivered are two
+    # jobs; on a loaded machine one worker may take a job and the other its join first, and
+    # then the gangs simply run one after the other with nobody giving way.
+    alone = "waiting for 2 workers (1 online)"
+    standoff = False
 
     def all_done() -> bool:
-        done = True
+        nonlocal standoff
+        done, gathering = True, 0
         for job_id, seen in reasons.items():
             job = client.get_job(job_id)
             seen.add(str(job["status_reason"]))
+            gathering += str(job["status_reason"]).startswith(alone)
             done = done and job["status"] in {"succeeded", "failed"}
+        standoff = standoff or gathering >= 2
         return done
     # a deadlock would last at least GANG_TIMEOUT, and come back after it
     wait_until(all_done, gangs * GANG_TIMEOUT + 30, interval=0.05, what="every gang trained")
@@ -214,7 +223,8 @@ def test_gangs_that_each_hold_a_worker_do_not_wait_on_each_other(
     gave_way = {(later, earlier) for later in jobs for earlier in jobs
                 if any(f"gave way to job {earlier}, submitted earlier" in reason
                        for reason in reasons[later])}
-    assert gave_way, reasons  # the first two messages make each worker a rank 0
+    if standoff:
+        assert gave_way, reasons
     assert all(jobs.index(earlier) < jobs.index(later) for later, earlier in gave_way), gave_way
 
 

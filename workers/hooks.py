@@ -158,6 +158,9 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         self.steering = steering
         self._save_checkpoint = save_checkpoint
         self._current_lr = current_lr
+        # (step, the lr that step trained with), taken at its boundary before the commands
+        # there may change the lr for the steps after it
+        self._boundary_lr: tuple[int, float] | None = None
         self._evaluate = evaluate
         self.pacing = pacing
         self.log_every = max(1, pacing.log_every)
@@ -286,7 +289,7 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         val = list(getattr(estimator, "val_metrics", []))
         values = metric_values("train", train)
         values.update(metric_values("val", val))
-        values["lr"] = self._current_lr()
+        values["lr"] = self._trained_lr()
         state.epoch += 1
         state.batch_index = 0
         self._emit_metrics(values, epoch=state.epoch - 1, epoch_end=True)
@@ -304,6 +307,15 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         self._pending_epoch_event = None
 
     # -- helpers -----------------------------------------------------------------------
+    def _trained_lr(self) -> float:
+        """The lr the last step trained with. An lr change applied at that step's boundary
+        (just before the epoch's end) takes effect from the next step, so the epoch's metrics,
+        labelled with this step, must not show it."""
+        taken = self._boundary_lr
+        if taken is not None and taken[0] == self.state.step:
+            return taken[1]
+        return self._current_lr()
+
     def _boundary(self, estimator: Any) -> bool:
         """The work of one due step boundary, in a fixed order: publish, a guard's check,
         follow commands, checkpoint, then re-apply commands the next step must see."""
@@ -318,6 +330,7 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
                                     finite=False)
             fired = self.steering.observe(state.step, running, self._current_lr(),
                                           validation=False)
+        self._boundary_lr = (state.step, self._current_lr())
         if self.follow_commands(fired):
             return True
         if self.checkpoint_every and state.step - self._last_checkpoint_step >= (

@@ -263,3 +263,28 @@ def test_a_rule_that_fires_ends_or_pauses_the_run_and_is_audited(
 
 
 STOP_REASONS = {"stop": "stop", "pause": "pause"}
+
+
+def test_an_lr_change_at_an_epochs_last_boundary_is_not_in_that_epochs_metrics(
+        tmp_path: Path) -> None:
+    # A change sent during an epoch's last step is applied at that step's boundary and
+    # trains the steps after it; the epoch's metrics (labelled with its last step, published
+    # right after that boundary) still show the lr that trained the epoch.
+    spec = {k: v for k, v in SPEC.items() if k != "lr_scheduler"} | {"epochs": 2}
+    store = LocalStore(tmp_path / "store")
+    _, plain = _run(store, "plain", {}, spec=spec)
+    def epoch_ends(events: list[Any]) -> list[Any]:  # the first epoch's end: its val_ metrics
+        return [e for e in events if e.type == "metric" and e.epochs_done == 1
+                and "val_loss" in e.values]
+
+    [epoch_end] = epoch_ends(plain.events)
+    last = epoch_end.step
+    change = c.SetLRCommand(command_id="lr", learning_rate=0.004, mode="override")
+    _, scripted = _run(store, "changed", {last + 1: [change]}, spec=spec)
+    [outcome] = scripted.outcomes
+    assert (outcome.status, outcome.step) == ("applied", last + 1)  # it trains from there
+    ends = epoch_ends(scripted.events)
+    assert [e.step for e in ends] == [last]
+    assert math.isclose(ends[0].values["lr"], 0.01)
+    later = [e for e in scripted.events if e.type == "metric" and e.step > last]
+    assert later and all(math.isclose(e.values["lr"], 0.004) for e in later)

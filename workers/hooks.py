@@ -324,13 +324,13 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
             time.monotonic() - self._last_publish >= self.pacing.min_publish_interval
         ):
             self._publish_train_metrics(estimator)
+        self._boundary_lr = (state.step, self._current_lr())
         fired: list[Command] = []
         if self.steering.next_check(state.step - 1) == state.step:
             running = metric_values("train", list(getattr(estimator, "train_metrics", [])),
                                     finite=False)
-            fired = self.steering.observe(state.step, running, self._current_lr(),
+            fired = self.steering.observe(state.step, running, self._boundary_lr[1],
                                           validation=False)
-        self._boundary_lr = (state.step, self._current_lr())
         if self.follow_commands(fired):
             return True
         if self.checkpoint_every and state.step - self._last_checkpoint_step >= (

@@ -265,38 +265,48 @@ def gradient_products(filters: FilterTransform, gy: Any, v: Any, u: Any, need_gx
                       shape: tuple[int, ...] | None = None,
                       out: Any | None = None) -> tuple[Any, Any | None]:
     """A Winograd layer's backward products from its output gradient's transform gy
-    (m², tiles, F): the weight gradient ``Gᵀ (Σ gyᵀ v) G``, as rows (F, 9·C) or in the
-    weight's own ``shape`` (F, C, 3, 3) (into ``out``, a C-ordered array of that shape,
-    when given), and with ``need_gx`` the data gradient's transform dV = gy U
-    (m², tiles, C), else None.
+    (m², tiles, F): the weight gradient (:func:`weight_gradient`), and with ``need_gx`` the
+    data gradient's transform dV = gy U (m², tiles, C), else None.
 
-    Inside a :func:`.kernel_threads.deferring` backward the weight gradient (its plane
-    products and its filter transform) is queued for another thread, and the array is
-    returned at once, to be filled before the backward ends: nothing in the backward reads
-    it. Otherwise, and always without a data gradient (then it is the whole backward, better
-    shared out than left to one other thread), its products share the threads with dV's."""
-    planes, tiles, f = gy.shape
+    With a data gradient the weight gradient may be queued for another thread (see
+    :func:`weight_gradient`); without one it is the whole backward, better shared out than
+    left to one other thread."""
+    gw = weight_gradient(filters, gy, v, shape, out, may_defer=need_gx)
+    if not need_gx:
+        return gw, None
+    dv = np.empty((gy.shape[0], gy.shape[1], v.shape[2]), dtype=v.dtype)
+    gemm.planes(gy, u, dv)
+    return gw, dv
+
+
+def weight_gradient(filters: FilterTransform, gy: Any, v: Any,
+                    shape: tuple[int, ...] | None = None, out: Any | None = None,
+                    may_defer: bool = True) -> Any:
+    """A Winograd layer's weight gradient ``Gᵀ (Σ gyᵀ v) G`` from its output gradient's
+    transform gy (m², tiles, F) and its data's v (m², tiles, C): as rows (F, 9·C), or in the
+    weight's own ``shape`` (F, C, 3, 3) (into ``out``, a C-ordered array of that shape, when
+    given).
+
+    Inside a :func:`.kernel_threads.deferring` backward (and ``may_defer``) its plane
+    products and filter transform are queued for another thread and the array is returned
+    at once, to be filled before the backward ends: nothing in the backward reads it.
+    Otherwise they run now, on all the threads."""
+    planes, _, f = gy.shape
     c = v.shape[2]
     gw = np.empty((f, 9 * c) if shape is None else shape, dtype=v.dtype) if out is None \
         else out
     du = np.empty((planes, f, c), dtype=v.dtype)
-    weight_tasks = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
+    tasks = gemm.planes_tasks(gy.transpose(0, 2, 1), v, du)
 
-    def weight_gradient() -> None:
-        for task in weight_tasks:
+    def products_and_transform() -> None:
+        for task in tasks:
             task()
         filters.from_domain(du, gw)
 
-    deferred = need_gx and kernel_threads.defer(weight_gradient, gw)
-    tasks = [] if deferred else weight_tasks
-    dv = None
-    if need_gx:
-        dv = np.empty((planes, tiles, c), dtype=v.dtype)
-        tasks = tasks + gemm.planes_tasks(gy, u, dv)
-    run_tasks(tasks)
-    if not deferred:
+    if not (may_defer and kernel_threads.defer(products_and_transform, gw)):
+        run_tasks(tasks)
         filters.from_domain(du, gw)
-    return gw, dv
+    return gw
 
 
 FILTERS = FilterTransform(_G)

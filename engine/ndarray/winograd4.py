@@ -35,7 +35,7 @@ import numpy as np
 from . import gemm, winograd
 from .conv_kernels import gather_tile
 from .cpu_kernels import ENABLED, _jit, numba
-from .kernel_threads import kernel, prange
+from .kernel_threads import kernel, prange, run_tasks
 
 _u = numba.uint64 if ENABLED else int
 
@@ -379,26 +379,94 @@ def weight_transform(filters: Any, c: int, transposed: bool = False,
     return _FILTERS.to_domain(filters, c, transposed, out)
 
 
+# --------------------------------------------------------------------- image blocks
+# A layer's transform domain is 2.25x its output (36 planes per 16 outputs): written by one
+# pass and read back by the next, it leaves the caches in between, and the transforms,
+# which wait on memory, ran 1.3-4x slower from cold planes than from cached ones (here: an
+# AMD EPYC with 1 MiB of L2 per core). So where the shapes allow, a layer runs as tasks
+# over blocks of whole images, each taking its block through all three stages while its
+# transform-domain slice (V and M forward, dM and dV backward: 36 x tiles x (C + F)
+# values) stays in that core's cache: the forward of issue 11's CNN's 16x16, 32->64
+# layer ran 1.3x faster on 1 thread and on 2 (bench/engine_ab.py for whole steps).
+#
+# The products are the same per row of tiles (one BLAS call per plane, over the block's
+# rows), and the transforms' blocks are whole rows of tiles either way; the floats come
+# out as the unblocked path's here, but the tests hold only each path to itself. Blocks
+# depend on the shapes alone, never the thread count.
+BLOCK_BYTES = 1 << 20  # a block's transform-domain slice, about one core's L2
+MIN_BLOCKS = 8  # enough tasks for a worker's cores to share a layer
+MIN_BLOCK_TILES = 32  # fewer rows than this and each plane's product is mostly packing
+
+
+def image_blocks(plan: Plan, itemsize: int) -> list[tuple[int, int]] | None:
+    """The blocks of images (start, stop) a layer runs in, or None where it runs whole.
+    A block holds the images whose transform-domain slice fits ``BLOCK_BYTES`` (fewer
+    where that leaves under ``MIN_BLOCKS`` blocks), but at least ``MIN_BLOCK_TILES`` tiles;
+    the layer runs whole where that takes over twice ``BLOCK_BYTES`` or one block."""
+    per_image = plan.th * plan.tw
+    image_bytes = per_image * 36 * (plan.c + plan.f) * itemsize
+    fit = BLOCK_BYTES // image_bytes
+    images = max(-(-MIN_BLOCK_TILES // per_image), min(fit, plan.n // MIN_BLOCKS), 1)
+    if images * image_bytes > 2 * BLOCK_BYTES or plan.n < 2 * images:
+        return None
+    return [(n0, min(plan.n, n0 + images)) for n0 in range(0, plan.n, images)]
+
+
+def _forward_block(plan: Plan, xl: Any, ut: Any, bias: Any, use_bias: bool, v: Any,
+                   out: Any, n0: int, n1: int) -> None:
+    """Images n0:n1 through the forward (one task): their tiles' V, its 36 products and
+    the output, in cache; V copied into the layer's planes for the backward."""
+    t0, t1 = n0 * plan.th * plan.tw, n1 * plan.th * plan.tw
+    vb = np.empty((36, t1 - t0, plan.c), dtype=v.dtype)
+    _input_transform(xl[n0:n1], plan.pad[0], plan.pad[1], plan.th, plan.tw, vb)
+    mb = np.empty((36, t1 - t0, plan.f), dtype=v.dtype)
+    np.matmul(vb, ut, out=mb)
+    _output_transform(mb, plan.th, plan.tw, bias, use_bias, out[n0:n1])
+    v[:, t0:t1] = vb
+
+
+def _data_gradient_block(plan: Plan, gl: Any, u: Any, gy: Any, gx: Any, n0: int,
+                         n1: int) -> None:
+    """Images n0:n1 through the data gradient (one task): their tiles' dM (copied into the
+    layer's planes for the weight gradient), its 36 products dV and the data gradient, in
+    cache."""
+    t0, t1 = n0 * plan.th * plan.tw, n1 * plan.th * plan.tw
+    gb = np.empty((36, t1 - t0, plan.f), dtype=gy.dtype)
+    _grad_transform(gl[n0:n1], plan.th, plan.tw, gb)
+    dvb = np.empty((36, t1 - t0, plan.c), dtype=gy.dtype)
+    np.matmul(gb, u, out=dvb)
+    gy[:, t0:t1] = gb
+    _input_grad(dvb, plan.pad[0], plan.pad[1], plan.th, plan.tw, gx[n0:n1])
+
+
 def forward(plan: Plan, xl: Any, filters: Any, bias: Any | None,
             prepare: winograd.Prepare | None = None) -> tuple[Any, Any, Any]:
     """Output (N, OH, OW, F) channels-last for ``filters`` (rows (F, 9·C) or taps last, see
     winograd.taps_last), with the transformed data V (36, tiles, C) and
     filters U (36, F, C) that the backward reuses (``prepare``: see winograd.forward)."""
     dtype = xl.dtype
+    xl = np.ascontiguousarray(xl)
     prepare = prepare or winograd.transformed_now(filters)
+    blocks = image_blocks(plan, xl.itemsize)
     v = np.empty((36, plan.tiles, plan.c), dtype=dtype)
-    _input_transform(np.ascontiguousarray(xl), plan.pad[0], plan.pad[1], plan.th, plan.tw, v)
-    m = np.empty((36, plan.tiles, plan.f), dtype=dtype)
+    if blocks is None:  # transformed before the filters are asked for: a queued filter
+        # transform (weight_prep) finishes meanwhile
+        _input_transform(xl, plan.pad[0], plan.pad[1], plan.th, plan.tw, v)
     # Uᵀ stored as such: OpenBLAS's (tiles, C) @ (C, F) ran 1.8x faster than with U's
     # transposed view on an 8x8 map's 128 tiles (the same on 512). Asked for before U,
     # which only the backward reads: queued ahead, the two are made in this order.
     ut = prepare("winograd4.Ut", partial(weight_transform, c=plan.c, transposed=True))
     u = prepare("winograd4.U", partial(weight_transform, c=plan.c))
-    gemm.planes(v, ut, m)
     out = np.empty((plan.n, plan.oh, plan.ow, plan.f), dtype=dtype)
-    _output_transform(m, plan.th, plan.tw,  # out[0, 0, 0]: an unread (F,) stand-in
-                      out[0, 0, 0] if bias is None else bias.astype(dtype, copy=False),
-                      bias is not None, out)
+    # out[0, 0, 0]: an unread (F,) stand-in for no bias
+    b = out[0, 0, 0] if bias is None else bias.astype(dtype, copy=False)
+    if blocks is not None:
+        run_tasks([partial(_forward_block, plan, xl, ut, b, bias is not None, v, out, n0, n1)
+                   for n0, n1 in blocks])
+        return out, v, u
+    m = np.empty((36, plan.tiles, plan.f), dtype=dtype)
+    gemm.planes(v, ut, m)
+    _output_transform(m, plan.th, plan.tw, b, bias is not None, out)
     return out, v, u
 
 
@@ -409,8 +477,16 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
     rows (F, 9·C), or in its own ``shape`` (F, C, 3, 3) when given (into ``out`` when
     given), and, if ``need_gx``, the data's (N, H, W, C) channels-last."""
     dtype = v.dtype
+    gl = np.ascontiguousarray(gl, dtype=dtype)
     gy = np.empty((36, plan.tiles, plan.f), dtype=dtype)
-    _grad_transform(np.ascontiguousarray(gl, dtype=dtype), plan.th, plan.tw, gy)
+    blocks = image_blocks(plan, v.itemsize) if need_gx else None
+    if blocks is not None:  # the data gradient by blocks of images, then the weight's
+        # (queued for another thread inside a deferring backward: see winograd)
+        gx = np.empty((plan.n, plan.h, plan.w, plan.c), dtype=dtype)
+        run_tasks([partial(_data_gradient_block, plan, gl, u, gy, gx, n0, n1)
+                   for n0, n1 in blocks])
+        return winograd.weight_gradient(_FILTERS, gy, v, shape, out), gx
+    _grad_transform(gl, plan.th, plan.tw, gy)
     gw, dv = winograd.gradient_products(_FILTERS, gy, v, u, need_gx, shape, out)
     if dv is None:
         return gw, None
@@ -419,4 +495,5 @@ def backward(plan: Plan, gl: Any, v: Any, u: Any, need_gx: bool,
     return gw, gx
 
 
-__all__ = ["Plan", "available", "backward", "forward", "tile_count", "weight_transform"]
+__all__ = ["Plan", "available", "backward", "forward", "image_blocks", "tile_count",
+           "weight_transform"]

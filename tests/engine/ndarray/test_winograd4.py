@@ -44,27 +44,33 @@ def _case(shape, filters, pad):
     return x, w, b, rng.randn(shape[0], filters, *out_hw)
 
 
+# F(4x4) runs a layer whole, or by blocks of images (winograd4.image_blocks): both, forced
+PATHS = ["F4", "F4-blocks"]
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("shape,filters,pad", SHAPES)
-def test_float64_equals_im2col(monkeypatch, shape, filters, pad):
+def test_float64_equals_im2col(monkeypatch, shape, filters, pad, path):
     x, w, b, gy = _case(shape, filters, pad)
     force(monkeypatch, "im2col")
     ref = run_convolution(x, w, b, pad, np.float64, gy)
-    force(monkeypatch, "F4")
+    force(monkeypatch, path)
     got = run_convolution(x, w, b, pad, np.float64, gy)
     for name, r, g in zip(("y", "gx", "gw", "gb"), ref, got, strict=True):
         assert g.shape == r.shape, name
         np.testing.assert_allclose(g, r, rtol=1e-11, atol=1e-11 * np.abs(r).max(), err_msg=name)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("shape,filters,pad", SHAPES)
-def test_float32_error_is_bounded(monkeypatch, shape, filters, pad):
+def test_float32_error_is_bounded(monkeypatch, shape, filters, pad, path):
     """F(4x4)'s transforms (entries up to 8, and 1/24 in G) round more than F(2x2)'s: its
     float32 error, relative to each result's largest magnitude, stays under 2e-5 (measured
     here: at most about 6e-6; F(2x2) about 4e-7, im2col about 2e-7)."""
     x, w, b, gy = _case(shape, filters, pad)
     force(monkeypatch, "im2col")
     ref = run_convolution(x, w, b, pad, np.float64, gy)
-    force(monkeypatch, "F4")
+    force(monkeypatch, path)
     got = run_convolution(x, w, b, pad, np.float32, gy)
     force(monkeypatch, "F2")
     f2 = run_convolution(x, w, b, pad, np.float32, gy)
@@ -74,16 +80,18 @@ def test_float32_error_is_bounded(monkeypatch, shape, filters, pad):
         assert np.abs(g - r).max() / np.abs(r).max() < 2e-5, name
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("pad", [0, 1])
-def test_gradients_are_exact_in_float64(monkeypatch, pad):
-    force(monkeypatch, "F4")
+def test_gradients_are_exact_in_float64(monkeypatch, pad, path):
+    force(monkeypatch, path)
     check_grad(lambda x, w, b: nd.Convolution(x, w, b, kernel=(3, 3), pad=(pad, pad),
                                               num_filter=3),
                [rng.randn(2, 4, 7, 6), rng.randn(3, 4, 3, 3), rng.randn(3)])
 
 
-def test_channels_last_layout_gives_the_channels_first_result(monkeypatch):
-    force(monkeypatch, "F4")
+@pytest.mark.parametrize("path", PATHS)
+def test_channels_last_layout_gives_the_channels_first_result(monkeypatch, path):
+    force(monkeypatch, path)
     check_channels_last_equals_channels_first(rng, (2, 5, 9, 7))
 
 
@@ -100,9 +108,41 @@ def test_path_choice():
     assert winograd4.tile_count((2, 7, 6, 3), (1, 1)) == 2 * 2 * 2
 
 
-def test_hybridized_training_step_is_bit_identical(monkeypatch):
-    force(monkeypatch, "F4")
+@pytest.mark.parametrize("path", PATHS)
+def test_hybridized_training_step_is_bit_identical(monkeypatch, path):
+    force(monkeypatch, path)
     check_hybridized_step_is_bit_identical(rng, 9)
+
+
+def test_image_blocks_cover_the_batch_by_the_shapes_alone():
+    """Blocks of whole images whose transform domain is near BLOCK_BYTES, in order and
+    covering the batch; None (the layer whole) where too few tiles or images make them."""
+    cnn = winograd4.Plan((64, 16, 16, 32), 64, (1, 1))  # issue 11's CNN, 16 tiles an image
+    blocks = winograd4.image_blocks(cnn, 4)
+    assert blocks == [(n, n + 4) for n in range(0, 64, 4)]  # 4 images: 884 KiB
+    assert winograd4.image_blocks(winograd4.Plan((64, 8, 8, 64), 128, (1, 1)), 4) \
+        == [(n, n + 8) for n in range(0, 64, 8)]  # 9 fit, 8 for 8 blocks (and 32 tiles)
+    assert winograd4.image_blocks(cnn, 8) == [(n, n + 2) for n in range(0, 64, 2)]
+    ragged = winograd4.image_blocks(winograd4.Plan((10, 16, 16, 32), 64, (1, 1)), 4)
+    assert ragged == [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10)]  # at least 32 tiles a block
+    # one image's domain over 2x BLOCK_BYTES, fewer than 32 tiles a block, or one block
+    assert winograd4.image_blocks(winograd4.Plan((16, 64, 64, 64), 64, (1, 1)), 4) is None
+    assert winograd4.image_blocks(winograd4.Plan((16, 8, 8, 256), 256, (1, 1)), 4) is None
+    assert winograd4.image_blocks(winograd4.Plan((2, 16, 16, 32), 64, (1, 1)), 4) is None
+
+
+def test_forced_blocks_really_run(monkeypatch):
+    """The "F4-blocks" tests above take the blocked path (forward and data gradient)."""
+    force(monkeypatch, "F4-blocks")
+    seen = []
+    for name in ("_forward_block", "_data_gradient_block"):
+        original = getattr(winograd4, name)
+        monkeypatch.setattr(winograd4, name, lambda *a, _f=original, _n=name: (
+            seen.append((_n, a[-2], a[-1])), _f(*a))[1])
+    x, w, b, gy = _case((3, 4, 7, 6), 3, 1)
+    run_convolution(x, w, b, 1, np.float32, gy)
+    assert seen == [("_forward_block", n, n + 1) for n in range(3)] + \
+        [("_data_gradient_block", n, n + 1) for n in range(3)]
 
 
 @pytest.mark.parametrize("setting,expected", [("4x4", "F4"), ("2x2", "F2"), ("off", "im2col"),

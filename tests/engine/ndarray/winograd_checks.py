@@ -11,10 +11,17 @@ from engine.ndarray import winograd, winograd4
 
 
 def force(monkeypatch, path: str) -> None:
-    """Make every 3x3 stride-1 convolution take ``path``: "im2col", "F2" or "F4"."""
+    """Make every 3x3 stride-1 convolution take ``path``: "im2col", "F2", "F4" (whole
+    layers) or "F4-blocks" (F(4x4) by blocks of one image, wherever there are two)."""
     monkeypatch.setattr(winograd, "MIN_HARMONIC_CHANNELS", 10 ** 9 if path == "im2col" else 1)
     monkeypatch.setattr(winograd, "MIN_TILES", 1)
-    monkeypatch.setattr(winograd4, "MIN_TILES", 1 if path == "F4" else 10 ** 9)
+    monkeypatch.setattr(winograd4, "MIN_TILES", 1 if path.startswith("F4") else 10 ** 9)
+    if path == "F4-blocks":  # one image a block: any size fits, fewest blocks 1
+        monkeypatch.setattr(winograd4, "BLOCK_BYTES", 10 ** 12)
+        monkeypatch.setattr(winograd4, "MIN_BLOCKS", 10 ** 9)
+        monkeypatch.setattr(winograd4, "MIN_BLOCK_TILES", 1)
+    else:
+        monkeypatch.setattr(winograd4, "MIN_BLOCK_TILES", 10 ** 9)
 
 
 def run_convolution(x, w, b, pad, dtype, gy, layout=None):

@@ -505,12 +505,27 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     kernel_major = not last and x.flags.c_contiguous and c * x.itemsize < 32
     if not kernel_major:
         xl = np.ascontiguousarray(xl)
-    if kernel_major:  # cols (C·KK, rows), weight (F, C·KK) as stored; one block (blocks of
-        # these narrow columns ran 1.2x slower: the GEMM then reads them with a long stride)
-        cols = np.empty((c * kk, rows), dtype=x.dtype)
-        conv_kernels.im2col_kernel_major(x, *args, cols)
+    per_image = rows // n
+    bias_added = False
+    if kernel_major:  # cols (C·KK, rows), weight (F, C·KK) as stored
         wmat = w.reshape(f, c * kk)
-        out = gemm.matmul(cols.T, wmat.T)
+        step = _images_per_block(n, per_image, c * kk * x.itemsize)
+        if step < n:  # by blocks of images, each block's columns in a buffer of their own
+            # (slices of one (C·KK, rows) array ran 1.2x slower: read with a long stride),
+            # multiplied and biased while in cache, and not kept: the backward makes them
+            # again, block by block (issue 11's CNN's input layer: 3.2 -> 2.4 ms at 2
+            # threads, 3.9 -> 3.4 at 1, against the columns of all images at once)
+            cols = None
+            out = np.empty((rows, f), dtype=x.dtype)
+            b = None if bias is None else bias._data
+            run_tasks([partial(_kernel_major_product, x[n0:n0 + step], args, wmat, b,
+                               out[n0 * per_image:(n0 + step) * per_image])
+                       for n0 in range(0, n, step)])
+            bias_added = True
+        else:
+            cols = np.empty((c * kk, rows), dtype=x.dtype)
+            conv_kernels.im2col_kernel_major(x, *args, cols)
+            out = gemm.matmul(cols.T, wmat.T)
     else:  # cols (rows, KK·C), weight (F, KK·C) in (kh, kw, c) order: a copy of a
         # (F, C, KH, KW) weight, which a hybridized forward queues ahead (weight_prep)
         cols = np.empty((rows, kk * c), dtype=x.dtype)
@@ -518,7 +533,6 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         wmat = weight_prep.prepared("rows", w, _rows_of_weight) if copied \
             else weight_to_rows(w, last)
         out = np.empty((rows, f), dtype=x.dtype)
-        per_image = rows // n
         step = _images_per_block(n, per_image, kk * c * x.itemsize)
         if step >= n:  # one block: the kernel and the GEMM split over the threads each
             conv_kernels.im2col_rows(xl, *args, cols)
@@ -528,7 +542,7 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
                                cols[n0 * per_image:(n0 + step) * per_image],
                                out[n0 * per_image:(n0 + step) * per_image])
                        for n0 in range(0, n, step)])
-    if bias is not None:
+    if bias is not None and not bias_added:
         conv_kernels.add_bias(out, bias._data)
     out_l = out.reshape(n, *out_sizes, f)
     inputs = (data, weight) if bias is None else (data, weight, bias)
@@ -539,16 +553,20 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         gx = None
         # the weight gradient sums over every row: partial products over fixed blocks of
         # rows, run beside the data gradient's blocks
-        transposed = kernel_major or cols.shape[-1] <= f  # narrow columns: OpenBLAS runs
-        # the transposed product faster
-        tasks, weight_grad = (gemm.matmul_k_tasks(cols if kernel_major else cols.T, gmat)
-                              if transposed else gemm.matmul_k_tasks(gmat.T, cols))
+        if cols is None:  # kernel-major columns by blocks of images, made again
+            transposed = True
+            tasks, weight_grad = _kernel_major_weight_tasks(x, args, gmat, c * kk, step)
+        else:
+            transposed = kernel_major or cols.shape[-1] <= f  # narrow columns: OpenBLAS
+            # runs the transposed product faster
+            tasks, weight_grad = (gemm.matmul_k_tasks(cols if kernel_major else cols.T, gmat)
+                                  if transposed else gemm.matmul_k_tasks(gmat.T, cols))
 
         def weight_gradient() -> Any:
             gw = weight_grad().T if transposed else weight_grad()
             return gw.reshape(w.shape) if kernel_major else rows_to_weight(gw, w.shape, last)
 
-        dtype = np.result_type(cols, gmat)
+        dtype = np.result_type(x, gmat)
         target = _gradient_buffer(weight, w.shape, dtype)  # the Parameter's own, or None
         deferred = None
         if need_gx:  # the weight gradient may wait on another thread (engine.ndarray.
@@ -587,6 +605,41 @@ def _finish_weight_gradient(tasks: list[Callable[[], Any]], weight_gradient: Cal
     for task in tasks:
         task()
     np.copyto(out, weight_gradient())
+
+
+def _kernel_major_product(x: Any, args: tuple[int, ...], wmat: Any, bias: Any | None,
+                          out: Any) -> None:
+    """One block of images' forward from channels-first ``x``: its kernel-major columns,
+    their product and the bias, in cache (one task)."""
+    cols = np.empty((wmat.shape[1], out.shape[0]), dtype=x.dtype)
+    conv_kernels.im2col_kernel_major(x, *args, cols)
+    np.matmul(cols.T, wmat.T, out=out)
+    if bias is not None:
+        conv_kernels.add_bias(out, bias)
+
+
+def _kernel_major_weight_tasks(x: Any, args: tuple[int, ...], gmat: Any, depth: int,
+                               step: int) -> tuple[list[Callable[[], Any]], Callable[[], Any]]:
+    """The weight gradient ``cols @ gmat`` (depth = C·KK, F) of a forward that ran by
+    blocks of ``step`` images and kept no columns: one task per block makes its columns
+    again and multiplies them into a partial product; the call that adds the partials up
+    in block order once they ran (fixed by the shapes, like gemm.matmul_k's)."""
+    n, per_image = x.shape[0], gmat.shape[0] // x.shape[0]
+    starts = range(0, n, step)
+    parts = np.empty((len(starts), depth, gmat.shape[1]), dtype=np.result_type(x, gmat))
+
+    def block(i: int, n0: int) -> None:
+        cols = np.empty((depth, min(step, n - n0) * per_image), dtype=x.dtype)
+        conv_kernels.im2col_kernel_major(x[n0:n0 + step], *args, cols)
+        np.matmul(cols, gmat[n0 * per_image:(n0 + step) * per_image], out=parts[i])
+
+    def finish() -> Any:
+        total = parts[0]
+        for part in parts[1:]:
+            total += part
+        return total
+
+    return [partial(block, i, n0) for i, n0 in enumerate(starts)], finish
 
 
 def _columns_product(xl: Any, args: tuple[int, ...], wmat: Any, cols: Any, out: Any) -> None:

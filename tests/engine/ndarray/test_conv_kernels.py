@@ -39,7 +39,8 @@ def _run(x, w, b, layout, kwargs, channels_last_memory=False):
 @pytest.mark.parametrize("memory", ["nchw", "channels_last_memory", "nhwc"])
 @pytest.mark.parametrize("block_bytes", [None, 1])
 def test_compiled_path_matches_numpy_path(geometry, memory, block_bytes, monkeypatch):
-    if block_bytes is not None:  # the data gradient one image at a time
+    if block_bytes is not None:  # one image a block (a kernel-major forward and weight
+        # gradient, every data gradient)
         monkeypatch.setattr(conv_ops, "_BLOCK_BYTES", block_bytes)
         monkeypatch.setattr(conv_ops, "_MIN_BLOCK_ROWS", 1)
     n, c, h, w_, f, kernel, stride, dilate, pad = geometry

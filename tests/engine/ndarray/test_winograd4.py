@@ -123,12 +123,13 @@ def test_image_blocks_cover_the_batch_by_the_shapes_alone():
     assert winograd4.image_blocks(winograd4.Plan((64, 8, 8, 64), 128, (1, 1)), 4) \
         == [(n, n + 8) for n in range(0, 64, 8)]  # 9 fit, 8 for 8 blocks (and 32 tiles)
     assert winograd4.image_blocks(cnn, 8) == [(n, n + 2) for n in range(0, 64, 2)]
-    ragged = winograd4.image_blocks(winograd4.Plan((10, 16, 16, 32), 64, (1, 1)), 4)
-    assert ragged == [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10)]  # at least 32 tiles a block
-    # one image's domain over 2x BLOCK_BYTES, fewer than 32 tiles a block, or one block
+    ragged = winograd4.image_blocks(winograd4.Plan((15, 16, 16, 32), 64, (1, 1)), 4)
+    assert ragged == [(n, min(15, n + 2)) for n in range(0, 15, 2)]  # 32 tiles a block
+    # one image's domain over 2x BLOCK_BYTES, 32 tiles over 2x, or fewer than 8 blocks
     assert winograd4.image_blocks(winograd4.Plan((16, 64, 64, 64), 64, (1, 1)), 4) is None
-    assert winograd4.image_blocks(winograd4.Plan((16, 8, 8, 256), 256, (1, 1)), 4) is None
-    assert winograd4.image_blocks(winograd4.Plan((2, 16, 16, 32), 64, (1, 1)), 4) is None
+    assert winograd4.image_blocks(winograd4.Plan((64, 8, 8, 256), 256, (1, 1)), 4) is None
+    assert winograd4.image_blocks(winograd4.Plan((14, 16, 16, 32), 64, (1, 1)), 4) is None
+    assert winograd4.image_blocks(winograd4.Plan((32, 8, 8, 64), 64, (1, 1)), 4) is None
 
 
 def test_forced_blocks_really_run(monkeypatch):

@@ -16,12 +16,13 @@ def force(monkeypatch, path: str) -> None:
     monkeypatch.setattr(winograd, "MIN_HARMONIC_CHANNELS", 10 ** 9 if path == "im2col" else 1)
     monkeypatch.setattr(winograd, "MIN_TILES", 1)
     monkeypatch.setattr(winograd4, "MIN_TILES", 1 if path.startswith("F4") else 10 ** 9)
-    if path == "F4-blocks":  # one image a block: any size fits, fewest blocks 1
-        monkeypatch.setattr(winograd4, "BLOCK_BYTES", 10 ** 12)
-        monkeypatch.setattr(winograd4, "MIN_BLOCKS", 10 ** 9)
-        monkeypatch.setattr(winograd4, "MIN_BLOCK_TILES", 1)
-    else:
-        monkeypatch.setattr(winograd4, "MIN_BLOCK_TILES", 10 ** 9)
+    image_blocks = winograd4.image_blocks
+    if path == "F4-blocks":
+        image_blocks = lambda plan, itemsize: (  # noqa: E731 - one image a block
+            [(n, n + 1) for n in range(plan.n)] if plan.n > 1 else None)
+    elif path == "F4":
+        image_blocks = lambda plan, itemsize: None  # noqa: E731 - whole layers
+    monkeypatch.setattr(winograd4, "image_blocks", image_blocks)
 
 
 def run_convolution(x, w, b, pad, dtype, gy, layout=None):

@@ -577,6 +577,11 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
             gx_tasks, data_grad = _input_gradient(gmat, wmat, x.shape if kernel_major
                                                   else xl.shape, args, kernel_major)
             tasks += gx_tasks
+        gb = None
+        if bias is not None:  # a task beside the products (taken first: a thread that
+            # would wait for the other's last product has the next task instead)
+            gb = np.empty(f, dtype=x.dtype)
+            tasks = [partial(conv_kernels.bias_grad, gmat, gb), *tasks]
         run_tasks(tasks)
         if deferred is not None:
             gw = deferred
@@ -589,11 +594,7 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         if need_gx:
             gx = data_grad()
             gx = gx if kernel_major else conv_windows.from_channels_last(gx, last)
-        if bias is not None:
-            gb = np.empty(f, dtype=x.dtype)
-            conv_kernels.bias_grad(gmat, gb)
-            return gx, gw, gb
-        return gx, gw
+        return (gx, gw) if gb is None else (gx, gw, gb)
 
     return apply_op(conv_windows.from_channels_last(out_l, last), inputs,  # type: ignore[arg-type]
                     backward)

@@ -387,7 +387,8 @@ def weight_transform(filters: Any, c: int, transposed: bool = False,
 # over blocks of whole images, each taking its block through all three stages while its
 # transform-domain slice (V and M forward, dM and dV backward: 36 x tiles x (C + F)
 # values) stays in that core's cache: the forward of issue 11's CNN's 16x16, 32->64
-# layer ran 1.3x faster on 1 thread and on 2 (bench/engine_ab.py for whole steps).
+# layer ran 1.4x faster on 1 thread and on 2, from cold caches (bench/engine_ab.py for
+# whole steps).
 #
 # The products are the same per row of tiles (one BLAS call per plane, over the block's
 # rows), and the transforms' blocks are whole rows of tiles either way; the floats come

@@ -506,7 +506,6 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     if not kernel_major:
         xl = np.ascontiguousarray(xl)
     per_image = rows // n
-    bias_added = False
     if kernel_major:  # cols (C·KK, rows), weight (F, C·KK) as stored
         wmat = w.reshape(f, c * kk)
         step = _images_per_block(n, per_image, c * kk * x.itemsize)
@@ -521,7 +520,6 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
             run_tasks([partial(_kernel_major_product, x[n0:n0 + step], args, wmat, b,
                                out[n0 * per_image:(n0 + step) * per_image])
                        for n0 in range(0, n, step)])
-            bias_added = True
         else:
             cols = np.empty((c * kk, rows), dtype=x.dtype)
             conv_kernels.im2col_kernel_major(x, *args, cols)
@@ -542,7 +540,7 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
                                cols[n0 * per_image:(n0 + step) * per_image],
                                out[n0 * per_image:(n0 + step) * per_image])
                        for n0 in range(0, n, step)])
-    if bias is not None and not bias_added:
+    if bias is not None and cols is not None:  # (the blocks above added theirs)
         conv_kernels.add_bias(out, bias._data)
     out_l = out.reshape(n, *out_sizes, f)
     inputs = (data, weight) if bias is None else (data, weight, bias)
@@ -634,13 +632,8 @@ def _kernel_major_weight_tasks(x: Any, args: tuple[int, ...], gmat: Any, depth: 
         conv_kernels.im2col_kernel_major(x[n0:n0 + step], *args, cols)
         np.matmul(cols, gmat[n0 * per_image:(n0 + step) * per_image], out=parts[i])
 
-    def finish() -> Any:
-        total = parts[0]
-        for part in parts[1:]:
-            total += part
-        return total
-
-    return [partial(block, i, n0) for i, n0 in enumerate(starts)], finish
+    return [partial(block, i, n0) for i, n0 in enumerate(starts)], \
+        partial(gemm.sum_in_order, parts)
 
 
 def _columns_product(xl: Any, args: tuple[int, ...], wmat: Any, cols: Any, out: Any) -> None:

@@ -136,14 +136,16 @@ def matmul_k_tasks(a: Any, b: Any) -> tuple[list[Callable[[], Any]], Callable[[]
     tasks: list[Callable[[], Any]] = []
     for (k0, k1), part in zip(ks, parts, strict=True):
         tasks += _grid(a[:, k0:k1], b[k0:k1], part)
+    return tasks, partial(sum_in_order, parts)
 
-    def finish() -> Any:
-        total = parts[0]
-        for part in parts[1:]:
-            total += part
-        return total
 
-    return tasks, finish
+def sum_in_order(parts: Any) -> Any:
+    """The partial products ``parts`` added up in their order, into the first (the floats
+    depend on the partition only, never on which thread made which part)."""
+    total = parts[0]
+    for part in parts[1:]:
+        total += part
+    return total
 
 
 def planes(a: Any, b: Any, out: Any) -> Any:

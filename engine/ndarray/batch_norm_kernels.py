@@ -73,7 +73,7 @@ def channel_stats(x: Any, block: int, mean: Any, var: Any) -> None:
         var[c] = max(s / rows - m * m, 0.0)
 
 
-@kernel
+@kernel(rows=("x", "out"))
 def normalize(x: Any, mean: Any, scale: Any, beta: Any, relu: bool, block: int,
               out: Any) -> None:
     """``out = (x - mean)·scale + beta`` per column (float32), then ReLU when ``relu``."""
@@ -108,7 +108,7 @@ def normalize_grad_sums(g: Any, x: Any, mean: Any, inv_std: Any, scale: Any, bet
     _add_partials(part_g, part_gx, sum_g, sum_gx)
 
 
-@kernel
+@kernel(rows=("g", "x", "gx"))
 def normalize_grad(g: Any, x: Any, mean: Any, inv_std: Any, scale: Any, beta: Any,
                    relu: bool, per_xhat: Any, per_one: Any, factor: Any, block: int,
                    gx: Any) -> None:
@@ -140,7 +140,7 @@ _add_partials = kernel(_add_partials_source).serial
 
 
 # ------------------------------------------- BatchNorm + ReLU + 2x2 max-pool, fused
-@kernel
+@kernel(rows=("x", "out", "arg"))
 def normalize_max_pool(x: Any, mean: Any, scale: Any, beta: Any, relu: bool, out: Any,
                        arg: Any) -> None:
     """``normalize`` (and ReLU) followed by ``max_pool_2x2`` in one pass over ``x``
@@ -191,7 +191,7 @@ def normalize_max_pool_grad_sums(g: Any, arg: Any, x: Any, mean: Any, inv_std: A
     _add_partials(part_g, part_gx, sum_g, sum_gx)
 
 
-@kernel
+@kernel(rows=("g", "arg", "x", "gx"))
 def normalize_max_pool_grad(g: Any, arg: Any, x: Any, mean: Any, inv_std: Any, scale: Any,
                             beta: Any, relu: bool, per_xhat: Any, per_one: Any, factor: Any,
                             gx: Any) -> None:

@@ -89,7 +89,7 @@ def _first_max(a: Any, b: Any, c: Any, d: Any) -> Any:
     return best, k
 
 
-@kernel
+@kernel(rows=("x", "out", "arg"))
 def max_pool_2x2(x: Any, out: Any, arg: Any) -> None:
     """2x2/stride-2 max-pool of channels-last ``x`` (N, H, W, C) into ``out`` (N, H/2, W/2, C),
     with ``arg`` (uint8) the window position (0..3, row-major) of the first maximum; one
@@ -104,7 +104,7 @@ def max_pool_2x2(x: Any, out: Any, arg: Any) -> None:
                     x[n, 2 * i + 1, 2 * j, c], x[n, 2 * i + 1, 2 * j + 1, c])
 
 
-@kernel
+@kernel(rows=("g", "arg", "gx"))
 def max_pool_2x2_grad(g: Any, arg: Any, gx: Any) -> None:
     """Each output's gradient to its window's first maximum, zeros elsewhere. ``gx``
     (N, H, W, C) is written once, cell by cell in memory order (4x faster than writing the
@@ -208,7 +208,7 @@ def max_pool_2d_grad(g: Any, arg: Any, kh: int, kw: int, sh: int, sw: int, ph: i
                                 dst[c] += src[c]
 
 
-@kernel
+@kernel(rows=("src", "dst"))
 def channels_last_to_first(src: Any, dst: Any) -> None:
     """``dst[f, c, k] = src[f, k, c]``: one block per leading index (a filter), whose
     K x C values stay in cache while they are transposed."""
@@ -253,6 +253,32 @@ def leading_blocks(array: Any) -> list[tuple[int, int]]:
     return [(r, min(r + rows, len(array))) for r in range(0, len(array), rows)]
 
 
+# ------------------------------------------------------------ global average pool
+@kernel(rows=("x", "out"))
+def channel_sums(x: Any, out: Any) -> None:
+    """``out[n, c] = Σ_k x[n, k, c]`` over channels-last ``x`` (N, K, C), K >= 1, added in
+    float32 in position order k = 0, 1, ...: numpy's ``sum`` over the middle axes adds whole
+    rows of channels in that order, so the floats are the same; one block per image."""
+    n_, k_, c_ = x.shape
+    for n in prange(n_):
+        for c in range(c_):
+            out[n, c] = x[n, 0, c]
+        for k in range(1, k_):
+            for c in range(c_):
+                out[n, c] += x[n, k, c]
+
+
+@kernel(rows=("g", "gx"))
+def spread_channels(g: Any, gx: Any) -> None:
+    """``gx[n, k, c] = g[n, c]`` at every position k of (N, K, C) ``gx``: a global pool's
+    gradient, each channel's value over its whole extent; one block per image."""
+    n_, k_, c_ = gx.shape
+    for n in prange(n_):
+        for k in range(k_):
+            for c in range(c_):
+                gx[n, k, c] = g[n, c]
+
+
 # ------------------------------------------------------------ residual add + ReLU
 # An element loop indexes with unsigned integers: with a signed index numba checks each
 # access for a negative (wrap-around) index, which kept LLVM from vectorizing these loops:
@@ -261,7 +287,7 @@ def leading_blocks(array: Any) -> list[tuple[int, int]]:
 _index = numba.uint64 if ENABLED else int
 
 
-@kernel
+@kernel(rows=("a", "b", "out"))
 def add_relu(a: Any, b: Any, out: Any) -> None:
     """``out = maximum(a + b, 0)`` over 1-D arrays (float32 sum, as numpy's add)."""
     size = out.shape[0]
@@ -270,7 +296,7 @@ def add_relu(a: Any, b: Any, out: Any) -> None:
             out[i] = _relu(a[i] + b[i])
 
 
-@kernel
+@kernel(rows=("g", "out", "gx"))
 def relu_grad_of_output(g: Any, out: Any, gx: Any) -> None:
     """``gx = g·sign(out)`` over 1-D arrays, for ``out`` a ReLU's output (engine.ndarray.ops'
     relu rule)."""
@@ -281,7 +307,7 @@ def relu_grad_of_output(g: Any, out: Any, gx: Any) -> None:
 
 
 # ------------------------------------------------------------ Dense (FullyConnected)
-@kernel
+@kernel(rows=("out",))
 def bias_relu(out: Any, bias: Any, use_bias: bool, relu: bool) -> None:
     """In place over ``out`` (rows, F): ``+= bias`` per row when ``use_bias`` (numpy's
     broadcast add), then ``maximum(·, 0)`` when ``relu``: one pass instead of two."""

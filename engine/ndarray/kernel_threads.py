@@ -11,7 +11,10 @@ count; :func:`set_count` changes it):
   per block that the kernel adds up in block order afterwards, so the floats are the same
   for 1 thread or 64. The parallel build runs on numba's OpenMP layer (or TBB): both are
   safe when several threads call in, unlike numba's default ``workqueue`` layer, which is
-  never used (without a safe layer every kernel runs its serial build).
+  never used (without a safe layer every kernel runs its serial build). While deferred
+  work (:func:`defer`) holds the other threads, a kernel whose items are independent
+  (``rows``) runs its serial build on slices, as tasks, which a thread joins when its
+  deferred task ends; others run serially then.
 - **Tasks** (:func:`run_tasks`): independent pieces of a layer, mostly GEMMs (the 36
   transform-domain products of a Winograd layer, its weight- and data-gradient products
   side by side, an im2col layer's blocks of images; engine.ndarray.gemm), run on a
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import inspect
 import logging
 import os
 import threading
@@ -139,14 +143,20 @@ def _numba_threads(threads: int) -> None:
 
 
 class Kernel:
-    """A compiled kernel with a serial and a parallel build of the same source."""
+    """A compiled kernel with a serial and a parallel build of the same source; one with
+    ``rows`` (see :func:`kernel`) can also run its serial build on slices, as tasks."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], rows: Sequence[str] = ()) -> None:
         self.__wrapped__ = fn
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.serial = numba.njit(**JIT_OPTIONS)(fn) if ENABLED else fn
         self._parallel: Any = None
+        names = list(inspect.signature(fn).parameters)
+        unknown = [name for name in rows if name not in names]
+        if unknown:
+            raise ValueError(f"{fn.__name__}: rows names no argument {unknown}")
+        self._rows = tuple(names.index(name) for name in rows)
 
     @property
     def parallel(self) -> Any:
@@ -167,7 +177,26 @@ class Kernel:
         if threads > 1:
             _numba_threads(threads)
             return self.parallel(*args)
+        if self._rows and _deferral_holds_threads(args):
+            return self._in_slices(args)
         return self.serial(*args)
+
+    def _in_slices(self, args: tuple[Any, ...]) -> None:
+        """Run the serial build on slices of the ``rows`` arguments, as tasks: this thread
+        starts on them, and each pool thread joins when its deferred task ends (a parallel
+        build would have to wait for it, or oversubscribe the cores until then)."""
+        rows = args[self._rows[0]].shape[0]
+        largest = max(getattr(a, "size", 0) for a in args)
+        pieces = max(1, min(SLICE_PIECES, rows, largest // SLICE_MIN_ELEMENTS))
+        bounds = [rows * i // pieces for i in range(pieces + 1)]
+
+        def piece(lo: int, hi: int) -> Callable[[], None]:
+            sliced = list(args)
+            for i in self._rows:
+                sliced[i] = args[i][lo:hi]
+            return lambda: self.serial(*sliced)
+
+        run_tasks([piece(lo, hi) for lo, hi in zip(bounds, bounds[1:], strict=False)])
 
 
 def parallel_threads(args: tuple[Any, ...]) -> int:
@@ -198,9 +227,32 @@ def _large(args: tuple[Any, ...]) -> bool:
     return any(getattr(a, "size", 0) >= PARALLEL_MIN_ELEMENTS for a in args)
 
 
-def kernel(fn: Callable[..., Any]) -> Kernel:
-    """Compile ``fn`` (written with :data:`prange` over a fixed partition) twice: see above."""
-    return Kernel(fn)
+def _deferral_holds_threads(args: tuple[Any, ...]) -> bool:
+    """Whether a kernel called now with ``args`` runs serially only because deferred work
+    holds the other threads (for a while: whichever finishes first could help)."""
+    return _count > 1 and _pool.deferred_left > 0 and ENABLED \
+        and not getattr(_local, "in_task", False) and _large(args) and _parallel_usable()
+
+
+# A kernel run in slices (Kernel._in_slices): at most this many, each with at least this
+# many elements in the largest argument's share. The slices' calls cost ~5 us each; a pool
+# thread joins between slices, so they are a fraction of the kernel (2^21 elements of a
+# CNN's first BatchNorm + max-pool: 8 slices of 8 images).
+SLICE_PIECES = 8
+SLICE_MIN_ELEMENTS = 1 << 16
+
+
+def kernel(fn: Callable[..., Any] | None = None, *,
+           rows: Sequence[str] = ()) -> Any:
+    """Compile ``fn`` (written with :data:`prange` over a fixed partition) twice: see above.
+
+    ``rows`` names the arguments whose first axis indexes independent items (images, matrix
+    rows): each item of an output is computed from the same item of the inputs alone, so
+    the kernel gives the same floats on slices of them. While deferred work holds the other
+    threads such a kernel runs in slices as tasks instead of serially (``@kernel(rows=...)``)."""
+    if fn is None:
+        return lambda f: Kernel(f, rows)
+    return Kernel(fn, rows)
 
 
 def _probe_source(values: Any) -> None:

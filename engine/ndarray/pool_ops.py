@@ -229,16 +229,47 @@ def _global_pool(data: NDArray, xl: Any, pool_type: str, last: bool) -> NDArray:
             return (conv_windows.from_channels_last(gl.reshape(xl.shape), last),)
 
         return apply_op(conv_windows.from_channels_last(out, last), (data,), max_backward)
-    out = xl.sum(axis=axes, keepdims=True)
-    scale = 1.0
-    if pool_type == "avg":
-        scale = 1.0 / math.prod(xl.shape[1:-1])
+    scale = 1.0 / math.prod(xl.shape[1:-1]) if pool_type == "avg" else 1.0
+    if xl.flags.c_contiguous and cpu_kernels.available(xl):
+        return _global_sum_compiled(data, xl, scale, last)
+    return _global_sum(data, xl, scale, last)
+
+
+def _global_sum(data: NDArray, xl: Any, scale: float, last: bool) -> NDArray:
+    """A global average (``scale`` 1/extent) or sum pool (``scale`` 1) of any array."""
+    xp = data.xp
+    out = xl.sum(axis=tuple(range(1, xl.ndim - 1)), keepdims=True)
+    if scale != 1.0:
         out *= scale
 
     def backward(g: Any) -> tuple[Any]:
         gl = xp.empty_like(xl)  # the input's memory layout, so the next backward reads it fast
         gl[...] = conv_windows.to_channels_last(g, last) * scale
         return (conv_windows.from_channels_last(gl, last),)
+
+    return apply_op(conv_windows.from_channels_last(out, last), (data,), backward)
+
+
+
+def _global_sum_compiled(data: NDArray, xl: Any, scale: float, last: bool) -> NDArray:
+    """A global average or sum pool of contiguous channels-last float32 data, compiled: the
+    same floats as numpy's sum over the spatial axes (then ``*= scale``), in one pass over
+    the images split between the engine's threads; the backward writes each input cell once
+    (numpy's broadcast assignment and its sum ran on one thread while the others idled)."""
+    n, c = xl.shape[0], xl.shape[-1]
+    flat = xl.reshape(n, -1, c)
+    sums = numpy.empty((n, c), dtype=xl.dtype)
+    cpu_kernels.channel_sums(flat, sums)
+    if scale != 1.0:
+        sums *= scale
+    out = sums.reshape((n,) + (1,) * (xl.ndim - 2) + (c,))
+
+    def backward(g: Any) -> tuple[Any]:
+        g_l = conv_windows.to_channels_last(g, last).reshape(n, c) * scale
+        gx = numpy.empty_like(xl)
+        cpu_kernels.spread_channels(numpy.ascontiguousarray(g_l, dtype=xl.dtype),
+                                    gx.reshape(n, -1, c))
+        return (conv_windows.from_channels_last(gx, last),)
 
     return apply_op(conv_windows.from_channels_last(out, last), (data,), backward)
 

@@ -183,3 +183,36 @@ def test_max_pool_kernel_keeps_the_first_nan_signed_zero_and_padding_ties(geomet
         build(x, kh, kw, sh, sw, ph, pw, np.float32(lowest), out, arg)
         assert out.tobytes() == want_out.tobytes()
         np.testing.assert_array_equal(arg, want_arg)
+
+
+@pytest.mark.parametrize("pool_type", ["avg", "sum"])
+def test_global_average_and_sum_pools_are_numpys_sums_bit_for_bit_on_any_thread_count(
+        pool_type, every_kernel_parallel):
+    # the compiled pass adds each channel's cells in numpy's order (position after
+    # position, in float32), so its floats are numpy's own, for any thread count
+    x = (rng.standard_normal((6, 5, 7, 9)) * 40).astype(np.float32)
+    head = rng.standard_normal((6, 5, 1, 1)).astype(np.float32)
+    scale = np.float32(1 / 63) if pool_type == "avg" else np.float32(1)
+    want_out = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).sum(axis=(1, 2)) * scale
+    want_grad = np.broadcast_to(head * scale, x.shape)
+    before = kernel_threads.count()
+    try:
+        for count in (1, 2, 3):
+            kernel_threads.set_count(count)
+            arr = channels_last(x)
+            arr.attach_grad()
+            with autograd.record():
+                y = nd.Pooling(arr, global_pool=True, pool_type=pool_type, kernel=(1, 1))
+            y.backward(nd.array(head))
+            assert y.shape == (6, 5, 1, 1)
+            assert y.asnumpy().reshape(6, 5).tobytes() == want_out.tobytes()
+            assert arr.grad.asnumpy().tobytes() == np.ascontiguousarray(want_grad).tobytes()
+            assert arr.grad.raw.transpose(0, 2, 3, 1).flags.c_contiguous  # as its input
+    finally:
+        kernel_threads.set_count(before)
+
+
+def test_global_pool_of_channels_first_memory_keeps_the_numpy_path():
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    y = nd.Pooling(nd.array(x), global_pool=True, pool_type="avg", kernel=(1, 1))
+    np.testing.assert_allclose(y.asnumpy(), x.mean(axis=(2, 3), keepdims=True), rtol=1e-6)

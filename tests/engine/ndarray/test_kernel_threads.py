@@ -279,3 +279,52 @@ def test_defer_declines_outside_a_block_on_one_thread_and_inside_a_task():
             assert not kernel_threads.defer(lambda: None, out)
     finally:
         kernel_threads.set_count(before)
+
+
+def test_a_kernel_runs_in_slices_that_a_thread_joins_when_its_deferred_work_ends(
+        every_kernel_parallel, monkeypatch):
+    """While deferred work holds the other thread, a kernel with ``rows`` runs its serial
+    build on slices as tasks (not serially on the caller alone): the pool thread takes the
+    slices left once its deferred task ends, and the floats are the serial build's."""
+    before = kernel_threads.count()
+    a = rng.standard_normal(1 << 20).astype(np.float32)
+    b = rng.standard_normal(1 << 20).astype(np.float32)
+    want = np.empty_like(a)
+    cpu_kernels.add_relu.serial(a, b, want)
+    release = threading.Event()
+    jobs: list[list[int]] = []
+    run_tasks = kernel_threads.run_tasks
+
+    def recording(tasks):
+        ran: list[int] = []
+        jobs.append(ran)
+
+        def slowly(task):  # the first slice lets the deferred task end
+            def run():
+                ran.append(threading.get_ident())
+                release.set()
+                task()
+                threading.Event().wait(0.02)  # time for the pool thread to come
+            return run
+
+        run_tasks([slowly(t) for t in tasks])
+
+    monkeypatch.setattr(kernel_threads, "run_tasks", recording)
+    try:
+        kernel_threads.set_count(2)
+        out = np.empty_like(a)
+        with kernel_threads.deferring():
+            assert kernel_threads.defer(lambda: release.wait(10), np.zeros(1))
+            while not kernel_threads._pool.deferred_left:
+                pass
+            cpu_kernels.add_relu(a, b, out)
+        assert out.tobytes() == want.tobytes()
+        assert len(jobs) == 1 and len(jobs[0]) == kernel_threads.SLICE_PIECES
+        assert len(set(jobs[0])) == 2  # the caller and the pool thread shared them
+    finally:
+        kernel_threads.set_count(before)
+
+
+def test_rows_must_name_arguments_of_the_kernel():
+    with pytest.raises(ValueError, match="rows names no argument"):
+        kernel_threads.kernel(rows=("nope",))(lambda x: None)

@@ -7,6 +7,7 @@ per layer instead of one per elementwise step.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy
@@ -15,6 +16,7 @@ from .. import autograd
 from .. import random as _random
 from ..backend import array_module
 from . import gemm
+from .kernel_threads import run_tasks
 from .ndarray import NDArray, apply_op, as_raw, needs_grad
 from .ops import _sigmoid, unary
 
@@ -202,19 +204,66 @@ def softmax_cross_entropy_sparse(logits: NDArray, label: Any, axis: int = -1) ->
             f"softmax cross-entropy: {cols.shape[0]} labels for {rows.shape[0]} predictions "
             f"(logits shape {logits.shape}, class axis {axis})"
         )
-    z = x2 - _row_max(x2, xp)[:, None]
-    e = xp.exp(z)
-    s = e.sum(axis=1)
-    out = (xp.log(s) - z[rows, cols]).astype(x.dtype, copy=False).reshape(batch_shape)
+    blocks = _row_blocks(x2) if xp is numpy and x2.dtype.kind == "f" else [(0, x2.shape[0])]
+    if len(blocks) > 1:  # one task per block of rows, on the engine's threads
+        e = numpy.empty_like(x2)
+        s = numpy.empty(x2.shape[0], dtype=x2.dtype)
+        out = numpy.empty(x2.shape[0], dtype=x2.dtype)
+        run_tasks([partial(_softmax_ce_rows, x2, cols, e, s, out, r0, r1)
+                   for r0, r1 in blocks])
+        out = out.astype(x.dtype, copy=False).reshape(batch_shape)
+    else:
+        z = x2 - _row_max(x2, xp)[:, None]
+        e = xp.exp(z)
+        s = e.sum(axis=1)
+        out = (xp.log(s) - z[rows, cols]).astype(x.dtype, copy=False).reshape(batch_shape)
 
     def backward(g: Any) -> tuple[Any]:
-        p = e / s[:, None]
-        p[rows, cols] -= 1
-        p *= g.reshape(-1, 1)
+        g = g.reshape(-1, 1)
+        if len(blocks) > 1:
+            p = numpy.empty_like(e)
+            run_tasks([partial(_softmax_ce_grad_rows, e, s, cols, g, p, r0, r1)
+                       for r0, r1 in blocks])
+        else:
+            p = e / s[:, None]
+            p[rows, cols] -= 1
+            p *= g
         grad = p.reshape(x.shape)
         return (xp.moveaxis(grad, -1, ax) if ax != grad.ndim - 1 else grad,)
 
     return apply_op(out, (logits,), backward)
+
+
+# Rows of logits per task of the softmax cross-entropy: blocks of at least this many
+# values, fixed by the shape. Each row's floats are the same in any block (a row's max,
+# exps and pairwise sum are its own), so the blocks change only which thread computes them.
+# Forward and backward at 2 threads (1 thread), against one block: 512x1000 logits 1.47x
+# (0.97x), 4096x1000 1.83x (1.13x); smaller blocks cost more than they gave (256x1000 in
+# blocks of 2^16 values: 1.04x at 2 threads, 0.87x at 1).
+_LOSS_BLOCK_VALUES = 1 << 18
+
+
+def _row_blocks(x2: Any) -> list[tuple[int, int]]:
+    rows, classes = x2.shape
+    per = max(1, _LOSS_BLOCK_VALUES // max(classes, 1))
+    return [(r0, min(rows, r0 + per)) for r0 in range(0, rows, per)] or [(0, 0)]
+
+
+def _softmax_ce_rows(x2: Any, cols: Any, e: Any, s: Any, out: Any, r0: int, r1: int) -> None:
+    """Rows r0:r1 of the loss (one task): the single-block rule's floats, into slices."""
+    z = x2[r0:r1] - _row_max(x2[r0:r1], numpy)[:, None]
+    numpy.exp(z, out=e[r0:r1])
+    numpy.sum(e[r0:r1], axis=1, out=s[r0:r1])
+    out[r0:r1] = numpy.log(s[r0:r1]) - z[numpy.arange(r1 - r0), cols[r0:r1]]
+
+
+def _softmax_ce_grad_rows(e: Any, s: Any, cols: Any, g: Any, p: Any, r0: int,
+                          r1: int) -> None:
+    """Rows r0:r1 of the loss's gradient ``(e / s - onehot)·g`` (one task)."""
+    block = p[r0:r1]
+    numpy.divide(e[r0:r1], s[r0:r1, None], out=block)
+    block[numpy.arange(r1 - r0), cols[r0:r1]] -= 1
+    block *= g[r0:r1]
 
 
 def _row_max(x2: Any, xp: Any) -> Any:

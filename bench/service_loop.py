@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/service_loop.py [--spec examples/digits-mlp.yaml] [--epochs 12]
                                            [--rounds 40] [--threads 1]
+                                           [--variants estimator,service,service-ckpt]
 
 Ways to train the same spec, seed and data:
 
@@ -20,7 +21,9 @@ Timed: the fit loop only. The service's end-of-job checkpoint (written synchrono
 before the job reports success) is a fixed cost per job, printed apart. This machine's
 speed drifts by more than 3% from one second to the next, so every variant run is paired
 with a bare run right next to it (in a random order), and the figure is the median of
-those pairwise ratios over many rounds, with its interquartile range. BLAS threads are
+those pairwise ratios over many rounds, with its interquartile range and a bootstrap 95%
+confidence interval of the median (on a VM whose speed swings by a third from second to
+second, 30 rounds pin the median down to a few percent only). BLAS threads are
 capped (``--threads``, default 1) for every variant.
 """
 
@@ -189,13 +192,30 @@ def run_service(spec: dict[str, Any], index: int,
 VARIANTS = ("estimator", "service", "service-ckpt")
 
 
+def median_interval(values: list[float], level: float = 0.95,
+                    resamples: int = 4000) -> tuple[float, float]:
+    """A percentile-bootstrap confidence interval of the median of ``values``: how far
+    the median of this many noisy pairs could be from the one more rounds would give."""
+    rng = random.Random(1)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values)))
+                     for _ in range(resamples))
+    tail = (1 - level) / 2
+    return medians[int(tail * resamples)], medians[int((1 - tail) * resamples) - 1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=ROOT / "examples" / "digits-mlp.yaml")
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--threads", type=int, default=THREADS, help="BLAS threads (all)")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="which of " + ", ".join(VARIANTS) + " to pair with bare runs")
     args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"--variants: unknown {unknown}; choose from {', '.join(VARIANTS)}")
 
     from tests.services import redis_server
 
@@ -227,10 +247,10 @@ def main() -> None:
         # Each round runs every variant right next to a bare run, in a random order, and
         # keeps their ratio: this machine's speed drifts by more than the 3% we look for,
         # but not much within a pair of back-to-back runs.
-        ratios: dict[str, list[Timing]] = {name: [] for name in VARIANTS}
+        ratios: dict[str, list[Timing]] = {name: [] for name in variants}
         bare_runs: list[Timing] = []
         for index in range(args.rounds):
-            order = list(VARIANTS)
+            order = list(variants)
             rng.shuffle(order)
             for name in order:
                 pair = ["bare", name]
@@ -245,17 +265,21 @@ def main() -> None:
           f"steps; {args.rounds} rounds, BLAS threads {args.threads}")
     print(f"bare loop: median {statistics.median(b[0] for b in bare_runs):.3f}s "
           f"(min {min(b[0] for b in bare_runs):.3f}s, max {max(b[0] for b in bare_runs):.3f}s)")
-    print("each variant / the bare run next to it: median [interquartile range]")
+    print("each variant / the bare run next to it: median [interquartile range] "
+          "(95% confidence interval of the median)")
     for column, label in ((0, "wall time of the loop"), (1, "process CPU (all threads)"),
                           (2, "CPU of the training thread")):
         print(f"  {label}:")
-        for name in VARIANTS:
+        for name in variants:
             values = [r[column] - 1 for r in ratios[name]]
             q1, median, q3 = statistics.quantiles(values, n=4)
-            print(f"    {name:12s} {median:+6.1%}  [{q1:+.1%} .. {q3:+.1%}]")
+            low, high = median_interval(values)
+            print(f"    {name:12s} {median:+6.1%}  [{q1:+.1%} .. {q3:+.1%}]  "
+                  f"({low:+.1%} .. {high:+.1%})")
     print(f"end-of-job checkpoint (synchronous, once per job): median "
           f"{statistics.median(finishes) * 1e3:.1f} ms")
-    print("target: service loop wall time within +3% of bare")
+    print("target: service loop wall time within +3% of bare (the median; the interval says "
+          "how far more rounds could move it)")
 
 
 if __name__ == "__main__":

@@ -230,7 +230,7 @@ def _global_pool(data: NDArray, xl: Any, pool_type: str, last: bool) -> NDArray:
 
         return apply_op(conv_windows.from_channels_last(out, last), (data,), max_backward)
     scale = 1.0 / math.prod(xl.shape[1:-1]) if pool_type == "avg" else 1.0
-    if xl.flags.c_contiguous and cpu_kernels.available(xl):
+    if xl.size and xl.flags.c_contiguous and cpu_kernels.available(xl):
         return _global_sum_compiled(data, xl, scale, last)
     return _global_sum(data, xl, scale, last)
 
@@ -248,7 +248,6 @@ def _global_sum(data: NDArray, xl: Any, scale: float, last: bool) -> NDArray:
         return (conv_windows.from_channels_last(gl, last),)
 
     return apply_op(conv_windows.from_channels_last(out, last), (data,), backward)
-
 
 
 def _global_sum_compiled(data: NDArray, xl: Any, scale: float, last: bool) -> NDArray:

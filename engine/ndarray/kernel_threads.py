@@ -173,12 +173,13 @@ class Kernel:
         return self._parallel
 
     def __call__(self, *args: Any) -> Any:
-        threads = parallel_threads(args)
-        if threads > 1:
-            _numba_threads(threads)
-            return self.parallel(*args)
-        if self._rows and _deferral_holds_threads(args):
-            return self._in_slices(args)
+        if _shareable(args):
+            threads = _free_threads()
+            if threads > 1:
+                _numba_threads(threads)
+                return self.parallel(*args)
+            if self._rows:  # deferred work holds every other thread, for a while
+                return self._in_slices(args)
         return self.serial(*args)
 
     def _in_slices(self, args: tuple[Any, ...]) -> None:
@@ -201,13 +202,22 @@ class Kernel:
 
 def parallel_threads(args: tuple[Any, ...]) -> int:
     """How many threads a kernel called now with ``args`` runs its parallel build on; 1: its
-    serial build. The threads not busy with deferred work, queued work counted as taken (a
-    pool thread takes it at once), so the threads never outnumber the cores."""
-    threads = _count - min(_pool.deferred_left, _count - 1)
-    if threads > 1 and ENABLED and not getattr(_local, "in_task", False) \
-            and _large(args) and _parallel_usable():
-        return threads
-    return 1
+    serial build (or its slices, see :func:`kernel`)."""
+    threads = _free_threads()
+    return threads if threads > 1 and _shareable(args) else 1
+
+
+def _free_threads() -> int:
+    """The threads not busy with deferred work, queued work counted as taken (a pool thread
+    takes it at once), so the threads never outnumber the cores."""
+    return _count - min(_pool.deferred_left, _count - 1)
+
+
+def _shareable(args: tuple[Any, ...]) -> bool:
+    """Whether a kernel called now with ``args`` may use other threads than this one: more
+    than one thread, not inside a task, large enough, and a thread-safe numba layer."""
+    return _count > 1 and ENABLED and not getattr(_local, "in_task", False) \
+        and _large(args) and _parallel_usable()
 
 
 # Fewest elements in a kernel's largest array for its parallel build; the floats are the
@@ -225,13 +235,6 @@ PARALLEL_MIN_ELEMENTS = 1 << 19
 
 def _large(args: tuple[Any, ...]) -> bool:
     return any(getattr(a, "size", 0) >= PARALLEL_MIN_ELEMENTS for a in args)
-
-
-def _deferral_holds_threads(args: tuple[Any, ...]) -> bool:
-    """Whether a kernel called now with ``args`` runs serially only because deferred work
-    holds the other threads (for a while: whichever finishes first could help)."""
-    return _count > 1 and _pool.deferred_left > 0 and ENABLED \
-        and not getattr(_local, "in_task", False) and _large(args) and _parallel_usable()
 
 
 # A kernel run in slices (Kernel._in_slices): at most this many, each with at least this

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import engine.gluon.estimator
@@ -172,7 +173,8 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         self._next_replay: int | None = None
         self._last_publish = -math.inf  # batch events
         self._last_epoch_publish = -math.inf
-        self._pending_epoch_event: MetricEvent | None = None  # throttled, newest
+        # the newest epoch-end event held back by the throttle, built when sent
+        self._pending_epoch_event: Callable[[], MetricEvent] | None = None
         self._last_checkpoint_step = state.step
         self._last_checkpoint_time = time.monotonic()
         self._due_step = 0  # the next step whose boundary has work to do
@@ -189,7 +191,10 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         if shutdown_requested.is_set():
             self.state.stop_reason = STOP_SHUTDOWN
             return True
-        return self._carry_out(self.io.poll_commands(), rules or [])
+        received = self.io.poll_commands()
+        if not received and not rules:  # the usual boundary: nothing to decide
+            return False
+        return self._carry_out(received, rules or [])
 
     def _carry_out(self, received: list[Command], rules: list[Command],
                    replaying: bool = False) -> bool:
@@ -285,25 +290,26 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
 
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         state = self.state
-        train = list(getattr(estimator, "train_metrics", []))
-        val = list(getattr(estimator, "val_metrics", []))
-        values = metric_values("train", train)
-        values.update(metric_values("val", val))
+        # every value once (reading a metric costs microseconds a fast epoch feels): the
+        # rules see them all, the points and events only the finite ones
+        seen = metric_values("train", list(getattr(estimator, "train_metrics", [])),
+                             finite=False)
+        seen.update(metric_values("val", list(getattr(estimator, "val_metrics", [])),
+                                  finite=False))
+        values = {name: value for name, value in seen.items() if math.isfinite(value)}
         values["lr"] = self._trained_lr()
         state.epoch += 1
         state.batch_index = 0
         self._emit_metrics(values, epoch=state.epoch - 1, epoch_end=True)
         if state.stop_reason is not None:
             return True
-        seen = {**metric_values("train", train, finite=False),
-                **metric_values("val", val, finite=False)}
         fired = self.steering.observe(state.step, seen, values["lr"], validation=True)
         return self.follow_commands(fired)
 
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         # However fast the job, the last epoch's values reach the live stream.
         if self._pending_epoch_event is not None and self.io.still_owner():
-            self.io.publish(self._pending_epoch_event)
+            self.io.publish(self._pending_epoch_event())
         self._pending_epoch_event = None
 
     # -- helpers -----------------------------------------------------------------------
@@ -393,14 +399,15 @@ class ServiceHandler(_TrainBegin, _BatchEnd, _EpochEnd, _TrainEnd):
         if not self.io.still_owner():
             return
         epoch = state.epoch if epoch is None else epoch
-        event = MetricEvent(step=state.step, epoch=epoch, epochs_done=state.epoch,
-                            time=time.time(), values=values)
+        # built when sent: most epoch-end events of a fast job are held back and replaced
+        event = partial(MetricEvent, step=state.step, epoch=epoch, epochs_done=state.epoch,
+                        time=time.time(), values=values)
         if not epoch_end:
-            self.io.publish(event)
+            self.io.publish(event())
         elif now - self._last_epoch_publish >= self.pacing.min_publish_interval:
             self._last_epoch_publish = now
             self._pending_epoch_event = None
-            self.io.publish(event)
+            self.io.publish(event())
         else:
             self._pending_epoch_event = event
         self.io.record_metrics(state.step, epoch, values)

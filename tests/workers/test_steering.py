@@ -288,3 +288,38 @@ def test_an_lr_change_at_an_epochs_last_boundary_is_not_in_that_epochs_metrics(
     assert math.isclose(ends[0].values["lr"], 0.01)
     later = [e for e in scripted.events if e.type == "metric" and e.step > last]
     assert later and all(math.isclose(e.values["lr"], 0.004) for e in later)
+
+
+class _RecordingIO(ScriptedIO):
+    """ScriptedIO that also keeps the metric points handed to the database."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.points: list[tuple[int, int, dict[str, float]]] = []
+
+    def record_metrics(self, step: int, epoch: int, values: dict[str, float]) -> None:
+        self.points.append((step, epoch, dict(values)))
+
+
+def test_throttled_metric_events_still_store_every_epoch_and_send_the_last(
+        tmp_path: Path) -> None:
+    # With a publish floor longer than the whole run, the live stream gets the first batch
+    # event and the first epoch's end at once, the last epoch's end when training ends (not
+    # an older held-back one), and the database gets every epoch's point all the same.
+    from workers.hooks import Pacing
+
+    spec = {k: v for k, v in SPEC.items() if k != "lr_scheduler"} | {"epochs": 3}
+    recorded = _RecordingIO()
+    runner = JobRunner("throttled", spec, LocalStore(tmp_path / "store"), recorded,  # type: ignore[arg-type]
+                       pacing=Pacing(log_every=5, min_publish_interval=3600.0))
+    recorded.runner = runner
+    runner.run()
+    per_epoch = runner.state.step // 3
+    epoch_points = [p for p in recorded.points if "val_loss" in p[2]]
+    assert [(step, epoch) for step, epoch, _ in epoch_points] == [
+        (per_epoch * (i + 1), i) for i in range(3)]
+    metric_events = [e for e in recorded.events if e.type == "metric"]
+    assert [(e.step, e.epochs_done, "val_loss" in e.values) for e in metric_events] == [
+        (5, 0, False), (per_epoch, 1, True), (3 * per_epoch, 3, True)]
+    assert metric_events[-1].values == epoch_points[-1][2]
+    assert all(math.isfinite(v) for _, _, values in recorded.points for v in values.values())

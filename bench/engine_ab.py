@@ -144,10 +144,12 @@ def main() -> None:
     reference = names[0]
     for (name, settings) in configs:
         ratios = [t[name] / t[reference] for t in per_round]
+        interval = machine_ceiling.median_interval(ratios)
         described = ",".join(f"{k}={v}" for k, v in settings.items()) or "as set"
         print(f"  {name:16s} {statistics.median(t[name] for t in per_round) * 1e3:8.1f} ms/step"
               f"  / {reference}: {statistics.median(ratios):.3f} "
-              f"(rounds {min(ratios):.2f}-{max(ratios):.2f})  [{described}]", flush=True)
+              f"(95% interval {interval[0]:.3f}-{interval[1]:.3f}; rounds "
+              f"{min(ratios):.2f}-{max(ratios):.2f})  [{described}]", flush=True)
     # A neighbour on a shared VM only ever takes time away: each configuration's fastest
     # tenth of steps shows its own speed where bursts of stolen time swamp the medians.
     fast = {name: machine_ceiling.fastest_tenth(every[name]) for name in names}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -113,6 +114,17 @@ def fastest_tenth(times: list[float]) -> float:
     """The lower decile of step times: neighbours on a shared VM only ever add time, so
     where they steal in bursts this shows a contender's own speed better than a median."""
     return statistics.quantiles(times, n=10)[0] if len(times) > 1 else times[0]
+
+
+def median_interval(values: list[float], level: float = 0.95,
+                    resamples: int = 4000) -> tuple[float, float]:
+    """A percentile-bootstrap confidence interval of the median of ``values``: how far
+    the median of this many noisy pairs could be from the one more rounds would give."""
+    rng = random.Random(1)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values)))
+                     for _ in range(resamples))
+    tail = (1 - level) / 2
+    return medians[int(tail * resamples)], medians[int((1 - tail) * resamples) - 1]
 
 
 def main() -> None:

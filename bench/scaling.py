@@ -10,7 +10,8 @@ by tens of percent within a minute (their neighbours' load), so a figure compare
 taken seconds apart: a contender's time per round is the median of its steps; its scaling
 is the median over rounds of (1-thread time / N-thread time) of the same round; the engine's
 ratio to an anchor is the median over rounds of the same round's ratio. The spread of the
-per-round scaling (lowest and highest) is printed beside it. Networks: issue 11's CNN
+per-round scaling (lowest and highest) is printed beside it, with a bootstrap 95% interval of the
+median: the range more rounds could move it within. Networks: issue 11's CNN
 (batch 64) and the CIFAR-form ResNet-18 (batch 16) of bench/engine_cnn.py, both with Adam;
 model-zoo ``resnet18_v1`` (batch 32, 3x32x32, SGD momentum) of bench/engine_zoo.py against
 MXNet. Targets (issue 29):
@@ -123,7 +124,11 @@ def measure(net: str, steps: int, rounds: int) -> tuple[list[dict[Key, float]],
 
 
 def _spread(values: list[float]) -> str:
-    return f"{statistics.median(values):5.2f}x (rounds {min(values):.2f}-{max(values):.2f})"
+    """The median of per-round ratios, with a bootstrap 95% interval of that median (how
+    far more rounds could move it) and the lowest and highest round."""
+    low, high = machine_ceiling.median_interval(values)
+    return (f"{statistics.median(values):5.2f}x (95% interval {low:.2f}-{high:.2f}; rounds "
+            f"{min(values):.2f}-{max(values):.2f})")
 
 
 def report_fastest(every: dict[Key, list[float]]) -> None:

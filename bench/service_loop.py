@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import machine_ceiling  # noqa: E402
 from threads import cap_threads  # noqa: E402
 
 THREADS = cap_threads()
@@ -192,17 +193,6 @@ def run_service(spec: dict[str, Any], index: int,
 VARIANTS = ("estimator", "service", "service-ckpt")
 
 
-def median_interval(values: list[float], level: float = 0.95,
-                    resamples: int = 4000) -> tuple[float, float]:
-    """A percentile-bootstrap confidence interval of the median of ``values``: how far
-    the median of this many noisy pairs could be from the one more rounds would give."""
-    rng = random.Random(1)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values)))
-                     for _ in range(resamples))
-    tail = (1 - level) / 2
-    return medians[int(tail * resamples)], medians[int((1 - tail) * resamples) - 1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=ROOT / "examples" / "digits-mlp.yaml")
@@ -273,7 +263,7 @@ def main() -> None:
         for name in variants:
             values = [r[column] - 1 for r in ratios[name]]
             q1, median, q3 = statistics.quantiles(values, n=4)
-            low, high = median_interval(values)
+            low, high = machine_ceiling.median_interval(values)
             print(f"    {name:12s} {median:+6.1%}  [{q1:+.1%} .. {q3:+.1%}]  "
                   f"({low:+.1%} .. {high:+.1%})")
     print(f"end-of-job checkpoint (synchronous, once per job): median "

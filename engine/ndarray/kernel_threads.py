@@ -113,14 +113,13 @@ def _parallel_usable() -> bool:
         if not state["checked"]:
             if os.environ.get("NUMBA_THREADING_LAYER", "") in ("", "default", "workqueue"):
                 numba.config.THREADING_LAYER = "threadsafe"  # tbb or omp, never workqueue
-            # OpenMP's threads sleep between kernels instead of spinning (unless the
-            # environment says otherwise): spinning threads took 5x the CPU time of a CNN
-            # step on a loaded 2-core machine, starved the threads they waited for, and
-            # would compete with a job's own data-loading processes. Set only while the
-            # OpenMP runtime loads (it reads it then), so child processes do not inherit it.
-            policy_unset = "OMP_WAIT_POLICY" not in os.environ
-            if policy_unset:
-                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            # OpenMP's threads spin only briefly (OMP_SPIN_COUNT) before they sleep, at a
+            # parallel loop's end and between loops, unless the environment says otherwise
+            # (OMP_WAIT_POLICY or GOMP_SPINCOUNT). Set only while the OpenMP runtime loads
+            # (it reads them then), so child processes do not inherit them.
+            wait_unset = not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & set(os.environ)
+            if wait_unset:
+                os.environ["GOMP_SPINCOUNT"] = str(OMP_SPIN_COUNT)
             try:
                 _probe(numpy.zeros(4))
                 state["usable"] = True
@@ -128,10 +127,23 @@ def _parallel_usable() -> bool:
             except Exception as exc:  # noqa: BLE001 - no safe layer: serial builds
                 log.warning("engine kernels run on one thread: %s", exc)
             finally:
-                if policy_unset:
-                    os.environ.pop("OMP_WAIT_POLICY", None)
+                if wait_unset:
+                    os.environ.pop("GOMP_SPINCOUNT", None)
             state["checked"] = True
     return bool(state["usable"])
+
+
+# How long (GNU OpenMP's spin iterations, a few microseconds here) an OpenMP thread spins
+# before it sleeps: at the barrier that ends a parallel loop (the thread done first waits
+# for the other) and for the next loop. Sleeping at once (OMP_WAIT_POLICY=PASSIVE, as
+# before) costs a futex wake-up of ~40 us on a 2-vCPU AMD EPYC VM at each, and BatchNorm's
+# passes come in pairs tens of microseconds apart. Paired rounds at 2 threads on a Genoa
+# VM (bench/engine_ab.py, GOMP_SPINCOUNT against PASSIVE): CNN 0.956-0.981 for 1,000-10,000
+# (0.98 at 1,000), ResNet-18 0.979, resnet18_v1 0.995 (neutral); the process's CPU time
+# per step did not grow (the spin fills what was idle). Spinning without end (libgomp's
+# default 300,000 iterations, or ACTIVE) took 5x the CPU time of a CNN step on a loaded
+# 2-core machine and starved the threads it waited for.
+OMP_SPIN_COUNT = 1000
 
 
 def _numba_threads(threads: int) -> None:

@@ -4,6 +4,10 @@ and where the thread count comes from (engine.threads, engine.ndarray.kernel_thr
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -328,3 +332,24 @@ def test_a_kernel_runs_in_slices_that_a_thread_joins_when_its_deferred_work_ends
 def test_rows_must_name_arguments_of_the_kernel():
     with pytest.raises(ValueError, match="rows names no argument"):
         kernel_threads.kernel(rows=("nope",))(lambda x: None)
+
+
+@pytest.mark.parametrize("environment, expected", [
+    ({}, {}),
+    ({"OMP_WAIT_POLICY": "PASSIVE"}, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    ({"GOMP_SPINCOUNT": "0"}, {"GOMP_SPINCOUNT": "0"}),
+])
+def test_openmp_wait_settings_are_the_users_or_none_after_loading(
+        environment: dict[str, str], expected: dict[str, str]) -> None:
+    # The engine's short spin is set only while the OpenMP runtime loads: a user's own
+    # setting is left alone, and child processes of the engine inherit nothing of it.
+    code = ("import os, json; from engine.ndarray import kernel_threads as kt; "
+            "kt.set_count(2); usable = kt.parallel_kernels(); "
+            "print(json.dumps([usable, {k: os.environ[k] for k in "
+            "('OMP_WAIT_POLICY', 'GOMP_SPINCOUNT') if k in os.environ}]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    done = subprocess.run([sys.executable, "-c", code], env={**env, **environment},
+                          capture_output=True, text=True, check=True, timeout=120)
+    usable, left = json.loads(done.stdout.strip().splitlines()[-1])
+    assert usable is True
+    assert left == expected

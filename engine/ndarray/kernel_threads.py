@@ -239,10 +239,13 @@ def _shareable(args: tuple[Any, ...]) -> bool:
 # idle before each call, as in a training step (serial/parallel us): a 2^17-element
 # BatchNorm statistics pass 33/181, ReLU 20/35; 2^19: 110/123, 61/78; 2^20: 222/228,
 # 154/176; F(4x4) input transform at 2^18.2 (ResNet's 8x8 maps) 118/180, at 2^20.2
-# 692/613. 2^19 keeps most of that loss off a training step (resnet18_v1 at 2 threads
-# 1.08x faster than with 2^17 in paired rounds, the CNN the same), and on a machine that
-# wakes its threads faster it gives up little.
-PARALLEL_MIN_ELEMENTS = 1 << 19
+# 692/613. With those sleeping threads 2^19 kept most of that loss off a training step
+# (resnet18_v1 at 2 threads 1.08x faster than with 2^17 in paired rounds, the CNN the
+# same). Since the threads spin briefly before they sleep (OMP_SPIN_COUNT), a kernel that
+# follows another often finds them awake: 2^18 against 2^19 in paired rounds on a Genoa VM
+# gave ResNet-18 (batch 16, whose 16x16 maps are 2^18) 0.977x and 0.981x, the CNN
+# 0.990x and 0.998x, resnet18_v1 0.999x; 2^17 gave ResNet-18 1.006x.
+PARALLEL_MIN_ELEMENTS = 1 << 18
 
 
 def _large(args: tuple[Any, ...]) -> bool:

@@ -133,16 +133,16 @@ def _parallel_usable() -> bool:
     return bool(state["usable"])
 
 
-# How long (GNU OpenMP's spin iterations, a few microseconds here) an OpenMP thread spins
-# before it sleeps: at the barrier that ends a parallel loop (the thread done first waits
-# for the other) and for the next loop. Sleeping at once (OMP_WAIT_POLICY=PASSIVE, as
-# before) costs a futex wake-up of ~40 us on a 2-vCPU AMD EPYC VM at each, and BatchNorm's
-# passes come in pairs tens of microseconds apart. Paired rounds at 2 threads on a Genoa
-# VM (bench/engine_ab.py, GOMP_SPINCOUNT against PASSIVE): CNN 0.956-0.981 for 1,000-10,000
-# (0.98 at 1,000), ResNet-18 0.979, resnet18_v1 0.995 (neutral); the process's CPU time
-# per step did not grow (the spin fills what was idle). Spinning without end (libgomp's
-# default 300,000 iterations, or ACTIVE) took 5x the CPU time of a CNN step on a loaded
-# 2-core machine and starved the threads it waited for.
+# How long an OpenMP thread spins before it sleeps (GNU OpenMP's spin iterations: pause
+# instructions, tens of microseconds at most here), at the barrier that ends a parallel loop
+# (the thread done first waits for the other) and for the next loop. Sleeping at once
+# (OMP_WAIT_POLICY=PASSIVE, as before) costs a futex wake-up of ~40 us on a 2-vCPU AMD EPYC
+# VM at each, and BatchNorm's passes come in pairs tens of microseconds apart. Paired rounds
+# at 2 threads on a Genoa VM (bench/engine_ab.py, GOMP_SPINCOUNT against PASSIVE): CNN
+# 0.956-0.981 for 1,000-10,000 (0.98 at 1,000), ResNet-18 0.979, resnet18_v1 0.995
+# (neutral); the process's CPU time per step did not grow (the spin fills what was idle).
+# Spinning without end (libgomp's default 300,000 iterations, or ACTIVE) took 5x the CPU
+# time of a CNN step on a loaded 2-core machine and starved the threads it waited for.
 OMP_SPIN_COUNT = 1000
 
 

@@ -101,13 +101,10 @@ def _fill_dense(w3: Any, last: bool, pairs: Any, full: bool, dt: Any) -> None:
                 dt[q * f_ + f, :] = 0
         for i in range(pairs.shape[0]):
             p, q, k = pairs[i, 0], pairs[i, 1], pairs[i, 2]
+            tap = w3[f, k] if last else w3[f, :, k]  # the tap's C weights
             row, at = q * f_ + f, p * c_
-            if last:
-                for c in range(c_):
-                    dt[row, at + c] = w3[f, k, c]
-            else:
-                for c in range(c_):
-                    dt[row, at + c] = w3[f, c, k]
+            for c in range(c_):
+                dt[row, at + c] = tap[c]
 
 
 @kernel
@@ -120,13 +117,10 @@ def _fold_dense(gdt: Any, last: bool, pairs: Any, gw3: Any) -> None:
         gw3[f] = 0
         for i in range(pairs.shape[0]):
             p, q, k = pairs[i, 0], pairs[i, 1], pairs[i, 2]
+            tap = gw3[f, k] if last else gw3[f, :, k]  # the tap's C gradients
             row, at = q * f_ + f, p * c_
-            if last:
-                for c in range(c_):
-                    gw3[f, k, c] += gdt[row, at + c]
-            else:
-                for c in range(c_):
-                    gw3[f, c, k] += gdt[row, at + c]
+            for c in range(c_):
+                tap[c] += gdt[row, at + c]
 
 
 @lru_cache(maxsize=256)

@@ -117,7 +117,7 @@ def _parallel_usable() -> bool:
             # parallel loop's end and between loops, unless the environment says otherwise
             # (OMP_WAIT_POLICY or GOMP_SPINCOUNT). Set only while the OpenMP runtime loads
             # (it reads them then), so child processes do not inherit them.
-            wait_unset = not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & set(os.environ)
+            wait_unset = not any(v in os.environ for v in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
             if wait_unset:
                 os.environ["GOMP_SPINCOUNT"] = str(OMP_SPIN_COUNT)
             try:

@@ -32,6 +32,7 @@ layer's dense matrix (:mod:`.dense_map`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Any
@@ -308,6 +309,12 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
 
         def weight_gradient(gw: Any) -> None:
             tap_grad = gemm.matmul(g2.T, x2)
+            if gw.flags.c_contiguous and cpu_kernels.available(gw, tap_grad):
+                spatial = w.shape[1:-1] if last else w.shape[2:]
+                position = int(np.ravel_multi_index(tap, spatial))
+                offset, step = (position * c, 1) if last else (position, math.prod(spatial))
+                conv_kernels.tap_gradient(tap_grad, offset, step, gw.reshape(f, -1))
+                return
 
             def write(f0: int, f1: int) -> None:  # zeros but for the tap, a cached block
                 block = gw[f0:f1]

@@ -79,6 +79,22 @@ def test_im2col_layouts_hold_the_same_windows():
     assert not rows[0].reshape(3, 2, 3)[0].any()  # kernel row 0 reads the top padding
 
 
+@pytest.mark.parametrize("last", [False, True])
+def test_tap_gradient_writes_zeros_but_for_the_tap(last):
+    """The 1-pixel-map weight gradient: every value of the (stale) buffer rewritten, zero
+    but at the one kernel position, which holds the tap's gradient, in either layout."""
+    rng = np.random.default_rng(3)
+    f, c, (kh, kw), tap = 6, 5, (3, 2), (2, 1)
+    grad = rng.standard_normal((f, c)).astype(np.float32)
+    gw = np.full((f, kh, kw, c) if last else (f, c, kh, kw), np.nan, np.float32)
+    position = tap[0] * kw + tap[1]
+    offset, step = (position * c, 1) if last else (position, kh * kw)
+    conv_kernels.tap_gradient(grad, offset, step, gw.reshape(f, -1))
+    want = np.zeros_like(gw)
+    want[(slice(None), *tap, slice(None)) if last else (slice(None), slice(None), *tap)] = grad
+    np.testing.assert_array_equal(gw, want)
+
+
 @pytest.mark.parametrize("shape, pad", [((2, 6, 6, 5), (1, 1)), ((1, 7, 5, 3), (0, 2))])
 def test_winograd_transforms_compute_the_numpy_floats(shape, pad):
     """The compiled Winograd transforms do the numpy transforms' adds in the same order."""

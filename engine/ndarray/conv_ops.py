@@ -482,6 +482,11 @@ _BLOCK_BYTES = 1 << 20
 # more than the cache saves (ResNet's 512-channel 4x4 maps, 16 rows an image: the data
 # gradient in 48-row blocks ran 1.6x slower), so such layers run as one block.
 _MIN_BLOCK_ROWS = 512
+# A network input layer's kernel-major columns, made by blocks of images, are kept for the
+# backward's weight gradient up to this size (making them again took as long as the
+# product: model-zoo resnet18_v1's 7x7 input layer, 32x32 images, batch 32: 4.8 MB, 0.17 ms
+# a block to make); larger (224x224 images: 236 MB at batch 32) they are made again.
+_KEEP_COLUMNS_BYTES = 32 << 20
 
 
 def _images_per_block(n: int, per_image: int, row_bytes: int) -> int:
@@ -513,20 +518,24 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
     if not kernel_major:
         xl = np.ascontiguousarray(xl)
     per_image = rows // n
+    kept: list[Any] | None = None  # a blocked kernel-major forward's columns, if kept
     if kernel_major:  # cols (C·KK, rows), weight (F, C·KK) as stored
         wmat = w.reshape(f, c * kk)
         step = _images_per_block(n, per_image, c * kk * x.itemsize)
         if step < n:  # by blocks of images, each block's columns in a buffer of their own
             # (slices of one (C·KK, rows) array ran 1.2x slower: read with a long stride),
-            # multiplied and biased while in cache, and not kept: the backward makes them
-            # again, block by block (issue 11's CNN's input layer: 3.2 -> 2.4 ms at 2
-            # threads, 3.9 -> 3.4 at 1, against the columns of all images at once)
+            # multiplied and biased while in cache (issue 11's CNN's input layer: 3.2 -> 2.4
+            # ms at 2 threads, 3.9 -> 3.4 at 1, against the columns of all images at once)
             cols = None
             out = np.empty((rows, f), dtype=x.dtype)
             b = None if bias is None else bias._data
+            kept = [np.empty((c * kk, min(step, n - n0) * per_image), dtype=x.dtype)
+                    for n0 in range(0, n, step)] \
+                if c * kk * rows * x.itemsize <= _KEEP_COLUMNS_BYTES else None
             run_tasks([partial(_kernel_major_product, x[n0:n0 + step], args, wmat, b,
-                               out[n0 * per_image:(n0 + step) * per_image])
-                       for n0 in range(0, n, step)])
+                               out[n0 * per_image:(n0 + step) * per_image],
+                               None if kept is None else kept[i])
+                       for i, n0 in enumerate(range(0, n, step))])
         else:
             cols = np.empty((c * kk, rows), dtype=x.dtype)
             conv_kernels.im2col_kernel_major(x, *args, cols)
@@ -558,9 +567,9 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
         gx = None
         # the weight gradient sums over every row: partial products over fixed blocks of
         # rows, run beside the data gradient's blocks
-        if cols is None:  # kernel-major columns by blocks of images, made again
+        if cols is None:  # kernel-major columns by blocks of images, kept or made again
             transposed = True
-            tasks, weight_grad = _kernel_major_weight_tasks(x, args, gmat, c * kk, step)
+            tasks, weight_grad = _kernel_major_weight_tasks(x, args, gmat, c * kk, step, kept)
         else:
             transposed = kernel_major or cols.shape[-1] <= f  # narrow columns: OpenBLAS
             # runs the transposed product faster
@@ -614,10 +623,12 @@ def _finish_weight_gradient(tasks: list[Callable[[], Any]], weight_gradient: Cal
 
 
 def _kernel_major_product(x: Any, args: tuple[int, ...], wmat: Any, bias: Any | None,
-                          out: Any) -> None:
-    """One block of images' forward from channels-first ``x``: its kernel-major columns,
-    their product and the bias, in cache (one task)."""
-    cols = np.empty((wmat.shape[1], out.shape[0]), dtype=x.dtype)
+                          out: Any, cols: Any | None = None) -> None:
+    """One block of images' forward from channels-first ``x``: its kernel-major columns
+    (into ``cols`` when given, kept for the backward), their product and the bias, in
+    cache (one task)."""
+    if cols is None:
+        cols = np.empty((wmat.shape[1], out.shape[0]), dtype=x.dtype)
     conv_kernels.im2col_kernel_major(x, *args, cols)
     np.matmul(cols.T, wmat.T, out=out)
     if bias is not None:
@@ -625,18 +636,22 @@ def _kernel_major_product(x: Any, args: tuple[int, ...], wmat: Any, bias: Any | 
 
 
 def _kernel_major_weight_tasks(x: Any, args: tuple[int, ...], gmat: Any, depth: int,
-                               step: int) -> tuple[list[Callable[[], Any]], Callable[[], Any]]:
+                               step: int, kept: list[Any] | None = None
+                               ) -> tuple[list[Callable[[], Any]], Callable[[], Any]]:
     """The weight gradient ``cols @ gmat`` (depth = C·KK, F) of a forward that ran by
-    blocks of ``step`` images and kept no columns: one task per block makes its columns
-    again and multiplies them into a partial product; the call that adds the partials up
-    in block order once they ran (fixed by the shapes, like gemm.matmul_k's)."""
+    blocks of ``step`` images: one task per block multiplies its columns (``kept[i]`` from
+    the forward, else made again) into a partial product; the call that adds the partials
+    up in block order once they ran (fixed by the shapes, like gemm.matmul_k's)."""
     n, per_image = x.shape[0], gmat.shape[0] // x.shape[0]
     starts = range(0, n, step)
     parts = np.empty((len(starts), depth, gmat.shape[1]), dtype=np.result_type(x, gmat))
 
     def block(i: int, n0: int) -> None:
-        cols = np.empty((depth, min(step, n - n0) * per_image), dtype=x.dtype)
-        conv_kernels.im2col_kernel_major(x[n0:n0 + step], *args, cols)
+        if kept is not None:
+            cols = kept[i]
+        else:
+            cols = np.empty((depth, min(step, n - n0) * per_image), dtype=x.dtype)
+            conv_kernels.im2col_kernel_major(x[n0:n0 + step], *args, cols)
         np.matmul(cols, gmat[n0 * per_image:(n0 + step) * per_image], out=parts[i])
 
     return [partial(block, i, n0) for i, n0 in enumerate(starts)], \

@@ -63,6 +63,31 @@ def test_compiled_path_matches_numpy_path(geometry, memory, block_bytes, monkeyp
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4, err_msg=name)
 
 
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES[:5] if g[0] > 1])  # 2+ blocks
+def test_kept_input_layer_columns_give_the_floats_of_columns_made_again(geometry,
+                                                                       monkeypatch):
+    """A blocked kernel-major forward keeps its columns for the weight gradient (up to
+    _KEEP_COLUMNS_BYTES) instead of making them again: the same floats either way."""
+    monkeypatch.setattr(conv_ops, "_BLOCK_BYTES", 1)  # one image a block
+    monkeypatch.setattr(conv_ops, "_MIN_BLOCK_ROWS", 1)
+    n, c, h, w_, f, kernel, stride, dilate, pad = geometry
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(s).astype(np.float32)
+              for s in ((n, c, h, w_), (f, c, *kernel), (f,))]
+    kwargs = {"kernel": kernel, "stride": stride, "dilate": dilate, "pad": pad}
+    made = []
+    original = conv_kernels.im2col_kernel_major
+    monkeypatch.setattr(conv_kernels, "im2col_kernel_major",
+                        lambda *a: made.append(1) or original(*a))
+    kept = _run(*arrays, None, kwargs)
+    made_when_kept, made[:] = len(made), []
+    monkeypatch.setattr(conv_ops, "_KEEP_COLUMNS_BYTES", 0)
+    again = _run(*arrays, None, kwargs)
+    assert made_when_kept == n and len(made) == 2 * n  # one image a block, each way
+    for a, b in zip(kept, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_im2col_layouts_hold_the_same_windows():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 7, 9)).astype(np.float32)

@@ -243,7 +243,12 @@ class FilterTransform:
             conv_kernels.filter_transform(w, self._g[w.dtype], u)
             return u
         order = (2, 1, 0) if transposed else (2, 0, 1)  # (9, C, F) or (9, F, C)
-        taps = np.ascontiguousarray(w.transpose(order)).reshape(9, f * c)
+        if transposed and cpu_kernels.available(w):
+            taps = np.empty((9, c, f), dtype=w.dtype)
+            conv_kernels.taps_transposed(w, taps)  # the same copy, in cache-sized blocks
+            taps = taps.reshape(9, f * c)
+        else:
+            taps = np.ascontiguousarray(w.transpose(order)).reshape(9, f * c)
         gemm.matmul(self._gg[w.dtype], taps, u.reshape(m * m, f * c))
         return u
 

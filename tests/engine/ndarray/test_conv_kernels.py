@@ -104,6 +104,21 @@ def test_im2col_layouts_hold_the_same_windows():
     assert not rows[0].reshape(3, 2, 3)[0].any()  # kernel row 0 reads the top padding
 
 
+@pytest.mark.parametrize("rows", [False, True])
+def test_taps_transposed_is_numpys_transposing_copy(rows):
+    """F(4x4)'s forward operand (9, C, F) from 3x3 filters (F, C, 9), whole blocks and a
+    ragged edge; ``rows``: a channels-last weight's (F, 9·C) rows seen taps last (strided)."""
+    rng = np.random.default_rng(4)
+    f, c = 37, 21
+    if rows:
+        w3 = rng.standard_normal((f, 9, c)).astype(np.float32).transpose(0, 2, 1)
+    else:
+        w3 = rng.standard_normal((f, c, 9)).astype(np.float32)
+    out = np.full((9, c, f), np.nan, np.float32)
+    conv_kernels.taps_transposed(w3, out)
+    np.testing.assert_array_equal(out, w3.transpose(2, 1, 0))
+
+
 @pytest.mark.parametrize("last", [False, True])
 def test_tap_gradient_writes_zeros_but_for_the_tap(last):
     """The 1-pixel-map weight gradient: every value of the (stale) buffer rewritten, zero

@@ -529,9 +529,10 @@ def _compiled_convolution(data: NDArray, weight: NDArray, bias: NDArray | None, 
             cols = None
             out = np.empty((rows, f), dtype=x.dtype)
             b = None if bias is None else bias._data
-            kept = [np.empty((c * kk, min(step, n - n0) * per_image), dtype=x.dtype)
-                    for n0 in range(0, n, step)] \
-                if c * kk * rows * x.itemsize <= _KEEP_COLUMNS_BYTES else None
+            if c * kk * rows * x.itemsize <= _KEEP_COLUMNS_BYTES \
+                    and autograd.is_recording() and needs_grad(weight):  # a backward to come
+                kept = [np.empty((c * kk, min(step, n - n0) * per_image), dtype=x.dtype)
+                        for n0 in range(0, n, step)]
             run_tasks([partial(_kernel_major_product, x[n0:n0 + step], args, wmat, b,
                                out[n0 * per_image:(n0 + step) * per_image],
                                None if kept is None else kept[i])

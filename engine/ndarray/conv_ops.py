@@ -295,9 +295,9 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
     # (F, C), copied: the view steps over the other kernel positions, and numpy multiplies
     # such a view with its own loop, not BLAS (9x slower here for 512 channels, one thread).
     # The copy and the gradient's zeros stream the whole weight (9.4 MB for 512x512x3x3),
-    # more than the product itself: both run in blocks of filters on the engine's threads.
+    # more than the product itself: the copy runs in blocks of filters on the engine's
+    # threads, the gradient in one compiled pass per filter (conv_kernels.tap_gradient).
     # A hybridized forward queues the copy ahead on the other threads (weight_prep).
-    blocks = cpu_kernels.leading_blocks(w)
     wc = weight_prep.prepared(f"tap{tap}", w, partial(_tap_weight, at))
     out = gemm.matmul(x2, wc.T)
     if bias is not None:
@@ -321,7 +321,7 @@ def _single_tap_convolution(data: NDArray, weight: NDArray, bias: NDArray | None
                 block.fill(0)
                 block[at] = tap_grad[f0:f1]
 
-            run_tasks([partial(write, f0, f1) for f0, f1 in blocks])
+            run_tasks([partial(write, f0, f1) for f0, f1 in cpu_kernels.leading_blocks(w)])
 
         return _product_gradients(
             weight, need_gx, weight_gradient,

@@ -242,13 +242,13 @@ class FilterTransform:
         if compiled_filters(w) and not transposed:
             conv_kernels.filter_transform(w, self._g[w.dtype], u)
             return u
-        order = (2, 1, 0) if transposed else (2, 0, 1)  # (9, C, F) or (9, F, C)
-        if transposed and cpu_kernels.available(w):
+        if transposed and cpu_kernels.available(w):  # (9, C, F), in cache-sized blocks
             taps = np.empty((9, c, f), dtype=w.dtype)
-            conv_kernels.taps_transposed(w, taps)  # the same copy, in cache-sized blocks
-            taps = taps.reshape(9, f * c)
+            conv_kernels.taps_transposed(w, taps)
         else:
-            taps = np.ascontiguousarray(w.transpose(order)).reshape(9, f * c)
+            order = (2, 1, 0) if transposed else (2, 0, 1)  # (9, C, F) or (9, F, C)
+            taps = np.ascontiguousarray(w.transpose(order))
+        taps = taps.reshape(9, f * c)
         gemm.matmul(self._gg[w.dtype], taps, u.reshape(m * m, f * c))
         return u
 

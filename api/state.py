@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import redis
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -191,10 +190,15 @@ class ServiceState:
                     else:
                         self.token_cache.evict(token_hash)
                         self.streams.end(token_hash)
-            except redis.RedisError as exc:
+            except Exception as exc:  # noqa: BLE001 - never end: see below
+                # Redis errors, and whatever else a reconnect raises: uvloop raised a
+                # RuntimeError ("the handler is closed") from redis-py's reconnect after a
+                # Redis restart, which ended this task and left the process deaf to
+                # revocations until it restarted. Cancellation (close) still ends it.
                 if not failing:
-                    log.warning("token revocations not followed (Redis: %s); cached tokens "
-                                "expire within %g s", exc, self.token_cache.ttl)
+                    log.warning("token revocations not followed (%s: %s); cached tokens "
+                                "expire within %g s", type(exc).__name__, exc,
+                                self.token_cache.ttl)
                 failing = True
             await asyncio.sleep(retry_seconds)
 

@@ -168,3 +168,53 @@ def test_an_expired_token_is_refused_even_while_cached(
         assert "expired" in response.json()["error"]["message"]
         rows = api.client.get("/v1/tokens", headers=keep).json()["data"]
         assert [t["status"] for t in rows] == ["expired", "active"]
+
+
+def test_the_revocation_follower_outlives_any_error_a_reconnect_raises() -> None:
+    """After a Redis restart, uvloop raised a RuntimeError ("the handler is closed") from
+    redis-py's reconnect: not a RedisError. The follower must log it, subscribe again and
+    go on evicting (it ended instead, and the process ignored revocations until restarted).
+    The transport race cannot be made on demand with a real Redis, so a stand-in channel
+    raises it on the first subscription."""
+    import asyncio
+    import types
+
+    from api.state import ServiceState, TokenCache
+    from api.streams import OpenStreams
+
+    class Recording(TokenCache):
+        def __init__(self) -> None:
+            super().__init__()
+            self.evicted: list[str] = []
+
+        def evict(self, token_hash: str) -> None:
+            self.evicted.append(token_hash)
+            super().evict(token_hash)
+
+    class FlakyChannel:
+        def __init__(self) -> None:
+            self.subscriptions = 0
+
+        async def token_revocations(self):  # type: ignore[no-untyped-def]
+            self.subscriptions += 1
+            if self.subscriptions == 1:
+                raise RuntimeError("unable to perform operation: the handler is closed")
+            yield None  # subscribed again
+            yield "revoked-hash"
+            await asyncio.Event().wait()
+
+    async def scenario() -> tuple[int, list[str]]:
+        cache, channel = Recording(), FlakyChannel()
+        state = types.SimpleNamespace(token_cache=cache, streams=OpenStreams())
+        task = asyncio.create_task(ServiceState.follow_token_revocations(
+            state, channel, retry_seconds=0.01))  # type: ignore[arg-type]
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if cache.evicted:
+                break
+        assert not task.done(), "the follower ended"
+        task.cancel()
+        return channel.subscriptions, cache.evicted
+
+    subscriptions, evicted = asyncio.run(scenario())
+    assert subscriptions == 2 and evicted == ["revoked-hash"]
